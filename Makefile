@@ -1,0 +1,47 @@
+# memcore — the two set-up commands of the README are `make run` and `make test`.
+PY      ?= python3
+VENV    ?= .venv
+BIN     := $(VENV)/bin
+MODEL   ?= qwen2.5-coder-1.5b-instruct-q4_k_m
+CI_MODEL ?= qwen2.5-coder-0.5b-instruct-q4_k_m
+ARGS    ?=
+
+.PHONY: install model run test test-fast lint format clean-cache
+
+$(VENV)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# CPU torch first: an unpinned torch would pull a multi-GB CUDA build
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[local,dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+model: install
+	$(BIN)/python scripts/get_local_model.py --model $(MODEL)
+
+## The main job: MemCoRe on locomo-mini with the local llama.cpp backbone; prints the table.
+run: install
+	$(BIN)/python scripts/get_local_model.py --model $(MODEL)
+	$(BIN)/memcore-run experiment=quickstart $(ARGS)
+
+## Every test, including the real end-to-end run on the small local model (what CI runs).
+test: install
+	$(BIN)/python scripts/get_local_model.py --model $(CI_MODEL)
+	$(BIN)/pytest -q --runslow $(ARGS)
+
+## Unit tests only (no LLM server): seconds.
+test-fast: install
+	$(BIN)/pytest -q $(ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean-cache:
+	rm -rf results/cache results/snapshots

@@ -1,0 +1,1 @@
+"""Memory systems memcore is compared with, all behind memcore.interfaces.MemorySystem."""

@@ -1,0 +1,141 @@
+"""Flat retrieval over raw turns: dense (embedder cosine), BM25, and their RRF hybrid."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from baselines.turns import load_turns, save_turns, turn_note
+from memcore.interfaces import Embedder, MethodContext, MethodSpec
+from memcore.fusion import rrf_fuse
+from memcore.types import Evidence, Turn
+
+
+@dataclass(frozen=True)
+class RAGConfig:
+    name: str = "rag_hybrid"
+    retriever: str = "hybrid"  # dense | bm25 | hybrid
+    top_k: int = 20
+    rrf_k: int = 60
+    bm25_k1: float = 1.5
+    bm25_b: float = 0.75
+    chronological_context: bool = False  # order the retrieved turns by time in the answer prompt
+
+
+class BM25Index:
+    """Okapi BM25 (Lucene idf) over lower-cased word tokens minus English stop words, via bm25s."""
+
+    def __init__(self, texts: list[str], k1: float, b: float) -> None:
+        import bm25s
+
+        self._bm25s = bm25s
+        self.n = len(texts)
+        self._retriever = bm25s.BM25(k1=k1, b=b)
+        self._lock = threading.Lock()
+        if texts:
+            self._retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        if self.n == 0:
+            return []
+        tokens = self._bm25s.tokenize([query], stopwords="en", show_progress=False)
+        if not tokens.vocab:
+            return []
+        with self._lock:
+            docs, scores = self._retriever.retrieve(tokens, k=min(k, self.n), show_progress=False)
+        return [(int(d), float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
+
+
+class RAG:
+    def __init__(self, cfg: RAGConfig, embedder_provider: Any) -> None:
+        if cfg.retriever not in ("dense", "bm25", "hybrid"):
+            raise ValueError(f"unknown retriever {cfg.retriever!r}; known: dense, bm25, hybrid")
+        self.cfg = cfg
+        self._embedder_provider = embedder_provider
+        self.turns: list[Turn] = []
+        self.vectors: np.ndarray | None = None
+        self.bm25: BM25Index | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder_provider()
+
+    def ingest(self, turn: Turn) -> None:
+        self.turns.append(turn)
+
+    def finalize(self) -> None:
+        texts = [t.render() for t in self.turns]
+        if self.cfg.retriever in ("dense", "hybrid"):
+            self.vectors = self.embedder.encode(texts)
+        self._build_bm25()
+
+    def _build_bm25(self) -> None:
+        if self.cfg.retriever in ("bm25", "hybrid"):
+            self.bm25 = BM25Index([t.render() for t in self.turns], self.cfg.bm25_k1, self.cfg.bm25_b)
+
+    def _dense(self, query: str, k: int) -> list[tuple[int, float]]:
+        assert self.vectors is not None
+        if not len(self.turns):
+            return []
+        q = self.embedder.encode([query])[0]
+        sims = self.vectors @ q
+        k = min(k, len(sims))
+        top = np.argpartition(-sims, k - 1)[:k]
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return [(int(i), float(sims[i])) for i in top]
+
+    def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
+        k = budget or self.cfg.top_k
+        if self.cfg.retriever == "dense":
+            ranked = [(i, s, ("dense",)) for i, s in self._dense(query, k)]
+        elif self.cfg.retriever == "bm25":
+            assert self.bm25 is not None
+            ranked = [(i, s, ("bm25",)) for i, s in self.bm25.search(query, k)]
+        else:
+            assert self.bm25 is not None
+            depth = max(k, 2 * k)
+            lists = {"dense": [i for i, _ in self._dense(query, depth)], "bm25": [i for i, _ in self.bm25.search(query, depth)]}
+            fused = rrf_fuse(lists, k=self.cfg.rrf_k)[:k]
+            ranked = [(i, s, tuple(ch for ch, lst in lists.items() if i in lst)) for i, s in fused]
+        if self.cfg.chronological_context:
+            ranked.sort(key=lambda r: r[0])
+        return Evidence(notes=[turn_note(self.turns[i], s, ch) for i, s, ch in ranked])
+
+    def save(self, path: Path) -> None:
+        save_turns(self.turns, path / "turns.jsonl")
+        if self.vectors is not None:
+            np.save(path / "vectors.npy", self.vectors)
+        (path / "rag.json").write_text(json.dumps({"retriever": self.cfg.retriever, "n": len(self.turns)}))
+
+    def load(self, path: Path) -> None:
+        self.turns = load_turns(path / "turns.jsonl")
+        if (path / "vectors.npy").exists():
+            self.vectors = np.load(path / "vectors.npy")
+        self._build_bm25()
+
+    def stats(self) -> dict[str, Any]:
+        return {"turns": len(self.turns), "retriever": self.cfg.retriever}
+
+
+def _spec(name: str, retriever: str) -> MethodSpec:
+    def factory(ctx: MethodContext) -> RAG:
+        cfg = RAGConfig(**{"retriever": retriever, **ctx.config})
+        return RAG(cfg, lambda: ctx.embedder)
+
+    return MethodSpec(
+        name=name,
+        factory=factory,
+        ingest_uses_llm=lambda c, a: False,
+        construction_keys=("retriever",),
+        description=f"{retriever} retrieval over raw turns",
+    )
+
+
+RAG_DENSE = _spec("rag_dense", "dense")
+RAG_BM25 = _spec("rag_bm25", "bm25")
+RAG_HYBRID = _spec("rag_hybrid", "hybrid")

@@ -1,0 +1,64 @@
+"""Console entry points. ``memcore-run`` is the Hydra app (configs/ at the repository root)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+log = logging.getLogger("memcore")
+
+CONFIG_PATH = str(Path(__file__).resolve().parents[1] / "configs")
+
+# Errors that are the user's to fix: print one line, exit 2, keep everything already written.
+_USER_ERRORS: tuple[type[BaseException], ...] = ()
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from memcore.config import ConfigError
+    from memcore.itemlog import ItemLogError
+    from memcore.llm.backbone import BackboneError
+    from memcore.llm.embedders import EmbedderError
+    from memcore.llm.local_model import ModelNotFoundError
+    from memcore.llm.local_server import LocalServerError
+    from memcore.registry import UnknownNameError
+    from memcore.runner import RunConflictError
+
+    errs: list[type[BaseException]] = [
+        ConfigError, BackboneError, EmbedderError, ModelNotFoundError, LocalServerError, UnknownNameError, RunConflictError, ItemLogError,
+    ]  # fmt: skip
+    try:
+        from memcore.data import DataError
+
+        errs.append(DataError)
+    except ImportError:
+        pass
+    return tuple(errs)
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="run")
+def _hydra_main(cfg: DictConfig) -> float | None:
+    from memcore.runner import run_config
+
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    try:
+        result = run_config(cfg, run_dir)
+    except _user_errors() as exc:
+        log.error("%s", exc)
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    if cfg.get("print_table", True):
+        print()
+        print(result.table)
+        print(f"\nresults: {result.run_dir}")
+    overall = result.metrics.get("overall", {})
+    return overall.get("f1")
+
+
+def run_main() -> None:
+    """``memcore-run [overrides…]``: one run, or a sweep with ``-m``."""
+    _hydra_main()

@@ -1,0 +1,136 @@
+"""Typed schemas for the run configuration. Hydra composes YAML; ``validate`` checks it against
+these dataclasses so a typo or a wrong type fails at start-up with the offending key named.
+The ``method`` group is free-form here: each method validates its own section."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+
+@dataclass
+class BackboneConfig:
+    name: str = "local"
+    kind: str = "llamacpp"  # llamacpp | openai_compatible | scripted
+    model: str = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    gguf: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    api_key_required: bool = False
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    thinking: bool | None = None
+    json_mode: bool = True
+    n_ctx: int = 8192
+    server_threads: int | None = None
+    context_budget_tokens: int = 6000
+    max_concurrency: int = 2
+    timeout_s: float = 600.0
+    max_attempts: int = 8
+    backoff_cap_s: float = 30.0
+    price_in_per_mtok: float = 0.0
+    price_out_per_mtok: float = 0.0
+    scripted_latency_s: float = 0.0
+
+
+@dataclass
+class EmbedderConfig:
+    name: str = "minilm"
+    kind: str = "minilm"  # minilm | openai | hashing
+    model: str = "all-MiniLM-L6-v2"
+    dim: int = 384
+    base_url: str | None = None
+    api_key_env: str | None = None
+    batch_size: int = 64
+
+
+@dataclass
+class DatasetConfig:
+    name: str = "locomo-mini"
+    id: str | None = None
+    path: str | None = None
+    conversations: list[str] | None = None
+    max_sessions: int | None = None
+    max_qa: int | None = None
+    evidence_inside: bool = False
+    categories: list[int] | None = None
+
+
+@dataclass
+class ProtocolConfig:
+    name: str = "amem"
+    temperature: float = 0.7
+    temperature_adversarial: float = 0.5
+    max_tokens: int = 64
+
+
+@dataclass
+class AblationConfig:
+    name: str = "none"
+    update: bool = True
+    merge: bool = True
+    link: bool = True
+    denoise: bool = True
+    topic: bool = True
+    keyword: bool = True
+    neighbor: bool = True
+    ier: bool = True
+
+
+@dataclass
+class EvalConfig:
+    answer: bool = True
+    judge: bool = False
+    judge_backbone: str | None = None
+    audited: bool = False
+    audit_path: str | None = None
+    budget: int | None = None
+    token_budgets: list[int] = field(default_factory=lambda: [500, 1000, 2000])
+
+
+@dataclass
+class PathsConfig:
+    root: str = "results"
+    runs: str = "results/runs"
+    cache: str = "results/cache"
+    snapshots: str = "results/snapshots"
+
+
+@dataclass
+class RunConfig:
+    experiment_name: str = "default"
+    seed: int = 42
+    concurrency: int = 4
+    resume: bool = True
+    overwrite: bool = False
+    print_table: bool = True
+    progress: bool = True
+    cache_llm: bool = True
+    run_dir: str = ""
+    backbone: BackboneConfig = field(default_factory=BackboneConfig)
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
+    ablation: AblationConfig = field(default_factory=AblationConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    method: dict[str, Any] = field(default_factory=dict)
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def validate(cfg: DictConfig) -> DictConfig:
+    """Merge ``cfg`` (minus the ``hydra`` node) into the schema; raise ConfigError naming the key."""
+    plain = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"]) if "hydra" in cfg else cfg
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(RunConfig), plain)
+        OmegaConf.resolve(merged)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"invalid configuration: {exc}".splitlines()[0] + f" (key: {getattr(exc, 'full_key', '?')})") from None
+    if not merged.method or "name" not in merged.method:
+        raise ConfigError("no method selected: pass method=<name> (see configs/method/)")
+    return merged

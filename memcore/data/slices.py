@@ -1,0 +1,79 @@
+"""Dataset slices: which conversations, how many sessions, which QA items.
+
+``locomo`` = everything; ``locomo-mini`` = ``select(ds, conversations=["conv-26"], max_sessions=3,
+evidence_inside=True)`` (58 turns, 25 QA over all five categories); one conversation = ``conversations=[id]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from memcore.data.errors import DataError
+from memcore.data.locomo import LoCoMoDataset
+from memcore.types import Conversation, QAItem
+
+
+def select(
+    dataset: LoCoMoDataset | Sequence[Conversation],
+    *,
+    conversations: Sequence[str | int] | None = None,
+    max_sessions: int | None = None,
+    max_qa: int | None = None,
+    evidence_inside: bool = True,
+) -> list[Conversation]:
+    """Cut the dataset down; returns new :class:`Conversation` values, the input is untouched.
+
+    - ``conversations``: ids (``"conv-26"``) or 0-based indices, in the order given; ``None`` = all.
+    - ``max_sessions``: keep the first N sessions of each conversation.
+    - ``evidence_inside``: keep only QA items whose (cleaned) evidence lies wholly in the kept turns;
+      items with empty evidence are kept only when no session was cut (nothing shows they are answerable).
+    - ``max_qa``: then keep the first N items per conversation.
+    Unknown ids or indices raise :class:`DataError` listing the known ids.
+    """
+    convs = tuple(dataset.conversations if isinstance(dataset, LoCoMoDataset) else dataset)
+    for name, value in (("max_sessions", max_sessions), ("max_qa", max_qa)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise DataError(f"{name} must be a positive integer or null, got {value!r}", field=name, hint=None)
+    chosen = _choose(convs, conversations)
+    return [_cut(c, max_sessions=max_sessions, max_qa=max_qa, evidence_inside=evidence_inside) for c in chosen]
+
+
+def _choose(convs: tuple[Conversation, ...], wanted: Sequence[str | int] | None) -> list[Conversation]:
+    if wanted is None:
+        return list(convs)
+    if isinstance(wanted, str | int):  # a lone id from a config is a common slip; accept it
+        wanted = [wanted]
+    by_id = {c.conv_id: c for c in convs}
+    out: list[Conversation] = []
+    for w in wanted:
+        conv: Conversation | None = None
+        if isinstance(w, int) and not isinstance(w, bool):
+            conv = convs[w] if 0 <= w < len(convs) else None
+        elif isinstance(w, str):
+            conv = by_id.get(w.strip())
+            if conv is None and w.strip().isdigit() and int(w) < len(convs):
+                conv = convs[int(w)]
+        if conv is None:
+            raise DataError(
+                f"unknown conversation {w!r}; known ids: {', '.join(by_id)} (or an index 0-{len(convs) - 1})",
+                field="dataset.conversations",
+                hint=None,
+            )
+        if all(conv.conv_id != o.conv_id for o in out):
+            out.append(conv)
+    return out
+
+
+def _cut(conv: Conversation, *, max_sessions: int | None, max_qa: int | None, evidence_inside: bool) -> Conversation:
+    sessions = conv.sessions if max_sessions is None else conv.sessions[:max_sessions]
+    cut = len(sessions) < len(conv.sessions)
+    qa: tuple[QAItem, ...] = conv.qa
+    if evidence_inside and cut:
+        kept_ids = frozenset(t.dia_id for s in sessions for t in s.turns)
+        qa = tuple(q for q in qa if q.evidence and kept_ids.issuperset(q.evidence))
+    if max_qa is not None:
+        qa = qa[:max_qa]
+    if not cut and qa is conv.qa:
+        return conv
+    return dataclasses.replace(conv, sessions=sessions, qa=qa)

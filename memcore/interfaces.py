@@ -1,0 +1,161 @@
+"""The small protocols every component is written against (DESIGN §3)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from memcore.types import Conversation, Evidence, QAItem, Turn
+
+
+@dataclass
+class Completion:
+    """One chat completion: the text plus accounting."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    model: str = ""
+
+
+Message = dict[str, str]
+
+
+@runtime_checkable
+class ChatBackbone(Protocol):
+    """An OpenAI-compatible chat model. Thread-safe; ``stage`` labels the call for cost accounting."""
+
+    model: str
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        stage: str,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        json: bool = False,
+        seed: int | None = None,
+        prompt_version: str = "",
+    ) -> Completion: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Text → L2-normalised float32 vectors of shape (len(texts), dim)."""
+
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class MemorySystem(Protocol):
+    """What memcore and every baseline implement (DESIGN §3).
+
+    ``ingest`` is called once per turn in conversation order; ``finalize`` once after the last
+    turn (topic recompute, consolidation). ``retrieve`` must be safe to call from several threads
+    at once after ``finalize``. ``budget`` overrides the method's default number of notes.
+    """
+
+    def ingest(self, turn: Turn) -> None: ...
+
+    def finalize(self) -> None: ...
+
+    def retrieve(self, query: str, *, budget: int | None = None) -> Evidence: ...
+
+    def save(self, path: Path) -> None: ...
+
+    def load(self, path: Path) -> None: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+
+class LazyResource:
+    """Build an expensive object (LLM server, embedding model) on first use only, thread-safely."""
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        import threading
+
+        self._build = build
+        self._lock = threading.Lock()
+        self._value: Any = None
+        self._built = False
+
+    @property
+    def built(self) -> bool:
+        return self._built
+
+    def get(self) -> Any:
+        if not self._built:
+            with self._lock:
+                if not self._built:
+                    self._value = self._build()
+                    self._built = True
+        return self._value
+
+
+@dataclass
+class MethodContext:
+    """Everything a method factory may use. Backbone and embedder are lazy: a method that never
+    touches them starts no server and loads no model."""
+
+    config: dict[str, Any]
+    ablation: dict[str, Any]
+    conversation: Conversation
+    seed: int
+    workdir: Path
+    _backbone: LazyResource
+    _embedder: LazyResource
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def backbone(self) -> ChatBackbone:
+        return self._backbone.get()
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder.get()
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registered memory method.
+
+    ``ingest_uses_llm(config, ablation)`` tells the runner whether building memory needs the chat
+    backbone (the snapshot key then includes the backbone); ``construction_keys`` lists the config
+    keys (and ablation switches) whose values change the built memory — they form the snapshot key,
+    so retrieval-only changes reuse a snapshot. ``ablations`` lists the ablation names it accepts.
+    """
+
+    name: str
+    factory: Callable[[MethodContext], MemorySystem]
+    ingest_uses_llm: Callable[[dict[str, Any], dict[str, Any]], bool]
+    construction_keys: tuple[str, ...] = ()
+    construction_switches: tuple[str, ...] = ()
+    ablations: frozenset[str] = frozenset({"none"})
+    retrieve_uses_llm: Callable[[dict[str, Any], dict[str, Any]], bool] = lambda c, a: False
+    sequential_qa: bool = False
+    description: str = ""
+
+
+@runtime_checkable
+class SelfAnsweringMemory(Protocol):
+    """A memory that drives its own answer loop (e.g. FluxMem's feedback refinement).
+
+    The runner calls ``answer`` instead of ``retrieve`` + answerer; ``answer_fn(context)`` is the
+    protocol's answerer bound to the item, so prompts and scoring stay on equal terms with every
+    other method. Returns the final answer text and the evidence it used.
+    """
+
+    def answer(self, item: QAItem, answer_fn: Callable[[str], str]) -> tuple[str, Evidence]: ...
+
+    def after_qa(self) -> None:
+        """Called once after the conversation's last QA item (e.g. consolidation)."""

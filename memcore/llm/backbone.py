@@ -1,0 +1,218 @@
+"""The one chat client: OpenAI-compatible (OpenAI, vLLM, llama.cpp server, Ollama).
+
+Bounded concurrency, exponential backoff with a cap on connection errors / timeouts / 429 / 5xx,
+a SQLite response cache, and per-stage usage accounting. API keys are read from the environment
+at construction and never stored in configs, logs or exception texts.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from memcore.interfaces import Completion, Message
+from memcore.llm.cache import ResponseCache
+from memcore.llm.usage import UsageTracker
+
+log = logging.getLogger(__name__)
+
+_THINK_RE = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
+
+
+class BackboneError(RuntimeError):
+    """The backbone could not be reached or kept failing; the message says what to do."""
+
+
+class MissingKeyError(BackboneError):
+    pass
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    for s in secrets:
+        if s and len(s) >= 4:
+            text = text.replace(s, "***")
+    return text
+
+
+class OpenAIChat:
+    """``ChatBackbone`` over the ``openai`` package.
+
+    Sampled calls (temperature > 0) are cached only when a seed is given, since only then is the
+    reply a function of the request.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None,
+        api_key: str,
+        name: str = "",
+        extra_body: dict[str, Any] | None = None,
+        json_mode: bool = True,
+        max_concurrency: int = 4,
+        timeout_s: float = 120.0,
+        max_attempts: int = 8,
+        backoff_base_s: float = 1.0,
+        backoff_cap_s: float = 30.0,
+        cache: ResponseCache | None = None,
+        usage: UsageTracker | None = None,
+    ) -> None:
+        import openai
+
+        self._openai = openai
+        self.model = model
+        self.name = name or model
+        self.base_url = base_url or "https://api.openai.com/v1"
+        self._secrets = [api_key]
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout_s)
+        self.extra_body = dict(extra_body or {})
+        self.json_mode = json_mode
+        self._sem = threading.BoundedSemaphore(max(1, int(max_concurrency)))
+        self.max_attempts = max(1, int(max_attempts))
+        self.backoff_base_s = backoff_base_s
+        self.backoff_cap_s = backoff_cap_s
+        self.cache = cache
+        self.usage = usage or UsageTracker()
+
+    # -- health -------------------------------------------------------------------------------
+    def check_reachable(self, timeout_s: float = 10.0) -> None:
+        """Fail fast with one clear message when the server is down or the key is wrong."""
+        try:
+            self._client.with_options(timeout=timeout_s, max_retries=0).models.list()
+        except self._openai.AuthenticationError:
+            raise BackboneError(
+                f"the server at {self.base_url} rejected the API key for model {self.model}; check the key's environment variable."
+            ) from None
+        except (self._openai.APIConnectionError, self._openai.APITimeoutError):
+            raise BackboneError(
+                f"cannot reach the chat backbone at {self.base_url} (model {self.model}). Start the server "
+                "(scripts/serve_vllm.sh for Qwen3; backbone=local starts llama.cpp itself) or fix backbone.base_url."
+            ) from None
+        except self._openai.APIStatusError as exc:
+            # Some OpenAI-compatible servers do not implement /models; a status reply still proves reachability.
+            log.debug("models.list returned HTTP %s; treating server as reachable", exc.status_code)
+
+    # -- completion ---------------------------------------------------------------------------
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        stage: str,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        json: bool = False,
+        seed: int | None = None,
+        prompt_version: str = "",
+    ) -> Completion:
+        msgs = [dict(m) for m in messages]
+        cacheable = self.cache is not None and (temperature == 0.0 or seed is not None)
+        key = ""
+        if cacheable:
+            key = ResponseCache.key(
+                {
+                    "model": self.model,
+                    "messages": msgs,
+                    "temperature": temperature,
+                    "max_tokens": max_tokens,
+                    "json": bool(json and self.json_mode),
+                    "seed": seed,
+                    "prompt_version": prompt_version,
+                    "extra_body": self.extra_body,
+                }
+            )
+            hit = self.cache.get(key)  # type: ignore[union-attr]
+            if hit is not None:
+                c = Completion(
+                    text=hit["text"],
+                    prompt_tokens=int(hit.get("prompt_tokens", 0)),
+                    completion_tokens=int(hit.get("completion_tokens", 0)),
+                    latency_s=0.0,
+                    cached=True,
+                    model=self.model,
+                )
+                self.usage.record(stage, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens, latency_s=0.0, cached=True)
+                return c
+        completion = self._call_with_retries(msgs, stage=stage, temperature=temperature, max_tokens=max_tokens, json=json, seed=seed)
+        self.usage.record(
+            stage,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            latency_s=completion.latency_s,
+            cached=False,
+        )
+        if cacheable:
+            self.cache.put(  # type: ignore[union-attr]
+                key,
+                {"text": completion.text, "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens},
+            )
+        return completion
+
+    def _call_with_retries(
+        self, msgs: list[dict[str, str]], *, stage: str, temperature: float, max_tokens: int, json: bool, seed: int | None
+    ) -> Completion:
+        oa = self._openai
+        kwargs: dict[str, Any] = {"model": self.model, "messages": msgs, "temperature": temperature, "max_tokens": max_tokens}
+        if seed is not None:
+            kwargs["seed"] = int(seed)
+        if json and self.json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        last: str = ""
+        for attempt in range(1, self.max_attempts + 1):
+            with self._sem:
+                t0 = time.perf_counter()
+                try:
+                    resp = self._client.chat.completions.create(**kwargs)
+                except (oa.APIConnectionError, oa.APITimeoutError, oa.RateLimitError, oa.InternalServerError) as exc:
+                    last = f"{type(exc).__name__}: {redact(str(exc), self._secrets)}"
+                except oa.AuthenticationError:
+                    raise MissingKeyError(
+                        f"{self.base_url} rejected the API key (model {self.model}); set the key's environment variable correctly."
+                    ) from None
+                except oa.APIStatusError as exc:
+                    if exc.status_code in (408, 409, 425) or exc.status_code >= 500:
+                        last = f"HTTP {exc.status_code}"
+                    else:
+                        raise BackboneError(
+                            f"{self.base_url} refused the request for model {self.model} with HTTP {exc.status_code}: "
+                            f"{redact(str(exc), self._secrets)[:300]}"
+                        ) from None
+                else:
+                    latency = time.perf_counter() - t0
+                    text = _message_text(resp)
+                    if text is None:
+                        last = "empty or malformed completion payload"
+                    else:
+                        usage = getattr(resp, "usage", None)
+                        return Completion(
+                            text=_THINK_RE.sub("", text).strip(),
+                            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                            latency_s=latency,
+                            cached=False,
+                            model=self.model,
+                        )
+            if attempt < self.max_attempts:
+                delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+                log.warning("%s call to %s failed (%s); retry %d/%d in %.1fs", stage, self.base_url, last, attempt, self.max_attempts - 1, delay)
+                self.usage.record_transport_retry(stage)
+                time.sleep(delay)
+        raise BackboneError(
+            f"the chat backbone at {self.base_url} (model {self.model}) failed {self.max_attempts} times in a row "
+            f"(last: {last}). Is the server up? Rerun the same command to resume; finished items are kept."
+        )
+
+
+def _message_text(resp: Any) -> str | None:
+    try:
+        content = resp.choices[0].message.content
+    except (AttributeError, IndexError, TypeError):
+        return None
+    return content if isinstance(content, str) else None

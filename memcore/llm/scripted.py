@@ -1,0 +1,63 @@
+"""A scripted chat backbone for unit tests and harness benchmarks (never for reported results).
+
+It answers from a user-supplied function of the messages, optionally sleeping a fixed latency,
+and accounts usage exactly like the real client.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from memcore.interfaces import Completion, Message
+from memcore.llm.usage import UsageTracker
+
+Responder = Callable[[Sequence[Message]], str]
+
+
+def _approx_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class ScriptedBackbone:
+    def __init__(self, responder: Responder, *, latency_s: float = 0.0, model: str = "scripted", max_concurrency: int = 64) -> None:
+        self.responder = responder
+        self.latency_s = latency_s
+        self.model = model
+        self.name = model
+        self.usage = UsageTracker()
+        self.calls: list[tuple[str, list[Message]]] = []
+        self._lock = threading.Lock()
+        self._sem = threading.BoundedSemaphore(max_concurrency)
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        stage: str,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        json: bool = False,
+        seed: int | None = None,
+        prompt_version: str = "",
+    ) -> Completion:
+        with self._sem:
+            t0 = time.perf_counter()
+            if self.latency_s:
+                time.sleep(self.latency_s)
+            text = self.responder(messages)
+            latency = time.perf_counter() - t0
+        with self._lock:
+            self.calls.append((stage, [dict(m) for m in messages]))
+        prompt_tokens = sum(_approx_tokens(m.get("content", "")) for m in messages)
+        completion = Completion(text, prompt_tokens, _approx_tokens(text), latency, False, self.model)
+        self.usage.record(stage, prompt_tokens=prompt_tokens, completion_tokens=completion.completion_tokens, latency_s=latency, cached=False)
+        return completion
+
+    def calls_by_stage(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        with self._lock:
+            for stage, _ in self.calls:
+                out[stage] = out.get(stage, 0) + 1
+        return out

@@ -1,0 +1,9 @@
+"""MemCoRe: gated note construction, keyword graph + Leiden topics, tri-pathway retrieval, RRF, IER.
+
+Modules, one responsibility each: ``config`` (validated knobs and ablation switches), ``notes`` (notes,
+edges, the embedding matrix and its index), ``ingestion`` (turn → context + keywords), ``construction``
+(the Merge/Link/Append gate), ``keywords`` (keyword index and co-occurrence graph), ``topics`` (Leiden
+communities with size bounds), ``rrf``, ``retrieval`` (query plan, channels, fusion, neighbours),
+``ier`` (iterative evidence refinement), ``persistence`` (snapshot files) and ``system`` (the
+``MemCoRe`` memory and its ``MethodSpec``).
+"""

@@ -1,0 +1,233 @@
+"""Notes, typed weighted edges, and the contiguous embedding matrix with its (exact or ANN) index."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+EDGE_TYPES = ("Supports", "Conflicts", "Related_To")
+
+
+@dataclass(frozen=True)
+class RawTurn:
+    """One source turn kept verbatim inside a note."""
+
+    dia_id: str
+    speaker: str
+    text: str
+    time: str
+
+    def render(self) -> str:
+        return f"{self.speaker}: {self.text}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"dia_id": self.dia_id, "speaker": self.speaker, "text": self.text, "time": self.time}
+
+
+@dataclass
+class Note:
+    """n = (raw turns r, denoised context c, keywords K); the embedding of c lives in the store's matrix
+    at row ``nid``. ``denoised`` is false when c is just the cleaned raw text (cheap mode, wo_denoise,
+    ingest fallback)."""
+
+    nid: int
+    raws: list[RawTurn]
+    context: str
+    keywords: list[str]
+    denoised: bool = True
+    updates: int = 0  # neighbour-context updates received from strong links
+
+    @property
+    def dia_ids(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.dia_id for r in self.raws))
+
+    @property
+    def speakers(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.speaker for r in self.raws))
+
+    @property
+    def timestamp(self) -> str:
+        times = list(dict.fromkeys(r.time for r in self.raws))
+        return times[0] if len(times) == 1 else f"{times[0]} … {times[-1]}"
+
+    def raw_text(self) -> str:
+        if len(self.raws) == 1:
+            return self.raws[0].render()
+        return "\n".join(f"({r.time}) {r.render()}" for r in self.raws)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "nid": self.nid,
+            "raws": [r.to_json() for r in self.raws],
+            "context": self.context,
+            "keywords": list(self.keywords),
+            "denoised": self.denoised,
+            "updates": self.updates,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Note:
+        return cls(
+            nid=int(d["nid"]),
+            raws=[RawTurn(**r) for r in d["raws"]],
+            context=d["context"],
+            keywords=list(d["keywords"]),
+            denoised=bool(d["denoised"]),
+            updates=int(d.get("updates", 0)),
+        )
+
+
+class VectorMatrix:
+    """Rows of L2-normalised float32 vectors in one contiguous, growable matrix.
+
+    ``search`` is exact inner product (numpy) while rows keep changing; ``freeze`` builds a faiss
+    index (``IndexFlatIP``, or HNSW above ``ann_threshold`` rows) used until the next write.
+    """
+
+    def __init__(self, dim: int, *, ann_threshold: int = 200_000) -> None:
+        self.dim = dim
+        self.ann_threshold = ann_threshold
+        self._data = np.zeros((64, dim), dtype=np.float32)
+        self._n = 0
+        self._index: Any = None
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """A view of the filled rows (do not write into it)."""
+        return self._data[: self._n]
+
+    def append(self, vec: np.ndarray) -> int:
+        with self._lock:
+            if self._n == self._data.shape[0]:
+                grown = np.zeros((self._data.shape[0] * 2, self.dim), dtype=np.float32)
+                grown[: self._n] = self._data[: self._n]
+                self._data = grown
+            self._data[self._n] = vec
+            self._n += 1
+            self._index = None
+            return self._n - 1
+
+    def extend(self, vecs: np.ndarray) -> None:
+        for v in np.asarray(vecs, dtype=np.float32):
+            self.append(v)
+
+    def set(self, row: int, vec: np.ndarray) -> None:
+        with self._lock:
+            self._data[row] = vec
+            self._index = None
+
+    def freeze(self) -> None:
+        """Build the read-only faiss index over the current rows."""
+        import faiss
+
+        with self._lock:
+            mat = np.ascontiguousarray(self._data[: self._n])
+            if self._n >= self.ann_threshold:
+                index = faiss.IndexHNSWFlat(self.dim, 32, faiss.METRIC_INNER_PRODUCT)
+                index.hnsw.efSearch = 128
+            else:
+                index = faiss.IndexFlatIP(self.dim)
+            if self._n:
+                index.add(mat)
+            self._index = index
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` rows per query: (scores, rows), both (len(queries), k'), k' = min(k, len)."""
+        q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+        k = min(k, self._n)
+        if k == 0:
+            return np.zeros((len(q), 0), dtype=np.float32), np.zeros((len(q), 0), dtype=np.int64)
+        index = self._index
+        if index is not None and index.ntotal == self._n:
+            scores, rows = index.search(q, k)
+            return scores, rows.astype(np.int64)
+        sims = q @ self.matrix.T
+        rows = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < self._n else np.tile(np.arange(self._n), (len(q), 1))
+        part = np.take_along_axis(sims, rows, axis=1)
+        order = np.argsort(-part, axis=1, kind="stable")
+        return np.take_along_axis(part, order, axis=1), np.take_along_axis(rows, order, axis=1).astype(np.int64)
+
+
+@dataclass
+class Edge:
+    a: int
+    b: int
+    weight: float
+    etype: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "weight": round(float(self.weight), 6), "type": self.etype}
+
+
+@dataclass
+class NoteStore:
+    """Notes (row ``nid`` of ``vectors`` embeds ``notes[nid].context``) and undirected typed edges."""
+
+    dim: int
+    ann_threshold: int = 200_000
+    notes: list[Note] = field(default_factory=list)
+    edges: dict[tuple[int, int], Edge] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.vectors = VectorMatrix(self.dim, ann_threshold=self.ann_threshold)
+        self._csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return len(self.notes)
+
+    def add(self, raws: list[RawTurn], context: str, keywords: list[str], vec: np.ndarray, *, denoised: bool) -> Note:
+        note = Note(nid=len(self.notes), raws=list(raws), context=context, keywords=list(keywords), denoised=denoised)
+        self.notes.append(note)
+        row = self.vectors.append(vec)
+        assert row == note.nid
+        return note
+
+    def set_vector(self, nid: int, vec: np.ndarray) -> None:
+        self.vectors.set(nid, vec)
+
+    def add_edge(self, a: int, b: int, weight: float, etype: str) -> bool:
+        """Add or strengthen the undirected edge a–b (keeps the larger weight); True when new."""
+        if a == b:
+            return False
+        key = (min(a, b), max(a, b))
+        old = self.edges.get(key)
+        self._csr = None
+        if old is None:
+            self.edges[key] = Edge(key[0], key[1], float(weight), etype)
+            return True
+        if weight > old.weight:
+            old.weight, old.etype = float(weight), etype
+        return False
+
+    def neighbours_csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(indptr, neighbour ids, weights) over all notes; cached until the next edge write."""
+        if self._csr is None:
+            n = len(self.notes)
+            if self.edges:
+                e = np.array([(x.a, x.b) for x in self.edges.values()], dtype=np.int64)
+                w = np.array([x.weight for x in self.edges.values()], dtype=np.float32)
+                src = np.concatenate([e[:, 0], e[:, 1]])
+                dst = np.concatenate([e[:, 1], e[:, 0]])
+                ww = np.concatenate([w, w])
+                order = np.lexsort((dst, src))
+                src, dst, ww = src[order], dst[order], ww[order]
+                indptr = np.zeros(n + 1, dtype=np.int64)
+                np.add.at(indptr, src + 1, 1)
+                indptr = np.cumsum(indptr)
+            else:
+                indptr = np.zeros(n + 1, dtype=np.int64)
+                dst = np.zeros(0, dtype=np.int64)
+                ww = np.zeros(0, dtype=np.float32)
+            self._csr = (indptr, dst, ww)
+        return self._csr
+
+    def freeze(self) -> None:
+        self.vectors.freeze()
+        self.neighbours_csr()

@@ -1,0 +1,526 @@
+"""The pipeline of DESIGN §1: load → build (or reuse) memory per conversation → retrieve → answer →
+score → items.jsonl → metrics.json, cost.json, stats.json, table.md.
+
+Resumable: items already in items.jsonl are skipped; a conversation whose items are all done is not
+even rebuilt. A rerun whose result-affecting config differs is refused (config-hash guard).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from memcore.config import ConfigError
+from memcore.interfaces import LazyResource, MemorySystem, MethodContext, MethodSpec, SelfAnsweringMemory
+from memcore.itemlog import ItemWriter, read_items
+from memcore.llm.cache import ResponseCache, stable_hash
+from memcore.llm.scoped import ScopedBackbone
+from memcore.llm.usage import UsageTracker
+from memcore.methods import get_method
+from memcore.redact import redact_config
+from memcore.seeding import derive_seed
+from memcore.snapshots import SnapshotStore, construction_fields
+from memcore.text import count_tokens
+from memcore.types import Conversation, QAItem
+
+log = logging.getLogger(__name__)
+
+RUN_STATE = "run_state.json"
+
+
+class RunConflictError(RuntimeError):
+    """The run dir holds results made under a different result-affecting config."""
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    metrics: dict[str, Any]
+    cost: dict[str, Any]
+    n_items: int
+    table: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def result_fields(cfg: DictConfig, dataset_sha256: str) -> dict[str, Any]:
+    """The config values that change results. Transport settings (URLs, ports, concurrency,
+    timeouts, prices) and paths are excluded, so a resumed run on a restarted server still matches."""
+    c = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(c, dict)
+    backbone = {k: c["backbone"].get(k) for k in ("name", "kind", "model", "extra_body", "thinking", "json_mode", "n_ctx", "context_budget_tokens")}
+    dataset = {k: v for k, v in c["dataset"].items() if k != "path"}
+    return {
+        "method": c["method"],
+        "ablation": c["ablation"],
+        "backbone": backbone,
+        "embedder": {k: c["embedder"].get(k) for k in ("name", "kind", "model", "dim")},
+        "dataset": dataset,
+        "dataset_sha256": dataset_sha256,
+        "protocol": c["protocol"],
+        "seed": c["seed"],
+        "eval": {k: c["eval"].get(k) for k in ("answer", "budget", "judge", "judge_backbone", "audited")},
+    }
+
+
+class Runner:
+    """Runs one configuration into ``run_dir``. ``backbone_override`` / ``embedder_override`` let
+    tests and benchmarks inject a scripted backbone or a hashing embedder."""
+
+    def __init__(
+        self,
+        cfg: DictConfig,
+        run_dir: Path,
+        *,
+        backbone_override: Any = None,
+        embedder_override: Any = None,
+    ) -> None:
+        self.cfg = cfg
+        self.run_dir = Path(run_dir)
+        self.backbone_override = backbone_override
+        self.embedder_override = embedder_override
+        self.usage = UsageTracker()
+        self.spec: MethodSpec = get_method(str(cfg.method.name))
+        self._pbar_lock = threading.Lock()
+        self.timings: dict[str, float] = {}
+        self.conv_stats: dict[str, Any] = {}
+
+    # ---------------------------------------------------------------- setup
+    def _check_ablation(self) -> None:
+        name = str(self.cfg.ablation.name)
+        if name not in self.spec.ablations:
+            raise ConfigError(
+                f"method {self.spec.name!r} does not support ablation {name!r} (it supports: {', '.join(sorted(self.spec.ablations))}); "
+                "ablations are switches of memcore."
+            )
+
+    def _load_conversations(self) -> tuple[list[Conversation], str, dict[str, Any]]:
+        from memcore.data import load_locomo, resolve_locomo_path, select
+
+        d = self.cfg.dataset
+        path = resolve_locomo_path(d.path)
+        dataset = load_locomo(path)
+        convs = select(
+            dataset,
+            conversations=list(d.conversations) if d.conversations else None,
+            max_sessions=d.max_sessions,
+            max_qa=d.max_qa,
+            evidence_inside=bool(d.evidence_inside),
+        )
+        if d.categories:
+            keep = {int(c) for c in d.categories}
+            convs = [_with_qa(c, tuple(q for q in c.qa if int(q.category) in keep)) for c in convs]
+        audit: dict[str, Any] = {}
+        if self.cfg.eval.audited:
+            from memcore.data import apply_audit, load_audit, resolve_audit_path
+
+            audited, report = apply_audit(convs, load_audit(resolve_audit_path(self.cfg.eval.audit_path)))
+            for conv in audited:
+                for q in conv.qa:
+                    audit[q.item_id] = q
+            log.info("audited overlay: %s", report)
+        return convs, dataset.sha256, audit
+
+    def _guard(self, fields: dict[str, Any]) -> None:
+        state_path = self.run_dir / RUN_STATE
+        digest = stable_hash(fields)
+        if state_path.exists():
+            old = json.loads(state_path.read_text())
+            if old.get("result_hash") != digest:
+                if self.cfg.overwrite:
+                    aside = self.run_dir.with_name(f"{self.run_dir.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
+                    log.warning("overwrite=true: moving the previous run to %s", aside)
+                    shutil.move(str(self.run_dir), aside)
+                    self.run_dir.mkdir(parents=True)
+                else:
+                    changed = sorted(k for k in fields if stable_hash(fields[k]) != stable_hash(old.get("fields", {}).get(k)))
+                    raise RunConflictError(
+                        f"{self.run_dir} holds results of a different configuration (changed: {', '.join(changed) or 'unknown'}); "
+                        "refusing to mix them. Start a fresh run with hydra.run.dir=<new dir>, or pass overwrite=true "
+                        "(the old run is moved aside, not deleted)."
+                    )
+            elif not self.cfg.resume:
+                raise RunConflictError(f"{self.run_dir} already has results and resume=false; pass overwrite=true or a new hydra.run.dir.")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        _write_json(state_path, {"result_hash": digest, "fields": fields})
+
+    def _write_config(self) -> None:
+        plain = OmegaConf.to_container(self.cfg, resolve=True)
+        (self.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact_config(plain))))
+
+    # ---------------------------------------------------------------- run
+    def run(self) -> RunResult:
+        t_start = time.perf_counter()
+        self._check_ablation()
+        convs, data_sha, audit = self._load_conversations()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._guard(result_fields(self.cfg, data_sha))
+        self._write_config()
+        items_path = self.run_dir / "items.jsonl"
+        done = {rec["item_id"] for rec in read_items(items_path, repair=True)}
+        pending_convs = [c for c in convs if any(q.item_id not in done for q in c.qa)]
+        n_pending = sum(1 for c in convs for q in c.qa if q.item_id not in done)
+        log.info(
+            "%s: %d conversations, %d QA items (%d already done)", self.run_dir, len(convs), sum(len(c.qa) for c in convs), len(done)
+        )
+
+        with contextlib.ExitStack() as resources:
+            paths = self.cfg.paths
+            cache = ResponseCache(Path(paths.cache) / "llm.sqlite") if self.cfg.cache_llm else None
+            backbone = LazyResource(lambda: self._make_backbone(cache, resources))
+            embedder = LazyResource(self._make_embedder)
+            answerer = LazyResource(lambda: self._make_answerer(backbone.get()))
+            store = SnapshotStore(Path(paths.snapshots))
+            bars = _Bars(self.cfg.progress, sum(len(c.turns) for c in pending_convs), n_pending)
+            writer = resources.enter_context(ItemWriter(items_path))
+            errors: list[BaseException] = []
+
+            def process(conv: Conversation) -> None:
+                try:
+                    self._process_conversation(conv, done, backbone, embedder, answerer, store, writer, bars, audit)
+                except BaseException as exc:  # collected and re-raised in the main thread after the pool drains
+                    errors.append(exc)
+                    raise
+
+            t0 = time.perf_counter()
+            workers = max(1, min(int(self.cfg.concurrency), len(pending_convs) or 1))
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="conv") as pool:
+                futures = [pool.submit(process, c) for c in pending_convs]
+                for fut in futures:
+                    fut.exception()
+            bars.close()
+            self.timings["conversations_s"] = time.perf_counter() - t0
+            if errors:
+                raise errors[0]
+            built = {"backbone_started": backbone.built, "embedder_loaded": embedder.built}
+
+        return self._report(convs, t_start, built)
+
+    def _process_conversation(
+        self,
+        conv: Conversation,
+        done: set[str],
+        backbone: LazyResource,
+        embedder: LazyResource,
+        answerer: LazyResource,
+        store: SnapshotStore,
+        writer: ItemWriter,
+        bars: _Bars,
+        audit: dict[str, Any],
+    ) -> None:
+        method_cfg = OmegaConf.to_container(self.cfg.method, resolve=True)
+        ablation = OmegaConf.to_container(self.cfg.ablation, resolve=True)
+        assert isinstance(method_cfg, dict) and isinstance(ablation, dict)
+        scope = UsageTracker()
+        scoped_backbone = LazyResource(lambda: ScopedBackbone(backbone.get(), scope))
+        fields = construction_fields(
+            self.spec,
+            method_cfg,
+            ablation,
+            backbone_model=str(self.cfg.backbone.model),
+            embedder_name=str(self.cfg.embedder.name),
+            conversation=conv,
+        )
+
+        def make(workdir: Path) -> MemorySystem:
+            workdir.mkdir(parents=True, exist_ok=True)
+            ctx = MethodContext(
+                config=method_cfg,
+                ablation=ablation,
+                conversation=conv,
+                seed=derive_seed(int(self.cfg.seed), "method", conv.conv_id),
+                workdir=workdir,
+                _backbone=scoped_backbone,
+                _embedder=embedder,
+                extras={"context_budget_tokens": int(self.cfg.backbone.context_budget_tokens)},
+            )
+            return self.spec.factory(ctx)
+
+        def build(system: MemorySystem) -> dict[str, Any]:
+            t0 = time.perf_counter()
+            for turn in conv.turns:
+                system.ingest(turn)
+                bars.ingest(1)
+            system.finalize()
+            return {"ingest_usage": scope.to_json(), "ingest_seconds": round(time.perf_counter() - t0, 3), "turns": len(conv.turns)}
+
+        snap = store.build_or_load(method=self.spec.name, fields=fields, make=make, build=build)
+        if snap.reused:
+            bars.ingest(len(conv.turns))
+        self.conv_stats[conv.conv_id] = {
+            "snapshot": str(snap.path),
+            "reused": snap.reused,
+            "turns": len(conv.turns),
+            "ingest_usage": snap.manifest.get("ingest_usage", {}),
+            "ingest_seconds": snap.manifest.get("ingest_seconds"),
+            "memory": snap.manifest.get("stats", {}),
+        }
+        system = snap.system
+        pending = [q for q in conv.qa if q.item_id not in done]
+
+        def one(item: QAItem) -> None:
+            record = self._answer_item(system, item, answerer, audit.get(item.item_id))
+            writer.write(record)
+            bars.qa(1)
+
+        if self.spec.sequential_qa or isinstance(system, SelfAnsweringMemory):
+            for item in pending:
+                one(item)
+        else:
+            with ThreadPoolExecutor(max_workers=max(1, int(self.cfg.concurrency)), thread_name_prefix=f"qa-{conv.conv_id}") as pool:
+                for fut in [pool.submit(one, q) for q in pending]:
+                    fut.result()
+        if isinstance(system, SelfAnsweringMemory):
+            system.after_qa()
+        with contextlib.suppress(AttributeError):
+            self.conv_stats[conv.conv_id]["memory_after_qa"] = system.stats()
+
+    def _answer_item(self, system: MemorySystem, item: QAItem, answerer: LazyResource, audited: QAItem | None) -> dict[str, Any]:
+        from memcore.eval.metrics import evidence_scores, score_answer
+
+        protocol = str(self.cfg.protocol.name)
+        budget = self.cfg.eval.budget
+        t0 = time.perf_counter()
+        answer_text: str | None = None
+        prompt_version = ""
+        cached = False
+        if isinstance(system, SelfAnsweringMemory):
+            if not self.cfg.eval.answer:
+                raise ConfigError(f"method {self.spec.name} answers as part of retrieval; eval.answer=false is not available for it")
+            bound = answerer.get()
+
+            def answer_fn(context: str) -> str:
+                return bound.answer(item, context).text
+
+            answer_text, evidence = system.answer(item, answer_fn)
+            t_retrieve = time.perf_counter() - t0
+            t_answer = 0.0
+        else:
+            evidence = system.retrieve(item.question, budget=budget)
+            t_retrieve = time.perf_counter() - t0
+            t_answer = 0.0
+            if self.cfg.eval.answer:
+                t1 = time.perf_counter()
+                res = answerer.get().answer(item, evidence.render())
+                t_answer = time.perf_counter() - t1
+                answer_text, prompt_version, cached = res.text, res.prompt_version, res.cached
+        gold = item.gold(protocol)
+        scores = score_answer(answer_text, gold, item.category, protocol) if answer_text is not None else {}
+        ev = evidence_scores(item.evidence, evidence.dia_ids)
+        context = evidence.render()
+        record: dict[str, Any] = {
+            "item_id": item.item_id,
+            "conv_id": item.conv_id,
+            "qa_index": item.index,
+            "category": int(item.category),
+            "category_name": item.category.label,
+            "question": item.question,
+            "gold": gold,
+            "answer": answer_text,
+            "evidence": list(item.evidence),
+            "retrieved_dia_ids": evidence.dia_ids,
+            "notes": [dict(n.to_json(), tokens=count_tokens(n.text)) for n in evidence.notes],
+            "context_tokens": count_tokens(context),
+            "rounds": evidence.rounds,
+            "scores": scores,
+            "recall": None if ev is None else ev["recall"],
+            "hit": None if ev is None else ev["hit"],
+            "prompt_version": prompt_version,
+            "cached": {"answer": cached},
+            "latency_s": {"retrieve": round(t_retrieve, 4), "answer": round(t_answer, 4)},
+            "extra": _jsonable(evidence.extra),
+        }
+        if audited is not None:
+            a_gold = audited.gold(protocol)
+            a_ev = evidence_scores(audited.evidence, evidence.dia_ids)
+            record["audited"] = {
+                "gold": a_gold,
+                "evidence": list(audited.evidence),
+                "scores": score_answer(answer_text, a_gold, item.category, protocol) if answer_text is not None else {},
+                "recall": None if a_ev is None else a_ev["recall"],
+                "hit": None if a_ev is None else a_ev["hit"],
+            }
+        return record
+
+    # ---------------------------------------------------------------- builders
+    def _make_backbone(self, cache: ResponseCache | None, resources: contextlib.ExitStack) -> Any:
+        if self.backbone_override is not None:
+            return self.backbone_override
+        from memcore.config import BackboneConfig
+        from memcore.llm.factory import build_backbone
+
+        bcfg = OmegaConf.to_object(self.cfg.backbone)
+        assert isinstance(bcfg, BackboneConfig)
+        return build_backbone(bcfg, cache=cache, usage=self.usage, resources=resources, log_dir=self.run_dir)
+
+    def _make_embedder(self) -> Any:
+        if self.embedder_override is not None:
+            return self.embedder_override
+        from memcore.config import EmbedderConfig
+        from memcore.llm.factory import build_embedder
+
+        ecfg = OmegaConf.to_object(self.cfg.embedder)
+        assert isinstance(ecfg, EmbedderConfig)
+        return build_embedder(ecfg, cache_path=Path(self.cfg.paths.cache) / "embeddings.sqlite")
+
+    def _make_answerer(self, backbone: Any) -> Any:
+        from memcore.eval.answerer import Answerer
+
+        p = self.cfg.protocol
+        return Answerer(
+            backbone,
+            str(p.name),
+            seed=int(self.cfg.seed),
+            temperature_default=float(p.temperature),
+            temperature_adversarial=float(p.temperature_adversarial),
+            max_tokens=int(p.max_tokens),
+        )
+
+    # ---------------------------------------------------------------- report
+    def _report(self, convs: list[Conversation], t_start: float, built: dict[str, bool]) -> RunResult:
+        from memcore.eval.aggregate import aggregate, format_table
+
+        items = read_items(self.run_dir / "items.jsonl")
+        wanted = {q.item_id for c in convs for q in c.qa}
+        items = [r for r in items if r["item_id"] in wanted]
+        metrics = aggregate(items)
+        metrics["run"] = {
+            "method": self.spec.name,
+            "ablation": str(self.cfg.ablation.name),
+            "backbone": str(self.cfg.backbone.name),
+            "embedder": str(self.cfg.embedder.name),
+            "dataset": str(self.cfg.dataset.name),
+            "protocol": str(self.cfg.protocol.name),
+            "n_conversations": len(convs),
+            "answered": bool(self.cfg.eval.answer),
+        }
+        if any("audited" in r for r in items):
+            audited_items = [
+                dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"]) if "audited" in r else r
+                for r in items
+            ]
+            metrics["audited"] = aggregate(audited_items)
+        cost = self._cost(convs, t_start, built)
+        metrics["parse_failures"] = cost["usage"]["parse_failures_by_kind"]
+        stats = {"conversations": self.conv_stats, "method": self.spec.name}
+        title = f"{self.spec.name} / {self.cfg.ablation.name} / {self.cfg.backbone.name} / {self.cfg.dataset.name} ({self.cfg.protocol.name} protocol)"
+        table = format_table(metrics, title)
+        _write_json(self.run_dir / "metrics.json", metrics)
+        _write_json(self.run_dir / "cost.json", cost)
+        _write_json(self.run_dir / "stats.json", stats)
+        (self.run_dir / "table.md").write_text(table + "\n" + _cost_lines(cost) + "\n")
+        return RunResult(self.run_dir, metrics, cost, len(items), table, stats)
+
+    def _cost(self, convs: list[Conversation], t_start: float, built: dict[str, bool]) -> dict[str, Any]:
+        usage = self.usage.to_json()
+        b = self.cfg.backbone
+        build_turns = sum(v["turns"] for v in self.conv_stats.values())
+        build_calls = sum(v["ingest_usage"].get("total", {}).get("llm_calls", 0) for v in self.conv_stats.values())
+        build_prompt = sum(v["ingest_usage"].get("total", {}).get("prompt_tokens", 0) for v in self.conv_stats.values())
+        build_completion = sum(v["ingest_usage"].get("total", {}).get("completion_tokens", 0) for v in self.conv_stats.values())
+        n_items = sum(len(c.qa) for c in convs)
+        prices = (float(b.price_in_per_mtok), float(b.price_out_per_mtok))
+        return {
+            "backbone": {"name": str(b.name), "model": str(b.model), "price_in_per_mtok": prices[0], "price_out_per_mtok": prices[1]},
+            "usage": usage,
+            "usd_estimate_this_run": round(_usd(usage, prices), 4),
+            "memory_build": {
+                "turns": build_turns,
+                "llm_calls": build_calls,
+                "prompt_tokens": build_prompt,
+                "completion_tokens": build_completion,
+                "llm_calls_per_turn": round(build_calls / build_turns, 4) if build_turns else None,
+                "tokens_per_turn": round((build_prompt + build_completion) / build_turns, 1) if build_turns else None,
+                "snapshots_reused": sum(1 for v in self.conv_stats.values() if v["reused"]),
+                "snapshots_built": sum(1 for v in self.conv_stats.values() if not v["reused"]),
+            },
+            "per_question": {
+                stage: round(usage["by_stage"].get(stage, {}).get("calls", 0) / n_items, 4) if n_items else None
+                for stage in ("retrieve", "answer", "judge")
+            },
+            "wall_s": {"total": round(time.perf_counter() - t_start, 3), **{k: round(v, 3) for k, v in self.timings.items()}},
+            "resources": built,
+        }
+
+
+def _usd(usage: dict[str, Any], prices: tuple[float, float]) -> float:
+    """Estimated spend of this run's non-cached calls, pro-rated by the non-cached share per stage."""
+    total = 0.0
+    for s in usage["by_stage"].values():
+        share = (s["llm_calls"] / s["calls"]) if s["calls"] else 0.0
+        total += share * (s["prompt_tokens"] * prices[0] + s["completion_tokens"] * prices[1]) / 1e6
+    return total
+
+
+def _cost_lines(cost: dict[str, Any]) -> str:
+    mb = cost["memory_build"]
+    u = cost["usage"]["total"]
+    return (
+        f"LLM calls this run: {u['calls']} ({u['cached_calls']} from cache), tokens in/out {u['prompt_tokens']}/{u['completion_tokens']}, "
+        f"parse fallbacks {u['parse_failures']}; memory build: {mb['llm_calls_per_turn']} LLM calls/turn over {mb['turns']} turns "
+        f"({mb['snapshots_reused']} snapshots reused); wall {cost['wall_s']['total']:.1f}s"
+    )
+
+
+def _with_qa(conv: Conversation, qa: tuple[QAItem, ...]) -> Conversation:
+    from dataclasses import replace
+
+    return replace(conv, qa=qa)
+
+
+def _jsonable(obj: Any) -> Any:
+    return json.loads(json.dumps(obj, default=str))
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    """Write atomically (temp file + rename), so a crash never leaves half a metrics file."""
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+class _Bars:
+    """Two tqdm bars (ingest turns, QA items), thread-safe; no-ops when progress is off."""
+
+    def __init__(self, enabled: bool, turns: int, items: int) -> None:
+        self._lock = threading.Lock()
+        self._ingest: Any = None
+        self._qa: Any = None
+        if enabled:
+            from tqdm import tqdm
+
+            self._ingest = tqdm(total=turns, desc="ingest", unit="turn", position=0, dynamic_ncols=True)
+            self._qa = tqdm(total=items, desc="qa", unit="item", position=1, dynamic_ncols=True)
+
+    def ingest(self, n: int) -> None:
+        if self._ingest is not None:
+            with self._lock:
+                self._ingest.update(n)
+
+    def qa(self, n: int) -> None:
+        if self._qa is not None:
+            with self._lock:
+                self._qa.update(n)
+
+    def close(self) -> None:
+        for bar in (self._ingest, self._qa):
+            if bar is not None:
+                bar.close()
+
+
+def run_config(cfg: DictConfig, run_dir: Path, **overrides: Any) -> RunResult:
+    """Validate ``cfg`` and run it into ``run_dir``."""
+    from memcore.config import validate
+
+    return Runner(validate(cfg), run_dir, **overrides).run()
+

@@ -1,0 +1,24 @@
+"""Text helpers shared by methods and metrics-independent bookkeeping."""
+
+from __future__ import annotations
+
+import re
+
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def count_tokens(text: str) -> int:
+    """Approximate LLM token count: words and punctuation marks (tiktoken's files cannot be fetched
+    offline). Used only for relative context sizes (budgets, stats), never for billing: billing uses
+    the server's reported usage."""
+    return len(_TOKEN_RE.findall(text))
+
+
+def truncate_to_tokens(text: str, max_tokens: int) -> str:
+    """Keep the first ``max_tokens`` approximate tokens of ``text`` (cuts at a token boundary)."""
+    if max_tokens <= 0:
+        return ""
+    for i, m in enumerate(_TOKEN_RE.finditer(text)):
+        if i == max_tokens:
+            return text[: m.start()].rstrip()
+    return text

@@ -1,0 +1,161 @@
+"""Core value types shared by the data loader, memory systems, runner and metrics.
+
+Everything here is a plain, immutable-by-convention dataclass: no I/O, no global state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import IntEnum
+from typing import Any
+
+
+class Category(IntEnum):
+    """LoCoMo question categories with the official int mapping (see data PROVENANCE)."""
+
+    MULTI_HOP = 1
+    TEMPORAL = 2
+    OPEN_DOMAIN = 3
+    SINGLE_HOP = 4
+    ADVERSARIAL = 5
+
+    @property
+    def label(self) -> str:
+        """Snake-case name, e.g. ``multi_hop``."""
+        return self.name.lower()
+
+    @property
+    def title(self) -> str:
+        """Human label with the int, e.g. ``1 multi-hop``."""
+        return f"{int(self)} {self.name.lower().replace('_', '-')}"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One dialogue turn. ``text`` already carries the image caption when the turn shares an image."""
+
+    dia_id: str
+    speaker: str
+    text: str
+    session_index: int
+    session_time: datetime
+    session_time_raw: str
+    image_caption: str | None = None
+
+    def render(self) -> str:
+        """Speaker-prefixed text, the form every method ingests."""
+        return f"{self.speaker}: {self.text}"
+
+
+@dataclass(frozen=True)
+class Session:
+    index: int
+    time: datetime
+    time_raw: str
+    turns: tuple[Turn, ...]
+
+
+@dataclass(frozen=True)
+class QAItem:
+    """One LoCoMo question.
+
+    ``answer`` is the original gold (``None`` for most category-5 items), always a stripped string
+    when present; ``evidence`` holds cleaned dia_ids that name real turns.
+    """
+
+    conv_id: str
+    index: int
+    question: str
+    category: Category
+    answer: str | None
+    adversarial_answer: str | None
+    evidence: tuple[str, ...]
+    raw_evidence: tuple[str, ...] = ()
+
+    @property
+    def item_id(self) -> str:
+        return f"{self.conv_id}#{self.index}"
+
+    def gold(self, protocol: str) -> str:
+        """Gold string the given protocol scores against.
+
+        ``amem``: category 5 uses ``adversarial_answer`` (A-MEM's evaluation does so).
+        ``locomo``: category 5 has no reference string (scored by refusal detection); the
+        original answer or, failing that, ``adversarial_answer`` is returned for display.
+        """
+        if self.category is Category.ADVERSARIAL and protocol == "amem":
+            return self.adversarial_answer or self.answer or ""
+        if self.answer is not None:
+            return self.answer
+        return self.adversarial_answer or ""
+
+
+@dataclass(frozen=True)
+class Conversation:
+    conv_id: str
+    speaker_a: str
+    speaker_b: str
+    sessions: tuple[Session, ...]
+    qa: tuple[QAItem, ...]
+
+    @property
+    def turns(self) -> tuple[Turn, ...]:
+        return tuple(t for s in self.sessions for t in s.turns)
+
+    @property
+    def turn_ids(self) -> frozenset[str]:
+        return frozenset(t.dia_id for t in self.turns)
+
+
+@dataclass
+class EvidenceNote:
+    """One retrieved memory unit: its text, the turns it came from, and which channels found it."""
+
+    note_id: str
+    text: str
+    dia_ids: tuple[str, ...]
+    score: float = 0.0
+    channels: tuple[str, ...] = ()
+    timestamp: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "note_id": self.note_id,
+            "dia_ids": list(self.dia_ids),
+            "score": round(float(self.score), 6),
+            "channels": list(self.channels),
+        }
+
+
+@dataclass
+class Evidence:
+    """What a memory system hands the answerer: ordered notes plus bookkeeping.
+
+    ``context`` is the exact text placed in the answer prompt (methods may format it their own way);
+    ``rounds`` is the number of retrieval rounds (IER) used.
+    """
+
+    notes: list[EvidenceNote] = field(default_factory=list)
+    context: str = ""
+    rounds: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def dia_ids(self) -> list[str]:
+        """Union of source dia_ids in retrieval order, without repeats."""
+        seen: dict[str, None] = {}
+        for note in self.notes:
+            for d in note.dia_ids:
+                seen.setdefault(d, None)
+        return list(seen)
+
+    def render(self) -> str:
+        """Default context rendering: one note per line, with its timestamp when known."""
+        if self.context:
+            return self.context
+        lines = []
+        for note in self.notes:
+            prefix = f"[{note.timestamp}] " if note.timestamp else ""
+            lines.append(f"{prefix}{note.text}")
+        return "\n".join(lines)
