@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from baselines.turns import load_turns, save_turns, turn_note
-from memcore.interfaces import Embedder, MethodContext, MethodSpec
 from memcore.fusion import rrf_fuse
+from memcore.interfaces import Embedder, MethodContext, MethodSpec
 from memcore.types import Evidence, Turn
 
 
@@ -99,7 +99,10 @@ class RAG:
         else:
             assert self.bm25 is not None
             depth = max(k, 2 * k)
-            lists = {"dense": [i for i, _ in self._dense(query, depth)], "bm25": [i for i, _ in self.bm25.search(query, depth)]}
+            lists = {
+                "dense": [i for i, _ in self._dense(query, depth)],
+                "bm25": [i for i, _ in self.bm25.search(query, depth)],
+            }
             fused = rrf_fuse(lists, k=self.cfg.rrf_k)[:k]
             ranked = [(i, s, tuple(ch for ch, lst in lists.items() if i in lst)) for i, s in fused]
         if self.cfg.chronological_context:

@@ -44,6 +44,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 def _hydra_main(cfg: DictConfig) -> float | None:
     from memcore.runner import run_config
 
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         result = run_config(cfg, run_dir)

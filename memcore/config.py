@@ -63,7 +63,7 @@ class ProtocolConfig:
     name: str = "amem"
     temperature: float = 0.7
     temperature_adversarial: float = 0.5
-    max_tokens: int = 64
+    max_tokens: int | None = None
 
 
 @dataclass
@@ -125,12 +125,14 @@ class ConfigError(ValueError):
 
 def validate(cfg: DictConfig) -> DictConfig:
     """Merge ``cfg`` (minus the ``hydra`` node) into the schema; raise ConfigError naming the key."""
-    plain = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"]) if "hydra" in cfg else cfg
+    plain = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]) if "hydra" in cfg else cfg
     try:
         merged = OmegaConf.merge(OmegaConf.structured(RunConfig), plain)
         OmegaConf.resolve(merged)
     except OmegaConfBaseException as exc:
-        raise ConfigError(f"invalid configuration: {exc}".splitlines()[0] + f" (key: {getattr(exc, 'full_key', '?')})") from None
+        raise ConfigError(
+            f"invalid configuration: {exc}".splitlines()[0] + f" (key: {getattr(exc, 'full_key', '?')})"
+        ) from None
     if not merged.method or "name" not in merged.method:
         raise ConfigError("no method selected: pass method=<name> (see configs/method/)")
     return merged

@@ -8,7 +8,9 @@ from typing import TypeVar
 K = TypeVar("K", bound=Hashable)
 
 
-def rrf_fuse(rankings: Mapping[str, Sequence[K]], *, k: int = 60, weights: Mapping[str, float] | None = None) -> list[tuple[K, float]]:
+def rrf_fuse(
+    rankings: Mapping[str, Sequence[K]], *, k: int = 60, weights: Mapping[str, float] | None = None
+) -> list[tuple[K, float]]:
     """Fuse ranked lists: score(d) = Σ_lists w_l / (k + rank_l(d)), rank starting at 1.
 
     Returns (id, score) sorted by score descending; ties keep first-seen order (deterministic).

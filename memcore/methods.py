@@ -13,11 +13,14 @@ METHOD_TABLE: dict[str, str] = {
     "rag_bm25": "baselines.rag:RAG_BM25",
     "rag_hybrid": "baselines.rag:RAG_HYBRID",
     "memcore": "memcore.memory.system:SPEC",
+    "memcore-cheap": "memcore.memory.system:SPEC_CHEAP",
     "amem": "baselines.amem:SPEC",
     "mem0": "baselines.mem0:SPEC",
     "memgpt": "baselines.memgpt:SPEC",
     "lightmem": "baselines.lightmem:SPEC",
     "fluxmem": "baselines.fluxmem:SPEC",
+    "fluxmem-no-refine": "baselines.fluxmem:SPEC_NO_REFINE",
+    "fluxmem-no-consolidate": "baselines.fluxmem:SPEC_NO_CONSOLIDATE",
 }
 
 

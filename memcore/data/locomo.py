@@ -163,10 +163,11 @@ def _parse_json(text: str, path: Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        truncated = exc.pos >= len(text.rstrip()) - 1
+        # JSON strings cannot hold raw newlines, so an unterminated one almost always means the file was cut.
+        truncated = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
         what = "truncated JSON (ends early)" if truncated else "invalid JSON"
         raise DataError(
-            f"{what}: {exc.msg} at line {exc.lineno}, column {exc.colno}",
+            f"{what}: {exc.msg} (line {exc.lineno}, column {exc.colno})",
             path=path,
             hint="Re-download it with `python scripts/get_locomo.py --force`.",
         ) from None

@@ -21,9 +21,9 @@ How equivalence was verified:
   ``ortho_context.tab`` (236,303 characters) with matching spot-checked entries.
 - Code path: ``tests/test_eval_tokenize.py`` writes these parameters as a ``punkt_tab/english``
   directory with nltk's ``TabEncoder``, points ``nltk.data.path`` at it and checks that the real
-  ``nltk.word_tokenize(text)`` equals :func:`word_tokenize` on LoCoMo answers and edge cases; on
-  single sentences both equal ``nltk.word_tokenize(text, preserve_line=True)``; on several
-  sentences the split matters (``"at home. then later."`` gives ``home``, ``.`` here but
+  ``nltk.word_tokenize(text)`` equals :func:`word_tokenize` on LoCoMo questions, answers and turns
+  and on edge cases; on single sentences both equal ``nltk.word_tokenize(text, preserve_line=True)``;
+  on several sentences the split matters (``"at home. then later."`` gives ``home``, ``.`` here but
   ``home.`` with ``preserve_line=True``).
 """
 

@@ -80,6 +80,11 @@ class OpenAIChat:
         self.cache = cache
         self.usage = usage or UsageTracker()
 
+    def connection_kwargs(self) -> dict[str, Any]:
+        """``base_url``, ``model`` and ``api_key`` for an in-process client that must reach the same
+        server (e.g. mem0ai's own OpenAI client). Contains the secret: never log or persist it."""
+        return {"base_url": self.base_url, "model": self.model, "api_key": self._secrets[0]}
+
     # -- health -------------------------------------------------------------------------------
     def check_reachable(self, timeout_s: float = 10.0) -> None:
         """Fail fast with one clear message when the server is down or the key is wrong."""
@@ -136,9 +141,17 @@ class OpenAIChat:
                     cached=True,
                     model=self.model,
                 )
-                self.usage.record(stage, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens, latency_s=0.0, cached=True)
+                self.usage.record(
+                    stage,
+                    prompt_tokens=c.prompt_tokens,
+                    completion_tokens=c.completion_tokens,
+                    latency_s=0.0,
+                    cached=True,
+                )
                 return c
-        completion = self._call_with_retries(msgs, stage=stage, temperature=temperature, max_tokens=max_tokens, json=json, seed=seed)
+        completion = self._call_with_retries(
+            msgs, stage=stage, temperature=temperature, max_tokens=max_tokens, json=json, seed=seed
+        )
         self.usage.record(
             stage,
             prompt_tokens=completion.prompt_tokens,
@@ -149,15 +162,31 @@ class OpenAIChat:
         if cacheable:
             self.cache.put(  # type: ignore[union-attr]
                 key,
-                {"text": completion.text, "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens},
+                {
+                    "text": completion.text,
+                    "prompt_tokens": completion.prompt_tokens,
+                    "completion_tokens": completion.completion_tokens,
+                },
             )
         return completion
 
     def _call_with_retries(
-        self, msgs: list[dict[str, str]], *, stage: str, temperature: float, max_tokens: int, json: bool, seed: int | None
+        self,
+        msgs: list[dict[str, str]],
+        *,
+        stage: str,
+        temperature: float,
+        max_tokens: int,
+        json: bool,
+        seed: int | None,
     ) -> Completion:
         oa = self._openai
-        kwargs: dict[str, Any] = {"model": self.model, "messages": msgs, "temperature": temperature, "max_tokens": max_tokens}
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": msgs,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+        }
         if seed is not None:
             kwargs["seed"] = int(seed)
         if json and self.json_mode:
@@ -201,7 +230,15 @@ class OpenAIChat:
                         )
             if attempt < self.max_attempts:
                 delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
-                log.warning("%s call to %s failed (%s); retry %d/%d in %.1fs", stage, self.base_url, last, attempt, self.max_attempts - 1, delay)
+                log.warning(
+                    "%s call to %s failed (%s); retry %d/%d in %.1fs",
+                    stage,
+                    self.base_url,
+                    last,
+                    attempt,
+                    self.max_attempts - 1,
+                    delay,
+                )
                 self.usage.record_transport_retry(stage)
                 time.sleep(delay)
         raise BackboneError(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import itertools
 import logging
 import os
 import re
@@ -61,7 +62,8 @@ class MiniLMEmbedder:
             torch.set_num_threads(threads)
         self.name = "all-MiniLM-L6-v2"
         self._model = SentenceTransformer(str(minilm_model_dir()), device=device)
-        self.dim = int(self._model.get_sentence_embedding_dimension() or 384)
+        dim_fn = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(dim_fn() or 384)
         self.batch_size = batch_size
         self._lock = threading.Lock()  # torch CPU inference is not worth parallelising on 2 cores
 
@@ -69,7 +71,13 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            out = self._model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+            out = self._model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         return l2_normalise(out)
 
 
@@ -106,7 +114,7 @@ class HashingEmbedder:
     def _vec(self, text: str) -> np.ndarray:
         v = np.zeros(self.dim, dtype=np.float32)
         toks = _TOKEN_RE.findall(text.lower())
-        feats = toks + [a + "_" + b for a, b in zip(toks, toks[1:])]
+        feats = toks + [a + "_" + b for a, b in itertools.pairwise(toks)]
         for f in feats:
             h = int.from_bytes(hashlib.blake2b(f.encode(), digest_size=8).digest(), "little")
             v[h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
@@ -152,12 +160,14 @@ class CachedEmbedder:
         if missing:
             uniq = list(missing)
             vecs = self.inner.encode(uniq)  # type: ignore[attr-defined]
+            rows: list[tuple[str, bytes]] = []
             for t, v in zip(uniq, vecs):
                 k = self._key(t)
                 with self._lock:
                     self._mem[k] = v
-                if self._kv is not None:
-                    self._kv.put(k, np.asarray(v, dtype=np.float32).tobytes())
+                rows.append((k, np.asarray(v, dtype=np.float32).tobytes()))
                 for i in missing[t]:
                     out[i] = v
+            if self._kv is not None:
+                self._kv.put_many(rows)
         return out

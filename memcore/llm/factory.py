@@ -29,7 +29,9 @@ def read_api_key(env_name: str | None, *, required: bool, what: str) -> str:
     value = os.environ.get(env_name, "")
     if not value:
         if required:
-            raise MissingKeyError(f"{what} needs an API key in ${env_name}; export it (it is never written to disk) or pick another backbone.")
+            raise MissingKeyError(
+                f"{what} needs an API key in ${env_name}; export it (it is never written to disk) or pick another backbone."
+            )
         return "sk-no-key-required"
     return value
 
@@ -44,20 +46,29 @@ def extra_body_of(cfg: BackboneConfig) -> dict:
 
 
 def build_backbone(
-    cfg: BackboneConfig, *, cache: ResponseCache | None, usage: UsageTracker, resources: contextlib.ExitStack, log_dir: Path
+    cfg: BackboneConfig,
+    *,
+    cache: ResponseCache | None,
+    usage: UsageTracker,
+    resources: contextlib.ExitStack,
+    log_dir: Path,
 ) -> OpenAIChat:
     """Start what the backbone needs (a llama.cpp server for ``llamacpp``), check it answers, return the client.
     The server is registered on ``resources`` and stops when the run ends."""
     if cfg.kind == "llamacpp":
         gguf = resolve_gguf(cfg.model, cfg.gguf)
-        server = LlamaCppServer(gguf, n_ctx=cfg.n_ctx, threads=cfg.server_threads, alias=cfg.model, log_path=log_dir / "llama_server.log")
+        server = LlamaCppServer(
+            gguf, n_ctx=cfg.n_ctx, threads=cfg.server_threads, alias=cfg.model, log_path=log_dir / "llama_server.log"
+        )
         resources.enter_context(server)
         base_url, api_key = server.base_url, "sk-no-key-required"
     elif cfg.kind == "openai_compatible":
         base_url = cfg.base_url
         api_key = read_api_key(cfg.api_key_env, required=cfg.api_key_required, what=f"backbone {cfg.name}")
     elif cfg.kind == "scripted":
-        raise ValueError("backbone kind 'scripted' is for tests and benchmarks; build a ScriptedBackbone directly")
+        from memcore.llm.scripted import ScriptedBackbone, echo_responder
+
+        return ScriptedBackbone(echo_responder, latency_s=cfg.scripted_latency_s, usage=usage, model="scripted")  # type: ignore[return-value]
     else:
         raise ValueError(unknown_name_message("backbone kind", cfg.kind, list(BACKBONE_KINDS)))
     client = OpenAIChat(

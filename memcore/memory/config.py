@@ -62,12 +62,23 @@ class MemCoReConfig:
         if self.evidence_text not in EVIDENCE_TEXT:
             raise ConfigError(f"method.evidence_text must be one of {EVIDENCE_TEXT}, got {self.evidence_text!r}")
         if not 0.0 <= self.tau_link <= self.tau_merge <= 1.0:
-            raise ConfigError(f"need 0 <= tau_link <= tau_merge <= 1, got tau_link={self.tau_link} tau_merge={self.tau_merge}")
+            raise ConfigError(
+                f"need 0 <= tau_link <= tau_merge <= 1, got tau_link={self.tau_link} tau_merge={self.tau_merge}"
+            )
         if not self.tau_link <= self.strong_link:
             raise ConfigError(f"method.strong_link ({self.strong_link}) must be >= tau_link ({self.tau_link})")
         if not 1 <= self.topic_min <= self.topic_max:
             raise ConfigError(f"need 1 <= topic_min <= topic_max, got {self.topic_min}, {self.topic_max}")
-        for key in ("candidates", "k_topic", "k_key", "k_final", "rrf_k", "channel_depth", "ier_max_rounds", "merge_max_turns"):
+        for key in (
+            "candidates",
+            "k_topic",
+            "k_key",
+            "k_final",
+            "rrf_k",
+            "channel_depth",
+            "ier_max_rounds",
+            "merge_max_turns",
+        ):
             if getattr(self, key) < 1:
                 raise ConfigError(f"method.{key} must be >= 1, got {getattr(self, key)}")
         if self.topic_recompute_every < 0 or self.ier_max_subqueries < 0 or self.context_turns < 0:
@@ -154,7 +165,9 @@ class Switches:
             if key in raw and not isinstance(raw[key], bool):
                 raise ConfigError(f"ablation.{key} must be true or false, got {raw[key]!r}")
         if not raw.get("topic", True) and not raw.get("keyword", True):
-            raise ConfigError("ablation turns off both retrieval channels (topic and keyword); nothing could be retrieved")
+            raise ConfigError(
+                "ablation turns off both retrieval channels (topic and keyword); nothing could be retrieved"
+            )
         return cls(**raw)
 
     def construction(self) -> dict[str, bool]:

@@ -49,7 +49,8 @@ class KeywordIndex:
     def __len__(self) -> int:
         return len(self.keywords)
 
-    def _id(self, kw: str) -> int:
+    def intern(self, kw: str) -> int:
+        """The id of ``kw`` (already normalised), creating it if new."""
         kid = self.ids.get(kw)
         if kid is None:
             kid = len(self.keywords)
@@ -62,7 +63,7 @@ class KeywordIndex:
         """(Re)assign a note's keywords (already normalised)."""
         for kid in self.note_keywords.get(nid, []):
             self.postings[kid].discard(nid)
-        kids = list(dict.fromkeys(self._id(k) for k in keywords))
+        kids = list(dict.fromkeys(self.intern(k) for k in keywords))
         for kid in kids:
             self.postings[kid].add(nid)
         self.note_keywords[nid] = kids

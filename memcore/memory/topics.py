@@ -75,7 +75,12 @@ def _median_split(members: np.ndarray, vecs: np.ndarray, max_size: int) -> list[
 
 
 def _split_large(
-    comms: list[np.ndarray], sub_edges: dict[tuple[int, int], float], vecs: np.ndarray, cfg_max: int, resolution: float, seed: int
+    comms: list[np.ndarray],
+    sub_edges: dict[tuple[int, int], float],
+    vecs: np.ndarray,
+    cfg_max: int,
+    resolution: float,
+    seed: int,
 ) -> list[np.ndarray]:
     out: list[np.ndarray] = []
     for comm in comms:
@@ -107,7 +112,11 @@ def _fold_small(comms: list[np.ndarray], vecs: np.ndarray, cfg_min: int, cfg_max
     leftovers are chained together greedily. Vectorised over the small communities."""
     groups = [list(map(int, c)) for c in comms]
     sizes = np.array([len(g) for g in groups])
-    cents = l2_normalise(np.stack([vecs[np.asarray(g)].sum(axis=0) for g in groups])) if groups else np.zeros((0, vecs.shape[1]))
+    cents = (
+        l2_normalise(np.stack([vecs[np.asarray(g)].sum(axis=0) for g in groups]))
+        if groups
+        else np.zeros((0, vecs.shape[1]))
+    )
     small = np.flatnonzero(sizes < cfg_min)
     big = np.flatnonzero(sizes >= cfg_min)
     alive = np.ones(len(groups), dtype=bool)
@@ -212,13 +221,33 @@ def compute_topics(
             orphans.append(nid)
     if not members:
         # No graph keyword at all: one topic holding every note.
-        return Topics(keyword_topic, [np.zeros(0, dtype=np.int64)], [np.arange(n_notes)], l2_normalise(note_vecs.sum(axis=0, keepdims=True)), {"orphans": n_notes})
-    centroids = l2_normalise(np.stack([note_vecs[np.asarray(ns, dtype=np.int64)].sum(axis=0) if ns else kw_vecs[members[t]].sum(axis=0) for t, ns in enumerate(note_topics)]))
+        return Topics(
+            keyword_topic,
+            [np.zeros(0, dtype=np.int64)],
+            [np.arange(n_notes)],
+            l2_normalise(note_vecs.sum(axis=0, keepdims=True)),
+            {"orphans": n_notes},
+        )
+    centroids = l2_normalise(
+        np.stack(
+            [
+                note_vecs[np.asarray(ns, dtype=np.int64)].sum(axis=0) if ns else kw_vecs[members[t]].sum(axis=0)
+                for t, ns in enumerate(note_topics)
+            ]
+        )
+    )
     if orphans:
         nearest = np.argmax(note_vecs[np.asarray(orphans)] @ centroids.T, axis=1)
-        for nid, t in zip(orphans, nearest):
+        for nid, t in zip(orphans, nearest, strict=True):
             note_topics[int(t)].append(nid)
     notes = [np.array(sorted(ns), dtype=np.int64) for ns in note_topics]
-    centroids = l2_normalise(np.stack([note_vecs[ns].sum(axis=0) if len(ns) else centroids[t] for t, ns in enumerate(notes)]))
-    info = {"leiden_communities": n_leiden, "hub_keywords": len(hubs), "graph_keywords": int(len(vertices)), "orphans": len(orphans)}
+    centroids = l2_normalise(
+        np.stack([note_vecs[ns].sum(axis=0) if len(ns) else centroids[t] for t, ns in enumerate(notes)])
+    )
+    info = {
+        "leiden_communities": n_leiden,
+        "hub_keywords": len(hubs),
+        "graph_keywords": len(vertices),
+        "orphans": len(orphans),
+    }
     return Topics(keyword_topic, members, notes, centroids.astype(np.float32), info)

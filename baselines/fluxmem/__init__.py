@@ -1,0 +1,52 @@
+"""FluxMem (memory as continuously evolving connectivity) adapted to LoCoMo; see README.md here.
+
+``SPEC`` is the full method; ``SPEC_NO_REFINE`` / ``SPEC_NO_CONSOLIDATE`` are the variants without
+Stage 2 / Stage 3 (configs/method/fluxmem-no-*.yaml). A variant's switch is enforced: setting it back
+on is a configuration error rather than a mislabelled run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from baselines.fluxmem.config import CONSTRUCTION_KEYS, FluxMemConfig
+from baselines.fluxmem.system import FluxMem
+from memcore.config import ConfigError
+from memcore.interfaces import MethodContext, MethodSpec
+
+
+def _factory(name: str, forced: dict[str, Any]) -> Callable[[MethodContext], FluxMem]:
+    def factory(ctx: MethodContext) -> FluxMem:
+        raw = dict(ctx.config)
+        for key, value in forced.items():
+            if key in raw and raw[key] != value:
+                raise ConfigError(f"method {name} runs with {key}={value}; use method=fluxmem to set {key}={raw[key]}.")
+            raw[key] = value
+        cfg = FluxMemConfig.from_dict(raw)
+        return FluxMem(cfg, backbone=lambda: ctx.backbone, embedder=lambda: ctx.embedder)
+
+    return factory
+
+
+def _spec(name: str, forced: dict[str, Any], description: str) -> MethodSpec:
+    return MethodSpec(
+        name=name,
+        factory=_factory(name, forced),
+        ingest_uses_llm=lambda c, a: bool(c.get("extract_facts", True)),
+        construction_keys=CONSTRUCTION_KEYS,
+        retrieve_uses_llm=lambda c, a: True,
+        sequential_qa=True,
+        description=description,
+    )
+
+
+SPEC = _spec(
+    "fluxmem", {}, "FluxMem: three-layer evolving memory graph, hybrid relevance, refinement (T rounds), consolidation"
+)
+SPEC_NO_REFINE = _spec("fluxmem-no-refine", {"refine": False}, "FluxMem without Stage 2 (feedback-driven refinement)")
+SPEC_NO_CONSOLIDATE = _spec(
+    "fluxmem-no-consolidate", {"consolidate": False}, "FluxMem without Stage 3 (consolidation into skills)"
+)
+
+__all__ = ["SPEC", "SPEC_NO_CONSOLIDATE", "SPEC_NO_REFINE", "FluxMem", "FluxMemConfig"]

@@ -1,0 +1,148 @@
+"""FluxMem knobs: one validated, frozen dataclass built from the method's Hydra section."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from memcore.config import ConfigError
+
+# Keys whose values change the built memory (the semantic layer); they form the snapshot key.
+CONSTRUCTION_KEYS: tuple[str, ...] = (
+    "format_version",
+    "extract_facts",
+    "max_facts_per_turn",
+    "assoc_k",
+    "assoc_min_sim",
+)
+
+
+@dataclass(frozen=True)
+class FluxMemConfig:
+    """Every knob with its default (configs/method/fluxmem.yaml mirrors these)."""
+
+    name: str = "fluxmem"
+    format_version: int = 1  # bump when code changes what construction builds
+
+    # construction: semantic layer + association edges
+    extract_facts: bool = True  # false: each turn is one semantic node (no LLM at ingest)
+    max_facts_per_turn: int = 5
+    assoc_k: int = 3  # association edges per node to its most similar nodes …
+    assoc_min_sim: float = 0.5  # … whose cosine is at least this
+
+    # Stage 1: connection forming
+    connect: bool = True  # false: plain dense top-k over the semantic layer, no BM25 / LLM / episodes / skills
+    k: int = 10  # semantic nodes linked to the step anchor
+    verify_pool: int = 20  # top candidates (by dense + BM25) the LLM verifies
+    llm_verify: bool = True
+    w_dense: float = 0.4
+    w_sparse: float = 0.3
+    w_llm: float = 0.3
+    bm25_k1: float = 1.5
+    bm25_b: float = 0.75
+    k_episodes: int = 3  # most similar past episodes joining the step subgraph
+    episode_min_sim: float = 0.5
+    episodes_supported_only: bool = True  # only episodes whose answer was self-judged supported
+
+    # Stage 2: feedback-driven refinement
+    refine: bool = True
+    T: int = 2  # at most T refinement rounds (answers ≤ T + 1)
+    expand_n: int = 5  # nodes added by one link expansion
+    expand_assoc_bonus: float = 0.2  # bonus per unit association weight to the active subgraph
+    prune_n: int = 2  # nodes dropped by one pruning when the checker names none
+    min_keep: int = 3  # pruning never leaves fewer semantic nodes than this
+    reshape_n: int = 1  # nodes reshaped by one granularity edit when the checker names none
+
+    # Stage 3: consolidation
+    consolidate: bool = True
+    consolidate_every: int = 10  # consolidate after every N new episodes (0: only after the conversation's QA)
+    consolidate_after_qa: bool = True
+    cluster_min_sim: float = 0.6  # trajectory cosine to join a cluster
+    min_cluster_size: int = 2
+    max_cluster_episodes: int = 6  # episodes shown to the LLM per cluster
+    rerun_episodes: int = 3  # source episodes re-run per skill version
+    skill_max_words: int = 80
+    pems_threshold: float = 0.02  # stop refining once PEMS improves by less than this
+    pems_target: float = 0.9  # skills scoring at least this are not rewritten
+    pems_max_iters: int = 3
+    pems_w_success: float = 1.0
+    pems_w_length: float = 0.2
+    pems_w_drift: float = 0.3
+    pems_length_ref: int = 120  # tokens at which the length penalty saturates
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> FluxMemConfig:
+        """Validate a plain dict (the Hydra section); unknown keys and bad values raise ConfigError."""
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(raw) - set(known))
+        if unknown:
+            raise ConfigError(
+                f"fluxmem: unknown config key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))} "
+                "(see configs/method/fluxmem.yaml)."
+            )
+        values: dict[str, Any] = {}
+        for key, value in raw.items():
+            default = getattr(cls, key)
+            if isinstance(default, bool):
+                if not isinstance(value, bool):
+                    raise ConfigError(f"fluxmem: {key} must be true or false, got {value!r}.")
+            elif isinstance(default, int):
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ConfigError(f"fluxmem: {key} must be an integer, got {value!r}.")
+            elif isinstance(default, float):
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise ConfigError(f"fluxmem: {key} must be a number, got {value!r}.")
+                value = float(value)
+            values[key] = value
+        cfg = cls(**values)
+        cfg.check()
+        return cfg
+
+    def check(self) -> None:
+        """Range checks; raises ConfigError naming the key."""
+        positive = (
+            "k",
+            "verify_pool",
+            "max_facts_per_turn",
+            "min_cluster_size",
+            "rerun_episodes",
+            "skill_max_words",
+            "pems_length_ref",
+        )
+        for key in positive:
+            if getattr(self, key) < 1:
+                raise ConfigError(f"fluxmem: {key} must be >= 1, got {getattr(self, key)}.")
+        non_negative = (
+            "T",
+            "assoc_k",
+            "k_episodes",
+            "expand_n",
+            "prune_n",
+            "min_keep",
+            "reshape_n",
+            "consolidate_every",
+            "pems_max_iters",
+            "w_dense",
+            "w_sparse",
+            "w_llm",
+            "expand_assoc_bonus",
+            "pems_threshold",
+            "pems_w_success",
+            "pems_w_length",
+            "pems_w_drift",
+        )
+        for key in non_negative:
+            if getattr(self, key) < 0:
+                raise ConfigError(f"fluxmem: {key} must be >= 0, got {getattr(self, key)}.")
+        if self.verify_pool < self.k:
+            raise ConfigError(f"fluxmem: verify_pool ({self.verify_pool}) must be >= k ({self.k}).")
+        if self.w_dense + self.w_sparse <= 0:
+            raise ConfigError(
+                "fluxmem: w_dense + w_sparse must be > 0 (the candidates are ranked by them before verification)."
+            )
+        if self.max_cluster_episodes < self.min_cluster_size:
+            raise ConfigError("fluxmem: max_cluster_episodes must be >= min_cluster_size.")
+
+    def construction(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in CONSTRUCTION_KEYS}

@@ -1,0 +1,383 @@
+"""Mem0 baseline: the real ``mem0ai`` package, driven the way Mem0's own LoCoMo evaluation drove it.
+
+Per session and per speaker (one mem0 user id each), the session's turns go to ``Memory.add`` in
+batches of two messages — the speaker's own turns as ``user``, the other's as ``assistant`` — with
+``metadata={"timestamp": <session date string>}``. Questions search each speaker with top_k 30 and
+the answer context lists ``"<timestamp>: <memory>"`` per speaker, as their ``search.py`` did.
+Provenance: every memory an ``add()`` call returns maps to the dia_ids of that call's messages.
+Deviations and offline adaptations: ``baselines/mem0/README.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from baselines.amem.system import config_from_dict
+from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
+from memcore.types import Conversation, Evidence, EvidenceNote, Turn
+
+STATE_FILE = "mem0_state.json"
+PROVENANCE_FILE = "mem0_provenance.json"
+MINILM_NAME = "all-MiniLM-L6-v2"
+
+
+@dataclass(frozen=True)
+class Mem0Config:
+    """Knobs; defaults follow Mem0's LoCoMo evaluation (evaluation/src/memzero*/add.py, search.py)."""
+
+    format_version: int = 1
+    batch_size: int = 2  # messages per add() call
+    top_k: int = 30  # memories per speaker per question
+    search_threshold: float = 0.1  # mem0ai 2.2.1's Memory.search default
+    temperature: float = 0.1  # their no-client config
+    max_tokens: int = 2000
+    llm_route: str = "backbone"  # backbone: our client (cache, retries, accounting) | direct: mem0's OpenAI client
+    embedder_route: str = "auto"  # auto: mem0's huggingface embedder for MiniLM, else the run's | mem0 | run
+    distance_strategy: str = "euclidean"  # mem0's faiss default; unit vectors → same ranking as cosine
+    ground_dates: bool = True  # session date as mem0's Observation/Current Date (else the wall clock)
+    parallel_speakers: bool = False  # their add.py ran both speakers in threads; off = reproducible order
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1 or self.top_k < 1 or self.max_tokens < 1:
+            raise ValueError("mem0: batch_size, top_k and max_tokens must be >= 1 (configs/method/mem0.yaml).")
+        if self.llm_route not in ("backbone", "direct"):
+            raise ValueError(f"mem0: llm_route {self.llm_route!r} unknown; use backbone or direct.")
+        if self.embedder_route not in ("auto", "mem0", "run"):
+            raise ValueError(f"mem0: embedder_route {self.embedder_route!r} unknown; use auto, mem0 or run.")
+        if self.distance_strategy not in ("euclidean", "cosine", "inner_product"):
+            raise ValueError("mem0: distance_strategy must be euclidean, cosine or inner_product.")
+        if self.llm_route == "direct" and not self.ground_dates:
+            raise ValueError("mem0: ground_dates=false is only supported with llm_route=backbone.")
+
+
+CONSTRUCTION_KEYS = (
+    "format_version",
+    "batch_size",
+    "temperature",
+    "max_tokens",
+    "llm_route",
+    "embedder_route",
+    "distance_strategy",
+    "ground_dates",
+)
+
+
+def _bridge() -> Any:
+    """Import mem0ai (through our bridge) with telemetry off; a clear error when the extra is missing."""
+    os.environ["MEM0_TELEMETRY"] = "False"
+    try:
+        from baselines.mem0 import bridge
+    except ImportError as exc:
+        raise ImportError(
+            f"method=mem0 needs the optional extra: pip install -e '.[mem0]' (mem0ai==2.2.1); import failed: {exc}"
+        ) from None
+    return bridge
+
+
+def user_id(speaker: str, conv_id: str) -> str:
+    """mem0 user id per speaker, as their add.py (``f"{speaker}_{idx}"``); no whitespace allowed."""
+    return "_".join(f"{speaker}_{conv_id}".split())
+
+
+class Mem0Memory:
+    """One conversation's Mem0: one ``mem0.Memory`` (own faiss collection + history DB) per speaker.
+
+    Separate stores per speaker make each user-filtered search exact, as with the qdrant store Mem0's
+    evaluation used (mem0's faiss store over-fetches 2k and filters afterwards).
+    """
+
+    def __init__(
+        self,
+        cfg: Mem0Config,
+        conversation: Conversation,
+        workdir: Path,
+        backbone: Callable[[], ChatBackbone],
+        embedder: Callable[[], Embedder],
+        seed: int,
+    ) -> None:
+        self.cfg = cfg
+        self.conversation = conversation
+        self.speakers = [conversation.speaker_a, conversation.speaker_b]
+        self.user_ids = {s: user_id(s, conversation.conv_id) for s in self.speakers}
+        self.root = workdir / "mem0"
+        self._backbone = backbone
+        self._embedder = embedder
+        self.seed = seed
+        self._memories: dict[str, Any] = {}
+        self._clock: Any = None
+        self._pending: list[Turn] = []
+        self.provenance: dict[str, list[str]] = {}  # mem0 memory id → source dia_ids
+        self.counters: dict[str, int] = {
+            "sessions": 0,
+            "add_calls": 0,
+            "add_calls_without_memory": 0,
+            "memories_added": 0,
+            "memories_updated": 0,
+            "memories_deleted": 0,
+            "retrievals": 0,
+            "retrieved_without_provenance": 0,
+        }
+        self._lock = threading.Lock()
+        self._embedding_route = ""
+        self.dims = 0
+
+    # -- building the mem0 objects ----------------------------------------------------------------
+    def _embedding_model(self, bridge: Any) -> Any:
+        route = self.cfg.embedder_route
+        emb = self._embedder()
+        if route == "auto":
+            route = "mem0" if emb.name == MINILM_NAME else "run"
+        if route == "mem0":
+            if emb.name != MINILM_NAME:
+                raise ValueError(
+                    f"mem0: embedder_route=mem0 loads all-MiniLM-L6-v2, but the run's embedder is {emb.name!r}; "
+                    "use embedder_route=auto or run so both sides embed with the same model."
+                )
+            from memcore.llm.embedders import minilm_model_dir
+
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            model = bridge.huggingface_embedder(str(minilm_model_dir()), int(emb.dim))
+        else:
+            model = bridge.RunEmbedder(self._embedder)
+        self._embedding_route = route
+        self.dims = int(emb.dim)
+        return model
+
+    def _llm(self, bridge: Any, for_ingest: bool) -> Any:
+        clock = self._clock if self.cfg.ground_dates else None
+        placeholder = bridge.openai_llm_config(
+            model="replaced-by-memcore",
+            base_url="http://127.0.0.1:9/v1",
+            api_key="unused",
+            temperature=self.cfg.temperature,
+            max_tokens=self.cfg.max_tokens,
+        )
+        if self.cfg.llm_route == "backbone" or not for_ingest:
+            return bridge.BackboneLLM(placeholder, self._backbone, clock, seed=self.seed)
+        backbone = self._backbone()
+        connect = getattr(backbone, "connection_kwargs", None)
+        if connect is None:
+            raise ValueError(
+                f"mem0: llm_route=direct needs an OpenAI-compatible backbone, got {type(backbone).__name__}; "
+                "use llm_route=backbone."
+            )
+        conn = connect()
+        config = bridge.openai_llm_config(
+            model=conn["model"],
+            base_url=conn["base_url"],
+            api_key=conn["api_key"],
+            temperature=self.cfg.temperature,
+            max_tokens=self.cfg.max_tokens,
+        )
+        return bridge.DirectLLM(config, backbone.usage, self._clock, getattr(backbone, "extra_body", None))
+
+    def _build(self, *, for_ingest: bool) -> None:
+        bridge = _bridge()
+        self._clock = bridge.SessionClock()
+        embedding_model = self._embedding_model(bridge)
+        llm = self._llm(bridge, for_ingest)
+        for speaker, uid in self.user_ids.items():
+            d = self.root / uid
+            d.mkdir(parents=True, exist_ok=True)
+            self._memories[speaker] = bridge.build_memory(
+                faiss_path=str(d / "faiss"),
+                history_db_path=str(d / "history.db"),
+                dims=self.dims,
+                distance_strategy=self.cfg.distance_strategy,
+                temperature=self.cfg.temperature,
+                max_tokens=self.cfg.max_tokens,
+                llm=llm,
+                embedding_model=embedding_model,
+            )
+
+    def _fresh(self) -> None:
+        # A half-built store from an interrupted attempt would be loaded by faiss and duplicate memories.
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        self._build(for_ingest=True)
+
+    # -- construction -----------------------------------------------------------------------------
+    def ingest(self, turn: Turn) -> None:
+        if turn.speaker not in self.user_ids:
+            raise ValueError(
+                f"mem0: turn {turn.dia_id} is by {turn.speaker!r}, not one of the conversation's speakers "
+                f"{self.speakers}; check the conversation data."
+            )
+        if self._pending and turn.session_index != self._pending[0].session_index:
+            self._flush()
+        self._pending.append(turn)
+
+    def finalize(self) -> None:
+        if self._pending:
+            self._flush()
+        elif not self._memories:
+            self._fresh()  # an empty conversation still gets (empty) stores
+
+    def _flush(self) -> None:
+        turns, self._pending = self._pending, []
+        if not self._memories:
+            self._fresh()
+        self._clock.date = turns[0].session_time.date().isoformat()
+        metadata = {"timestamp": turns[0].session_time_raw, "created_at": turns[0].session_time.isoformat()}
+        if self.cfg.parallel_speakers:
+            with ThreadPoolExecutor(max_workers=len(self.speakers)) as pool:
+                list(pool.map(lambda s: self._add_session(s, turns, metadata), self.speakers))
+        else:
+            for speaker in self.speakers:
+                self._add_session(speaker, turns, metadata)
+        self._clock.date = None
+        self.counters["sessions"] += 1
+
+    def _add_session(self, speaker: str, turns: list[Turn], metadata: dict[str, str]) -> None:
+        memory = self._memories[speaker]
+        uid = self.user_ids[speaker]
+        for i in range(0, len(turns), self.cfg.batch_size):
+            batch = turns[i : i + self.cfg.batch_size]
+            messages = [{"role": "user" if t.speaker == speaker else "assistant", "content": t.render()} for t in batch]
+            dia_ids = [t.dia_id for t in batch]
+            result = memory.add(messages, user_id=uid, metadata=dict(metadata))
+            self._record(result.get("results", []) if isinstance(result, dict) else [], dia_ids)
+
+    def _record(self, results: list[dict[str, Any]], dia_ids: list[str]) -> None:
+        with self._lock:
+            self.counters["add_calls"] += 1
+            if not results:
+                self.counters["add_calls_without_memory"] += 1
+            for r in results:
+                mem_id, event = str(r.get("id")), r.get("event", "ADD")
+                if event == "ADD":
+                    self.provenance[mem_id] = list(dia_ids)
+                    self.counters["memories_added"] += 1
+                elif event == "UPDATE":  # not emitted by mem0ai 2.2.1's additive pipeline; kept for safety
+                    self.provenance[mem_id] = list(dict.fromkeys([*self.provenance.get(mem_id, []), *dia_ids]))
+                    self.counters["memories_updated"] += 1
+                elif event == "DELETE":
+                    self.provenance.pop(mem_id, None)
+                    self.counters["memories_deleted"] += 1
+
+    # -- retrieval --------------------------------------------------------------------------------
+    def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
+        """Search each speaker's memories (top_k each); context = their search.py layout."""
+        if not self._memories:
+            raise RuntimeError("mem0: retrieve() before ingest/finalize or load(); build the memory first.")
+        k = budget or self.cfg.top_k
+        notes: list[EvidenceNote] = []
+        blocks: list[str] = []
+        missing = 0
+        for speaker in self.speakers:
+            with self._lock:  # mem0's search path (embedder, faiss) is not meant for concurrent use
+                found = self._memories[speaker].search(
+                    query, top_k=k, filters={"user_id": self.user_ids[speaker]}, threshold=self.cfg.search_threshold
+                )["results"]
+            lines = []
+            for r in found:
+                stamp = (r.get("metadata") or {}).get("timestamp", "")
+                line = f"{stamp}: {r['memory']}"
+                lines.append(line)
+                dia_ids = tuple(self.provenance.get(str(r["id"]), ()))
+                missing += int(not dia_ids)
+                notes.append(
+                    EvidenceNote(
+                        note_id=str(r["id"]),
+                        text=line,
+                        dia_ids=dia_ids,
+                        score=float(r.get("score") or 0.0),
+                        channels=(f"mem0:{speaker}",),
+                        timestamp=stamp or None,
+                    )
+                )
+            blocks.append(f"Memories for user {speaker}:\n\n{json.dumps(lines, indent=4)}")
+        with self._lock:
+            self.counters["retrievals"] += 1
+            self.counters["retrieved_without_provenance"] += missing
+        return Evidence(notes=notes, context="\n\n".join(blocks))
+
+    # -- persistence ------------------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        for speaker, uid in self.user_ids.items():
+            src, dst = self.root / uid, path / "mem0" / uid
+            dst.mkdir(parents=True, exist_ok=True)
+            if (src / "faiss").is_dir():
+                shutil.copytree(src / "faiss", dst / "faiss", dirs_exist_ok=True)
+            db = self._memories[speaker].db
+            with db._lock:  # mem0's SQLiteManager lock; the backup API copies a consistent snapshot
+                target = sqlite3.connect(dst / "history.db")
+                try:
+                    db.connection.backup(target)
+                finally:
+                    target.close()
+        bridge = _bridge()
+        state = {
+            "format_version": self.cfg.format_version,
+            "mem0ai": bridge.MEM0_VERSION,
+            "user_ids": self.user_ids,
+            "embedding_route": self._embedding_route,
+            "dims": self.dims,
+            "counters": self.counters,
+        }
+        (path / STATE_FILE).write_text(json.dumps(state, indent=2), encoding="utf-8")
+        (path / PROVENANCE_FILE).write_text(json.dumps(self.provenance, ensure_ascii=False), encoding="utf-8")
+
+    def load(self, path: Path) -> None:
+        state_file = path / STATE_FILE
+        if not state_file.is_file():
+            raise FileNotFoundError(f"no mem0 snapshot at {state_file}; rebuild the memory (delete the snapshot dir).")
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+        bridge = _bridge()
+        if state.get("format_version") != self.cfg.format_version or state.get("mem0ai") != bridge.MEM0_VERSION:
+            raise ValueError(
+                f"mem0 snapshot {path} was built with format_version {state.get('format_version')} / mem0ai "
+                f"{state.get('mem0ai')}; this run has {self.cfg.format_version} / {bridge.MEM0_VERSION}. Rebuild it."
+            )
+        if state.get("user_ids") != self.user_ids:
+            raise ValueError(f"mem0 snapshot {path} belongs to other speakers {state.get('user_ids')}; rebuild it.")
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        shutil.copytree(path / "mem0", self.root)
+        self._memories = {}
+        self._build(for_ingest=False)
+        self.provenance = json.loads((path / PROVENANCE_FILE).read_text(encoding="utf-8"))
+        self.counters.update(state.get("counters", {}))
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            counters = dict(self.counters)
+            provenance = dict(self.provenance)
+        per_speaker = {}
+        for speaker, memory in self._memories.items():
+            per_speaker[speaker] = int(memory.vector_store.index.ntotal) if memory.vector_store.index is not None else 0
+        return {
+            "memories": sum(per_speaker.values()),
+            "memories_per_speaker": per_speaker,
+            "memories_with_provenance": len(provenance),
+            "mean_turns_per_memory": round(sum(len(v) for v in provenance.values()) / len(provenance), 3)
+            if provenance
+            else 0.0,
+            "embedding_route": self._embedding_route,
+            "llm_route": self.cfg.llm_route,
+            **counters,
+        }
+
+
+def _factory(ctx: MethodContext) -> Mem0Memory:
+    cfg = config_from_dict(Mem0Config, ctx.config, "mem0")
+    return Mem0Memory(cfg, ctx.conversation, Path(ctx.workdir), lambda: ctx.backbone, lambda: ctx.embedder, ctx.seed)
+
+
+SPEC = MethodSpec(
+    name="mem0",
+    factory=_factory,
+    ingest_uses_llm=lambda c, a: True,
+    construction_keys=CONSTRUCTION_KEYS,
+    description="Mem0 (mem0ai 2.2.1, real package): LLM fact extraction per 2-message batch, per-speaker search",
+)

@@ -1,0 +1,80 @@
+"""Cluster-bootstrap confidence intervals over conversations.
+
+QA items of one conversation share a memory and are not independent, so we resample whole
+conversations (with replacement) and recompute the item-weighted overall of a metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from memcore.eval.aggregate import ALL_CATEGORIES
+
+SCORE_METRICS: tuple[str, ...] = ("f1", "bleu1", "judge")
+EVIDENCE_METRICS: dict[str, str] = {"recall": "recall", "hit": "hit", "hit_rate": "hit"}
+
+
+def metric_value(item: Mapping[str, Any], metric: str) -> float | None:
+    """The item's value of ``metric`` (``f1``/``bleu1``/``judge`` from ``scores``; ``recall``/``hit``)."""
+    if metric in SCORE_METRICS:
+        value = (item.get("scores") or {}).get(metric)
+    elif metric in EVIDENCE_METRICS:
+        value = item.get(EVIDENCE_METRICS[metric])
+    else:
+        known = ", ".join((*SCORE_METRICS, *EVIDENCE_METRICS))
+        raise ValueError(f"unknown metric {metric!r} for bootstrap; known: {known}.")
+    return None if value is None else float(value)
+
+
+def bootstrap_ci(
+    items: Sequence[Mapping[str, Any]],
+    metric: str,
+    *,
+    by: str = "conv_id",
+    n_boot: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    categories: Sequence[int] = ALL_CATEGORIES,
+) -> tuple[float, float]:
+    """Percentile ``(low, high)`` interval of the item-weighted mean of ``metric`` over ``categories``.
+
+    Items without a value for ``metric`` (e.g. recall of items without evidence) are skipped; each
+    resample draws as many clusters (values of ``item[by]``) as there are, with replacement.
+    Deterministic for a given ``seed``.
+    """
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}.")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}.")
+    wanted = {int(c) for c in categories}
+    sums: dict[Any, float] = {}
+    counts: dict[Any, int] = {}
+    for it in items:
+        if int(it["category"]) not in wanted:
+            continue
+        if by not in it:
+            raise ValueError(f"item {it.get('item_id', '?')} has no {by!r} field to cluster on.")
+        value = metric_value(it, metric)
+        key = it[by]
+        sums.setdefault(key, 0.0)
+        counts.setdefault(key, 0)
+        if value is not None:
+            sums[key] += value
+            counts[key] += 1
+    if not counts or sum(counts.values()) == 0:
+        raise ValueError(f"no item carries a value for {metric!r}; cannot bootstrap.")
+    keys = sorted(counts, key=str)
+    s = np.array([sums[k] for k in keys], dtype=float)
+    c = np.array([counts[k] for k in keys], dtype=float)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(keys), size=(n_boot, len(keys)))
+    num = s[draws].sum(axis=1)
+    den = c[draws].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stats = num / den
+    stats = stats[np.isfinite(stats)]
+    low, high = np.percentile(stats, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(low), float(high)

@@ -1,0 +1,225 @@
+"""Answer and evidence metrics under the two LoCoMo protocols (DESIGN §5). Pure functions.
+
+``protocol="amem"`` mirrors A-MEM's evaluation (``utils.py`` of WujiangXu/AgenticMemory, as
+used by ``test_advanced.py``):
+- :func:`amem_f1` = the ``f1`` of ``calculate_metrics``: token *sets* from ``simple_tokenize``
+  (``str``, lower-case, replace ``. , ! ?`` with spaces, split on whitespace); 0 when either
+  string is empty (checked before stripping, as there) or either token set is empty.
+- :func:`amem_bleu1` = ``bleu1`` of ``calculate_bleu_scores``: nltk ``sentence_bleu`` with
+  weights (1, 0, 0, 0) and ``SmoothingFunction().method1`` on ``nltk.word_tokenize`` of the
+  lower-cased, stripped strings (see :mod:`memcore.eval.tokenize`); 0 for empty strings.
+  A-MEM catches every exception and scores 0; we catch only the arithmetic errors nltk can raise.
+- Every category is scored the same way; category 5 is scored against ``adversarial_answer``
+  (the caller passes ``QAItem.gold("amem")``).
+
+``protocol="locomo"`` mirrors the official ``task_eval/evaluation.py`` of snap-research/locomo:
+- :func:`locomo_normalize` = ``normalize_answer`` (drop commas, lower-case, drop ASCII
+  punctuation, replace the words a/an/the/and by a space, collapse white space).
+- :func:`locomo_f1_single` = ``f1_score`` (Porter-stemmed tokens, multiset overlap F1).
+- :func:`locomo_f1_multi` = ``f1`` (prediction and gold split on commas; mean over gold parts of
+  the best-matching prediction part) -- used for category 1.
+- :func:`locomo_f1` = the per-category dispatch of ``eval_question_answering``: gold is
+  ``str(answer)``; category 3 gold cut at the first ``;``; categories 2-4 use ``f1_score``;
+  category 5 scores 1 iff the lower-cased prediction contains ``"no information available"`` or
+  ``"not mentioned"``.
+- BLEU-1 is not part of the official code; ``score_answer`` adds :func:`amem_bleu1` on the
+  (uncut) gold so both protocols' tables carry the same BLEU-1.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+from nltk.stem import PorterStemmer
+from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+from memcore.eval.tokenize import word_tokenize
+from memcore.registry import unknown_name_message
+from memcore.types import Category
+
+PROTOCOLS: tuple[str, ...] = ("amem", "locomo")
+
+# The two refusal markers of the official category-5 rule (checked on the lower-cased answer).
+LOCOMO_REFUSAL_MARKERS: tuple[str, ...] = ("no information available", "not mentioned")
+
+_AMEM_SEPARATORS = str.maketrans({".": " ", ",": " ", "!": " ", "?": " "})
+_ASCII_PUNCT = frozenset(string.punctuation)
+_ARTICLES_RE = re.compile(r"\b(a|an|the|and)\b")
+
+
+# ---------------------------------------------------------------------------------------------
+# A-MEM protocol
+# ---------------------------------------------------------------------------------------------
+def amem_tokens(text: str) -> list[str]:
+    """A-MEM's ``simple_tokenize``: lower-case, ``. , ! ?`` → space, split on white space."""
+    return str(text).lower().translate(_AMEM_SEPARATORS).split()
+
+
+def amem_f1(prediction: str, gold: str) -> float:
+    """Token-set F1 of A-MEM's ``calculate_metrics``."""
+    if not prediction or not gold:
+        return 0.0
+    pred = set(amem_tokens(str(prediction).strip()))
+    ref = set(amem_tokens(str(gold).strip()))
+    if not pred or not ref:
+        return 0.0
+    common = len(pred & ref)
+    precision = common / len(pred)
+    recall = common / len(ref)
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
+@lru_cache(maxsize=1)
+def _smoothing() -> SmoothingFunction:
+    return SmoothingFunction()
+
+
+def amem_bleu1(prediction: str, gold: str) -> float:
+    """BLEU-1 of A-MEM's ``calculate_bleu_scores`` (nltk ``sentence_bleu``, weights (1,0,0,0), method1)."""
+    if not prediction or not gold:
+        return 0.0
+    hyp = word_tokenize(str(prediction).strip().lower())
+    ref = word_tokenize(str(gold).strip().lower())
+    try:
+        score = sentence_bleu([ref], hyp, weights=(1, 0, 0, 0), smoothing_function=_smoothing().method1)
+    except (ZeroDivisionError, ValueError):
+        return 0.0
+    score = float(score)
+    return score if math.isfinite(score) else 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Official LoCoMo protocol
+# ---------------------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def _stemmer() -> PorterStemmer:
+    return PorterStemmer()
+
+
+def locomo_normalize(text: str) -> str:
+    """The official ``normalize_answer``."""
+    s = str(text).replace(",", "")
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in _ASCII_PUNCT)
+    s = _ARTICLES_RE.sub(" ", s)
+    return " ".join(s.split())
+
+
+def locomo_tokens(text: str) -> list[str]:
+    """Porter-stemmed tokens of the normalised text, as ``f1_score`` uses them."""
+    stem = _stemmer().stem
+    return [stem(w) for w in locomo_normalize(text).split()]
+
+
+def locomo_f1_single(prediction: str, gold: str) -> float:
+    """The official ``f1_score``: multiset F1 over stemmed, normalised tokens (0 without overlap)."""
+    pred = locomo_tokens(prediction)
+    ref = locomo_tokens(gold)
+    num_same = sum((Counter(pred) & Counter(ref)).values())
+    if num_same == 0:
+        return 0.0
+    precision = num_same / len(pred)
+    recall = num_same / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def locomo_f1_multi(prediction: str, gold: str) -> float:
+    """The official multi-answer ``f1``: mean over comma-separated gold parts of the best prediction part."""
+    predictions = [p.strip() for p in str(prediction).split(",")]
+    golds = [g.strip() for g in str(gold).split(",")]
+    return sum(max(locomo_f1_single(p, g) for p in predictions) for g in golds) / len(golds)
+
+
+def locomo_refusal(prediction: str) -> bool:
+    """The official category-5 rule: the answer says it has no information."""
+    low = str(prediction).lower()
+    return any(marker in low for marker in LOCOMO_REFUSAL_MARKERS)
+
+
+def locomo_f1(prediction: str, gold: str, category: int | Category) -> float:
+    """Per-category F1 of the official ``eval_question_answering``."""
+    cat = _category(category)
+    gold = str(gold)
+    if cat is Category.ADVERSARIAL:
+        return 1.0 if locomo_refusal(prediction) else 0.0
+    if cat is Category.OPEN_DOMAIN:
+        gold = gold.split(";")[0].strip()
+    if cat is Category.MULTI_HOP:
+        return locomo_f1_multi(prediction, gold)
+    return locomo_f1_single(prediction, gold)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------------
+def _category(category: int | Category) -> Category:
+    try:
+        return Category(int(category))
+    except (ValueError, TypeError):
+        raise ValueError(f"unknown LoCoMo category {category!r}; use an int 1-5 or a memcore.types.Category.") from None
+
+
+def check_protocol(protocol: str) -> str:
+    """Return ``protocol`` if known, else raise ValueError naming the known ones."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(unknown_name_message("protocol", str(protocol), list(PROTOCOLS)))
+    return protocol
+
+
+def score_answer(prediction: str, gold: str, category: int | Category, protocol: str) -> dict[str, float]:
+    """Score one answer: ``{"f1": ..., "bleu1": ...}``, fractions in [0, 1].
+
+    ``gold`` is the protocol's gold string (``QAItem.gold(protocol)``); non-strings (LoCoMo has
+    int answers) are converted with ``str`` as both original evaluations do. ``None`` counts as empty.
+    """
+    check_protocol(protocol)
+    cat = _category(category)
+    pred = "" if prediction is None else str(prediction)
+    ref = "" if gold is None else str(gold)
+    if protocol == "amem":
+        return {"f1": amem_f1(pred, ref), "bleu1": amem_bleu1(pred, ref)}
+    return {"f1": locomo_f1(pred, ref, cat), "bleu1": amem_bleu1(pred, ref)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Evidence
+# ---------------------------------------------------------------------------------------------
+def evidence_scores(gold_ids: Iterable[str], retrieved_ids: Iterable[str]) -> dict[str, float | None]:
+    """Evidence recall |E∩R|/|E| and hit 1[E∩R≠∅] over id *sets*.
+
+    With empty gold evidence both values are ``None`` (such items are excluded from the averages
+    and counted separately).
+    """
+    gold = set(gold_ids)
+    if not gold:
+        return {"recall": None, "hit": None}
+    found = len(gold & set(retrieved_ids))
+    return {"recall": found / len(gold), "hit": 1.0 if found else 0.0}
+
+
+def recall_at_budget(
+    gold_ids: Iterable[str], notes: Sequence[tuple[Sequence[str], int]], budget_tokens: int
+) -> dict[str, float | int | None]:
+    """Evidence scores using only the leading retrieved notes whose cumulative size fits the budget.
+
+    ``notes`` are ``(dia_ids, tokens)`` in retrieval order; notes are taken while the running token
+    total stays ``<= budget_tokens`` and the first note that does not fit ends the prefix. Returns
+    :func:`evidence_scores` plus ``notes_used`` and ``tokens_used``.
+    """
+    if budget_tokens < 0:
+        raise ValueError(f"budget_tokens must be >= 0, got {budget_tokens}.")
+    used_ids: list[str] = []
+    total = 0
+    n = 0
+    for dia_ids, tokens in notes:
+        if total + int(tokens) > budget_tokens:
+            break
+        total += int(tokens)
+        used_ids.extend(dia_ids)
+        n += 1
+    return {**evidence_scores(gold_ids, used_ids), "notes_used": n, "tokens_used": total}

@@ -1,0 +1,313 @@
+"""Gated construction: embedding pre-screen → judge (LLM, or cosine in cheap mode) → Merge / Link / Append.
+
+For the best candidate with s ≥ τ_m the new note is merged into it (raws kept, context re-synthesised,
+re-embedded, keywords and dia_ids unioned); every other candidate with s ≥ τ_l gets a weighted typed
+edge (Supports | Conflicts | Related_To) to the note that now holds the new turn; the strongest link with
+s ≥ strong_link updates that neighbour's context (LLM mode only). Otherwise the note is appended.
+
+Switches: ``update`` off → plain Append (no gate at all); ``merge`` off → a redundant candidate no longer
+merges (the note is appended; link-range candidates still link); ``link`` off → no edges and no neighbour
+update; ``denoise`` off → contexts stay raw (merges concatenate raws; no neighbour rewrite, since c = r).
+A candidate that already holds ``merge_max_turns`` turns is linked instead of merged, so notes stay small.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from memcore.interfaces import ChatBackbone, Embedder
+from memcore.llm.json_reply import complete_json
+from memcore.memory.config import MemCoReConfig, Switches
+from memcore.memory.ingestion import IngestResult
+from memcore.memory.keywords import KeywordIndex, normalise_keywords
+from memcore.memory.notes import EDGE_TYPES, Note, NoteStore, RawTurn
+from memcore.prompts import gate as GATE_PROMPT
+from memcore.prompts import merge as MERGE_PROMPT
+
+RELATIONS = ("redundant", "complementary", "unrelated")
+MERGED_CONTEXT_MAX_WORDS = 80
+
+
+@dataclass(frozen=True)
+class Judgement:
+    nid: int
+    strength: float
+    relation: str
+    edge: str
+    cosine: float
+
+
+@dataclass
+class Decision:
+    action: str  # merge | link | append
+    target: int | None
+    links: list[Judgement]
+
+
+@dataclass
+class ConstructionCounters:
+    turns: int = 0
+    merges: int = 0
+    links: int = 0  # edges added
+    appends: int = 0  # notes created without any edge
+    linked_appends: int = 0  # notes created with at least one edge
+    neighbour_updates: int = 0
+    merge_cap_redirects: int = 0
+    llm_calls: int = 0  # including format retries
+    edge_types: Counter[str] = field(default_factory=Counter)
+    relations: Counter[str] = field(default_factory=Counter)
+    fallbacks: Counter[str] = field(default_factory=Counter)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "turns": self.turns,
+            "merges": self.merges,
+            "links": self.links,
+            "appends": self.appends,
+            "linked_appends": self.linked_appends,
+            "neighbour_updates": self.neighbour_updates,
+            "merge_cap_redirects": self.merge_cap_redirects,
+            "llm_calls": self.llm_calls,
+            "edge_types": dict(sorted(self.edge_types.items())),
+            "relations": dict(sorted(self.relations.items())),
+            "fallbacks": dict(sorted(self.fallbacks.items())),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ConstructionCounters:
+        return cls(
+            turns=d["turns"],
+            merges=d["merges"],
+            links=d["links"],
+            appends=d["appends"],
+            linked_appends=d["linked_appends"],
+            neighbour_updates=d["neighbour_updates"],
+            merge_cap_redirects=d.get("merge_cap_redirects", 0),
+            llm_calls=d.get("llm_calls", 0),
+            edge_types=Counter(d["edge_types"]),
+            relations=Counter(d["relations"]),
+            fallbacks=Counter(d["fallbacks"]),
+        )
+
+
+def _validate_gate(n: int) -> Callable[[Any], list[tuple[float, str, str]]]:
+    def validate(obj: Any) -> list[tuple[float, str, str]]:
+        if not isinstance(obj, dict) or not isinstance(obj.get("judgements"), list):
+            raise ValueError("gate reply has no 'judgements' list")
+        out: list[tuple[float, str, str]] = [(0.0, "unrelated", "Related_To")] * n
+        got = 0
+        for item in obj["judgements"]:
+            if not isinstance(item, dict):
+                continue
+            try:
+                i = int(item["id"]) - 1
+                s = float(item["strength"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if not 0 <= i < n or not np.isfinite(s):
+                continue
+            rel = str(item.get("relation", "")).strip().lower()
+            edge = str(item.get("edge", "Related_To")).strip()
+            edge = next((e for e in EDGE_TYPES if e.lower() == edge.lower().replace(" ", "_")), "Related_To")
+            out[i] = (min(1.0, max(0.0, s)), rel if rel in RELATIONS else "unrelated", edge)
+            got += 1
+        if got == 0:
+            raise ValueError("gate reply judged none of the candidates")
+        return out
+
+    return validate
+
+
+def _validate_context(obj: Any) -> str:
+    if not isinstance(obj, dict) or not isinstance(obj.get("context"), str) or not obj["context"].strip():
+        raise ValueError("reply has no 'context' string")
+    return obj["context"].strip()
+
+
+class Constructor:
+    """Applies the gate to each ingested note. ``backbone`` is None in cheap mode (cosine judge)."""
+
+    def __init__(
+        self,
+        *,
+        store: NoteStore,
+        keywords: KeywordIndex,
+        embedder: Embedder,
+        backbone: ChatBackbone | None,
+        cfg: MemCoReConfig,
+        switches: Switches,
+        seed: int,
+        counters: ConstructionCounters | None = None,
+    ) -> None:
+        self.store = store
+        self.kindex = keywords
+        self.embedder = embedder
+        self.backbone = backbone
+        self.cfg = cfg
+        self.sw = switches
+        self.seed = seed
+        self.counters = counters if counters is not None else ConstructionCounters()
+
+    # ------------------------------------------------------------------ judge
+    def candidates(self, vec: np.ndarray) -> list[tuple[int, float]]:
+        """Embedding pre-screen: the ``cfg.candidates`` nearest notes with their cosine."""
+        scores, rows = self.store.vectors.search(vec[None, :], self.cfg.candidates)
+        return [(int(r), float(s)) for r, s in zip(rows[0], scores[0], strict=True)]
+
+    def judge(self, context: str, cands: list[tuple[int, float]]) -> list[Judgement]:
+        """Relation, strength s ∈ [0,1] and edge type per candidate. Cheap mode: s = cosine."""
+        if self.backbone is None:
+            out = []
+            for nid, cos in cands:
+                s = min(1.0, max(0.0, cos))
+                rel = (
+                    "redundant"
+                    if s >= self.cfg.tau_merge
+                    else "complementary"
+                    if s >= self.cfg.tau_link
+                    else "unrelated"
+                )
+                out.append(Judgement(nid, s, rel, "Related_To", cos))
+            return out
+        listing = "\n".join(f"[{i}] {self.store.notes[nid].context}" for i, (nid, _) in enumerate(cands, start=1))
+        res = complete_json(
+            self.backbone,
+            [
+                {"role": "system", "content": GATE_PROMPT.SYSTEM},
+                {"role": "user", "content": GATE_PROMPT.USER.format(new_note=context, candidates=listing)},
+            ],
+            stage="ingest",
+            validate=_validate_gate(len(cands)),
+            fallback=[(0.0, "unrelated", "Related_To")] * len(cands),
+            fallback_kind="gate:append",
+            prompt_version=GATE_PROMPT.VERSION,
+            temperature=self.cfg.temperature,
+            max_tokens=self.cfg.max_tokens,
+            seed=self.seed,
+        )
+        self.counters.llm_calls += res.attempts
+        if not res.ok:
+            self.counters.fallbacks["gate:append"] += 1
+        return [Judgement(nid, s, rel, edge, cos) for (nid, cos), (s, rel, edge) in zip(cands, res.value, strict=True)]
+
+    def decide(self, judgements: list[Judgement]) -> Decision:
+        """Pure decision rule over the judgements (see module docstring)."""
+        if not self.sw.update or not judgements:
+            return Decision("append", None, [])
+        target: Judgement | None = None
+        links: list[Judgement] = []
+        for j in sorted(judgements, key=lambda j: (-j.strength, j.nid)):
+            if j.strength >= self.cfg.tau_merge:
+                if not self.sw.merge:
+                    continue  # redundant, but Merge is ablated: appended instead, without an edge
+                if target is None and len(self.store.notes[j.nid].raws) < self.cfg.merge_max_turns:
+                    target = j
+                    continue
+                if target is None:
+                    self.counters.merge_cap_redirects += 1
+                links.append(j)
+            elif j.strength >= self.cfg.tau_link:
+                links.append(j)
+        if not self.sw.link:
+            links = []
+        if target is not None:
+            return Decision("merge", target.nid, links)
+        return Decision("link" if links else "append", None, links)
+
+    # ------------------------------------------------------------------ apply
+    def add(self, turn_raw: RawTurn, ing: IngestResult) -> Note:
+        """Run the gate for one ingested turn and apply its decision; returns the note now holding it."""
+        self.counters.turns += 1
+        self.counters.llm_calls += ing.llm_calls
+        if ing.fallback:
+            self.counters.fallbacks[ing.fallback] += 1
+        vec = self.embedder.encode([ing.context])[0]
+        judgements: list[Judgement] = []
+        if self.sw.update and len(self.store):
+            judgements = self.judge(ing.context, self.candidates(vec))
+            for j in judgements:
+                self.counters.relations[j.relation] += 1
+        decision = self.decide(judgements)
+        if decision.action == "merge":
+            assert decision.target is not None
+            note = self._merge(self.store.notes[decision.target], turn_raw, ing)
+            self.counters.merges += 1
+        else:
+            note = self.store.add([turn_raw], ing.context, ing.keywords, vec, denoised=ing.denoised)
+            self.kindex.set_note(note.nid, note.keywords)
+            if decision.links:
+                self.counters.linked_appends += 1
+            else:
+                self.counters.appends += 1
+        for j in decision.links:
+            if j.nid != note.nid and self.store.add_edge(note.nid, j.nid, j.strength, j.edge):
+                self.counters.links += 1
+                self.counters.edge_types[j.edge] += 1
+        strong = [j for j in decision.links if j.strength >= self.cfg.strong_link and j.nid != note.nid]
+        if strong and self.backbone is not None and self.sw.denoise:
+            best = max(strong, key=lambda j: (j.strength, -j.nid))
+            self._update_neighbour(self.store.notes[best.nid], note, best.edge)
+        return note
+
+    def _merge(self, target: Note, turn_raw: RawTurn, ing: IngestResult) -> Note:
+        target.raws.append(turn_raw)
+        target.keywords = normalise_keywords([*target.keywords, *ing.keywords])
+        if self.backbone is not None and self.sw.denoise and target.denoised and ing.denoised:
+            user = MERGE_PROMPT.MERGE_USER.format(a=target.context, b=ing.context, max_words=MERGED_CONTEXT_MAX_WORDS)
+            concatenated = f"{target.context} {ing.context}"
+            res = complete_json(
+                self.backbone,
+                [{"role": "system", "content": MERGE_PROMPT.SYSTEM}, {"role": "user", "content": user}],
+                stage="ingest",
+                validate=_validate_context,
+                fallback=concatenated,
+                fallback_kind="merge:concatenated_contexts",
+                prompt_version=MERGE_PROMPT.VERSION,
+                temperature=self.cfg.temperature,
+                max_tokens=self.cfg.max_tokens,
+                seed=self.seed,
+            )
+            self.counters.llm_calls += res.attempts
+            if not res.ok:
+                self.counters.fallbacks["merge:concatenated_contexts"] += 1
+            target.context = res.value
+        else:
+            # No LLM (cheap mode), or c = r (wo_denoise / a raw fallback context): concatenate.
+            target.context = f"{target.context}\n{ing.context}"
+            target.denoised = False
+        self.store.set_vector(target.nid, self.embedder.encode([target.context])[0])
+        self.kindex.set_note(target.nid, target.keywords)
+        return target
+
+    def _update_neighbour(self, neighbour: Note, new: Note, edge: str) -> None:
+        assert self.backbone is not None
+        if not neighbour.denoised:
+            return
+        user = MERGE_PROMPT.LINK_USER.format(
+            old=neighbour.context, new=new.context, edge=edge, max_words=MERGED_CONTEXT_MAX_WORDS
+        )
+        res = complete_json(
+            self.backbone,
+            [{"role": "system", "content": MERGE_PROMPT.SYSTEM}, {"role": "user", "content": user}],
+            stage="ingest",
+            validate=_validate_context,
+            fallback=neighbour.context,
+            fallback_kind="link_update:unchanged",
+            prompt_version=MERGE_PROMPT.LINK_VERSION,
+            temperature=self.cfg.temperature,
+            max_tokens=self.cfg.max_tokens,
+            seed=self.seed,
+        )
+        self.counters.llm_calls += res.attempts
+        if not res.ok:
+            self.counters.fallbacks["link_update:unchanged"] += 1
+            return
+        neighbour.context = res.value
+        neighbour.updates += 1
+        self.counters.neighbour_updates += 1
+        self.store.set_vector(neighbour.nid, self.embedder.encode([neighbour.context])[0])

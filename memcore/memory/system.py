@@ -1,0 +1,379 @@
+"""The ``MemCoRe`` memory system (DESIGN §4) and its registered specs ``SPEC`` (memcore, LLM judge) and
+``SPEC_CHEAP`` (memcore-cheap: cosine gate, YAKE keywords, rule-based decomposition and IER; zero LLM calls)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
+from memcore.llm.cache import stable_hash
+from memcore.memory.config import CONSTRUCTION_KEYS, CONSTRUCTION_SWITCHES, ConfigError, MemCoReConfig, Switches
+from memcore.memory.construction import ConstructionCounters, Constructor
+from memcore.memory.ier import Refiner
+from memcore.memory.ingestion import Ingestor, StatisticalKeywords
+from memcore.memory.keywords import KeywordIndex
+from memcore.memory.notes import Note, NoteStore, RawTurn, VectorMatrix
+from memcore.memory.persistence import MemoryFiles, load_memory, save_memory
+from memcore.memory.retrieval import CHANNELS, Decomposer, RetrievalIndex, Retriever
+from memcore.memory.topics import Topics, compute_topics
+from memcore.text import count_tokens
+from memcore.types import Evidence, EvidenceNote, Turn
+
+ABLATIONS = frozenset(
+    {"none", "wo_update", "wo_merge", "wo_link", "wo_denoise", "wo_topic", "wo_keyword", "wo_neighbor", "wo_ier"}
+)
+NEAR_DUP_COSINE = 0.9
+
+
+class NotFinalizedError(RuntimeError):
+    pass
+
+
+def near_duplicate_rate(vecs: np.ndarray, threshold: float = NEAR_DUP_COSINE) -> float:
+    """Share of retrieved items whose cosine with a higher-ranked item is ≥ ``threshold``."""
+    n = len(vecs)
+    if n < 2:
+        return 0.0
+    sims = vecs @ vecs.T
+    upper = np.triu(sims >= threshold, k=1)  # [i, j] with i < j: j duplicates an earlier i
+    return float(upper.any(axis=0).sum() / n)
+
+
+class MemCoRe:
+    """MemorySystem: ``ingest`` turns in order, ``finalize``, then ``retrieve`` (thread-safe), ``save``/``load``.
+
+    ``backbone`` is a getter called only in LLM mode (cheap mode never touches it); ``embedder`` is used in
+    both modes.
+    """
+
+    def __init__(
+        self,
+        cfg: MemCoReConfig,
+        switches: Switches,
+        *,
+        embedder: Embedder,
+        backbone: Callable[[], ChatBackbone] | None,
+        seed: int = 0,
+    ) -> None:
+        if cfg.uses_llm and backbone is None:
+            raise ConfigError("MemCoRe with judge=llm needs a chat backbone")
+        self.cfg = cfg
+        self.sw = switches
+        self.embedder = embedder
+        self._backbone_getter = backbone if cfg.uses_llm else None
+        self.seed = seed
+        self.store = NoteStore(dim=int(embedder.dim), ann_threshold=cfg.ann_threshold)
+        self.kindex = KeywordIndex()
+        self.topics = Topics.empty(int(embedder.dim))
+        self.kw_embeddings = np.zeros((0, int(embedder.dim)), dtype=np.float32)
+        self.extractor = StatisticalKeywords(ngram=cfg.cheap_keyword_ngram)
+        self._constructor: Constructor | None = None
+        self._counters = ConstructionCounters()
+        self._ingestor: Ingestor | None = None
+        self._recent: list[Turn] = []
+        self._topics_at = 0
+        self._topic_recomputes = 0
+        self._refiner: Refiner | None = None
+        self._stats_lock = threading.Lock()
+        self._rounds: Counter[int] = Counter()
+        self._retrieve_fallbacks: Counter[str] = Counter()
+        self._near_dup_sum = 0.0
+        self._retrieves = 0
+        self._channel_counts: Counter[str] = Counter()
+        self._retrieve_llm_calls = 0
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def backbone(self) -> ChatBackbone | None:
+        return self._backbone_getter() if self._backbone_getter is not None else None
+
+    def meta(self) -> dict[str, Any]:
+        construction = {k: getattr(self.cfg, k) for k in CONSTRUCTION_KEYS}
+        switches = self.sw.construction()
+        return {
+            "format_version": self.cfg.format_version,
+            "construction_hash": stable_hash({"construction": construction, "switches": switches})[:20],
+            "construction": construction,
+            "switches": switches,
+            "embedder": getattr(self.embedder, "name", type(self.embedder).__name__),
+            "dim": int(self.embedder.dim),
+        }
+
+    def _construction(self) -> Constructor:
+        if self._constructor is None:
+            backbone = self.backbone
+            self._ingestor = Ingestor(
+                backbone=backbone,
+                denoise=self.sw.denoise,
+                max_keywords=self.cfg.max_keywords,
+                context_turns=self.cfg.context_turns,
+                ngram=self.cfg.cheap_keyword_ngram,
+                temperature=self.cfg.temperature,
+                max_tokens=self.cfg.max_tokens,
+                seed=self.seed,
+            )
+            self._constructor = Constructor(
+                store=self.store,
+                keywords=self.kindex,
+                embedder=self.embedder,
+                backbone=backbone,
+                cfg=self.cfg,
+                switches=self.sw,
+                seed=self.seed,
+                counters=self._counters,
+            )
+        return self._constructor
+
+    def render(self, nid: int) -> str:
+        """The text of note ``nid`` as the answerer sees it (``evidence_text``: raw | context | both)."""
+        note = self.store.notes[nid]
+        mode = self.cfg.evidence_text
+        if mode == "raw" or (mode == "both" and not note.denoised):
+            return note.raw_text()
+        if mode == "context":
+            return note.context
+        raw = "\n".join(f"  > {r.render()}" for r in note.raws)
+        return f"{note.context}\n{raw}"
+
+    # ------------------------------------------------------------------ build
+    def ingest(self, turn: Turn) -> None:
+        """Ingest one turn (in conversation order): ingestion, gate, periodic topic recompute."""
+        cons = self._construction()
+        assert self._ingestor is not None
+        self._refiner = None  # memory changed: retrieval needs finalize() again
+        ing = self._ingestor.ingest(turn, self._recent)
+        self._recent = [*self._recent, turn][-max(1, self.cfg.context_turns) :]
+        cons.add(RawTurn(turn.dia_id, turn.speaker, turn.text, turn.session_time_raw), ing)
+        every = self.cfg.topic_recompute_every
+        if every and len(self.store) - self._topics_at >= every:
+            self._recompute_topics()
+
+    def _recompute_topics(self) -> None:
+        self.topics = compute_topics(
+            self.kindex,
+            self.store.vectors.matrix,
+            topic_min=self.cfg.topic_min,
+            topic_max=self.cfg.topic_max,
+            resolution=self.cfg.leiden_resolution,
+            hub_max_fraction=self.cfg.hub_max_fraction,
+            seed=self.seed,
+        )
+        self._topics_at = len(self.store)
+        self._topic_recomputes += 1
+
+    def finalize(self) -> None:
+        """Recompute topics, embed keywords, freeze indices; afterwards ``retrieve`` is thread-safe."""
+        self._recompute_topics()
+        self.kw_embeddings = (
+            self.embedder.encode(self.kindex.keywords)
+            if len(self.kindex)
+            else np.zeros((0, self.store.dim), dtype=np.float32)
+        )
+        self._freeze()
+
+    def _freeze(self) -> None:
+        self.store.freeze()
+        kw_vectors = VectorMatrix(self.store.dim, ann_threshold=self.cfg.ann_threshold)
+        kw_vectors.extend(self.kw_embeddings)
+        kw_vectors.freeze()
+        indptr, ids = self.kindex.posting_arrays()
+        index = RetrievalIndex(
+            self.store, self.kindex, self.topics, kw_vectors, self.kindex.idf(len(self.store)), indptr, ids
+        )
+        backbone = self.backbone
+        retriever = Retriever(index, self.embedder, self.cfg, self.sw)
+        self._refiner = Refiner(
+            retriever=retriever,
+            decomposer=Decomposer(backbone, self.extractor, self.cfg, self.seed),
+            kindex=self.kindex,
+            backbone=backbone,
+            render=self.render,
+            cfg=self.cfg,
+            switches=self.sw,
+            seed=self.seed,
+        )
+
+    # ------------------------------------------------------------------ query
+    def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
+        """Tri-pathway retrieval with IER; ``budget`` overrides K_final (the number of notes)."""
+        refiner = self._refiner
+        if refiner is None:
+            raise NotFinalizedError("MemCoRe.retrieve() needs finalize() (or load()) after the last ingest()")
+        k = int(budget) if budget is not None else self.cfg.k_final
+        if k < 1:
+            raise ValueError(f"retrieve budget must be >= 1, got {budget}")
+        pool = refiner.retrieve(query, k)
+        top = pool.ranked[:k]
+        notes: list[EvidenceNote] = []
+        for nid in top:
+            note: Note = self.store.notes[nid]
+            chans = tuple(c for c in CHANNELS if c in pool.channels.get(nid, set()))
+            notes.append(
+                EvidenceNote(
+                    f"n{nid}", self.render(nid), note.dia_ids, pool.scores.get(nid, 0.0), chans, note.timestamp
+                )
+            )
+        vecs = self.store.vectors.matrix[np.asarray(top, dtype=np.int64)] if top else np.zeros((0, self.store.dim))
+        dup = near_duplicate_rate(vecs)
+        by_channel = Counter(c for n in notes for c in n.channels)
+        with self._stats_lock:
+            self._retrieves += 1
+            self._rounds[pool.rounds] += 1
+            self._near_dup_sum += dup
+            self._channel_counts.update(by_channel)
+            self._retrieve_fallbacks.update(pool.fallbacks)
+        extra = {
+            "rounds_log": pool.log,
+            "near_dup_rate": round(dup, 4),
+            "channel_counts": dict(by_channel),
+            "fallbacks": pool.fallbacks,
+        }
+        return Evidence(notes=notes, rounds=pool.rounds, extra=extra)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: Path) -> None:
+        if self._refiner is None:
+            raise NotFinalizedError("MemCoRe.save() needs finalize() after the last ingest()")
+        extra = {"topic_recomputes": self._topic_recomputes}
+        save_memory(
+            Path(path),
+            MemoryFiles(self.store, self.kindex, self.topics, self.kw_embeddings, self._counters, extra),
+            self.meta(),
+        )
+
+    def load(self, path: Path) -> None:
+        """Restore a saved memory (refused when built under another construction config or embedder)."""
+        files = load_memory(Path(path), self.meta(), ann_threshold=self.cfg.ann_threshold)
+        self.store, self.kindex, self.topics, self.kw_embeddings = (
+            files.store,
+            files.kindex,
+            files.topics,
+            files.kw_embeddings,
+        )
+        self._counters = files.counters
+        self._constructor = None
+        self._topic_recomputes = int(files.extra.get("topic_recomputes", 0))
+        self._topics_at = len(self.store)
+        self._freeze()
+
+    # ------------------------------------------------------------------ stats
+    def stats(self) -> dict[str, Any]:
+        counters = self._counters
+        notes = self.store.notes
+        turns_per_note = (
+            np.array([len(n.raws) for n in notes], dtype=np.int64) if notes else np.zeros(0, dtype=np.int64)
+        )
+        raw_tokens = sum(count_tokens(r.render()) for n in notes for r in n.raws)
+        context_tokens = sum(count_tokens(n.context) for n in notes)
+        sizes = self.topics.sizes
+        topic_notes = [len(t) for t in self.topics.notes]
+        with self._stats_lock:
+            rounds = dict(sorted(self._rounds.items()))
+            retrieves = self._retrieves
+            near_dup = self._near_dup_sum / retrieves if retrieves else None
+            channel_counts = dict(self._channel_counts)
+            r_fallbacks = dict(self._retrieve_fallbacks)
+        n_turns = int(turns_per_note.sum())
+        return {
+            "mode": "llm" if self.cfg.uses_llm else "embedding (cheap variant)",
+            "ablation": self.sw.name,
+            "notes": len(notes),
+            "turns": n_turns,
+            "turns_per_note": {
+                "mean": round(float(turns_per_note.mean()), 4) if len(notes) else 0.0,
+                "max": int(turns_per_note.max()) if len(notes) else 0,
+                "histogram": {str(k): int(v) for k, v in sorted(Counter(turns_per_note.tolist()).items())},
+            },
+            "tokens": {
+                "raw": raw_tokens,
+                "stored_context": context_tokens,
+                "stored_context_over_raw": round(context_tokens / raw_tokens, 4) if raw_tokens else None,
+            },
+            "construction": counters.to_json(),
+            "llm_calls_per_turn": round(counters.llm_calls / n_turns, 4) if n_turns else 0.0,
+            "edges": len(self.store.edges),
+            "edge_types": dict(Counter(e.etype for e in self.store.edges.values())),
+            "keywords": len(self.kindex),
+            "topics": {
+                "count": len(self.topics),
+                "recomputes": self._topic_recomputes,
+                "size_keywords": _dist(sizes),
+                "size_notes": _dist(topic_notes),
+                "bounds": [self.cfg.topic_min, self.cfg.topic_max],
+                **self.topics.info,
+            },
+            "retrieval": {
+                "retrieves": retrieves,
+                "ier_rounds": rounds,
+                "near_dup_rate_top_k_mean": None if near_dup is None else round(near_dup, 4),
+                "notes_by_channel": channel_counts,
+                "fallbacks": r_fallbacks,
+            },
+            "fallbacks": {**counters.fallbacks, **{f"retrieve:{k}": v for k, v in r_fallbacks.items()}},
+        }
+
+
+def _dist(values: list[int]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0}
+    a = np.asarray(values)
+    return {
+        "n": len(a),
+        "min": int(a.min()),
+        "median": float(np.median(a)),
+        "mean": round(float(a.mean()), 3),
+        "max": int(a.max()),
+    }
+
+
+# ---------------------------------------------------------------------- specs
+def _check_name(cfg: MemCoReConfig, expected_cheap: bool) -> None:
+    if expected_cheap and cfg.uses_llm:
+        raise ConfigError(
+            "method memcore-cheap is the no-LLM variant (judge: embedding); for the LLM judge use method=memcore"
+        )
+    if not expected_cheap and not cfg.uses_llm:
+        raise ConfigError(
+            "judge=embedding is the cheap variant; run it as method=memcore-cheap so tables label it as a variant"
+        )
+
+
+def _factory(expected_cheap: bool) -> Callable[[MethodContext], MemCoRe]:
+    def make(ctx: MethodContext) -> MemCoRe:
+        cfg = MemCoReConfig.from_dict(dict(ctx.config))
+        _check_name(cfg, expected_cheap)
+        switches = Switches.from_dict(dict(ctx.ablation))
+        backbone = (lambda: ctx.backbone) if cfg.uses_llm else None
+        return MemCoRe(cfg, switches, embedder=ctx.embedder, backbone=backbone, seed=ctx.seed)
+
+    return make
+
+
+def _uses_llm(config: dict[str, Any], ablation: dict[str, Any]) -> bool:
+    return config.get("judge", "llm") == "llm"
+
+
+SPEC = MethodSpec(
+    name="memcore",
+    factory=_factory(expected_cheap=False),
+    ingest_uses_llm=_uses_llm,
+    construction_keys=CONSTRUCTION_KEYS,
+    construction_switches=CONSTRUCTION_SWITCHES,
+    ablations=ABLATIONS,
+    retrieve_uses_llm=_uses_llm,
+    description="MemCoRe: LLM-gated Merge/Link/Append notes, keyword graph + Leiden topics, tri-pathway retrieval, RRF, IER",
+)
+
+SPEC_CHEAP = dataclasses.replace(
+    SPEC,
+    name="memcore-cheap",
+    factory=_factory(expected_cheap=True),
+    description="MemCoRe cheap variant (not the paper's method): cosine gate, YAKE keywords, rule-based decomposition and IER; no LLM",
+)

@@ -1,0 +1,25 @@
+"""``memcore-report``: gather run dirs into the paper's table layouts (Markdown, CSV, LaTeX) beside the
+paper's numbers, with bootstrap CIs, cost, the audited overlay, and plots."""
+
+from memcore.report.collect import PAPER_METHODS, ReportInputError, RunData, find_run_dirs, load_run, load_runs
+from memcore.report.reference import PaperNumbers, ReferenceError, default_reference_dir, load_paper_numbers
+from memcore.report.tables import RunSummary, Table, ablation_table, cost_summary, main_table, summarize_run
+
+__all__ = [
+    "PAPER_METHODS",
+    "PaperNumbers",
+    "ReferenceError",
+    "ReportInputError",
+    "RunData",
+    "RunSummary",
+    "Table",
+    "ablation_table",
+    "cost_summary",
+    "default_reference_dir",
+    "find_run_dirs",
+    "load_paper_numbers",
+    "load_run",
+    "load_runs",
+    "main_table",
+    "summarize_run",
+]

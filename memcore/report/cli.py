@@ -1,0 +1,118 @@
+"""``memcore-report RUNS… [--out DIR]``: tables (Markdown, CSV, LaTeX) and plots from finished runs.
+
+RUNS are run dirs, sweep dirs (searched recursively for metrics.json) or globs, e.g.
+``memcore-report results/runs/paper_main`` or ``memcore-report 'results/runs/*/locomo-mini/local/*/*/*'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from memcore.report.collect import ReportInputError, load_runs
+from memcore.report.reference import ReferenceError, default_reference_dir, load_paper_numbers
+from memcore.report.tables import Table, ablation_table, main_table, summarize_run
+
+FORMATS = ("md", "csv", "tex")
+LAYOUTS = ("auto", "main", "ablation", "both")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="memcore-report",
+        description="Gather finished runs into the paper's main and ablation table layouts, beside the paper's numbers.",
+    )
+    p.add_argument("runs", nargs="+", help="run dirs, sweep dirs (searched for metrics.json) or globs")
+    p.add_argument("--out", type=Path, default=None, help="output dir (default: <the one dir given>/report, else ./report)")
+    p.add_argument("--layout", choices=LAYOUTS, default="auto", help="auto: main table, plus ablations when runs differ in ablation")
+    p.add_argument("--formats", default="md,csv,tex", help="comma list of md, csv, tex (default: all)")
+    p.add_argument("--no-plots", action="store_true", help="skip the figures")
+    p.add_argument("--reference", type=Path, default=None, help="dir with the paper's CSVs (default: results/reference)")
+    p.add_argument("--no-reference", action="store_true", help="do not show the paper's numbers")
+    p.add_argument(
+        "--reference-backbone", default=None, help="compare every run with the paper's numbers for this backbone (e.g. qwen3-8b)"
+    )
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--alpha", type=float, default=0.05, help="1 - CI level (default 0.05 = 95%%)")
+    p.add_argument("--budgets", default="250,500,1000,2000,4000", help="token budgets of the recall curve")
+    p.add_argument("--include-old", action="store_true", help="also read runs moved aside by overwrite=true (*.old-*)")
+    p.add_argument("--quiet", action="store_true", help="do not print the Markdown tables")
+    return p
+
+
+def _int_list(text: str, what: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ReportInputError(f"{what} must be a comma list of integers, got {text!r}.") from None
+    if not values or any(v <= 0 for v in values):
+        raise ReportInputError(f"{what} must be positive integers, got {text!r}.")
+    return values
+
+
+def _write(table: Table, out: Path, stem: str, formats: Sequence[str]) -> list[Path]:
+    written = []
+    for fmt in formats:
+        path = out / f"{stem}.{fmt}"
+        text = {"md": table.to_markdown, "csv": table.to_csv, "tex": table.to_latex}[fmt]()
+        path.write_text(text)
+        written.append(path)
+    return written
+
+
+def run_report(args: argparse.Namespace) -> list[Path]:
+    """Build everything ``args`` asks for; returns the files written."""
+    formats = [f.strip() for f in str(args.formats).split(",") if f.strip()]
+    bad = [f for f in formats if f not in FORMATS]
+    if bad:
+        raise ReportInputError(f"unknown format(s) {', '.join(bad)}; choose from {', '.join(FORMATS)}.")
+    if args.n_boot < 1 or not 0.0 < args.alpha < 1.0:
+        raise ReportInputError("--n-boot must be >= 1 and --alpha in (0, 1).")
+    budgets = _int_list(args.budgets, "--budgets")
+    runs = load_runs(args.runs, include_old=args.include_old)
+    paper = None if args.no_reference else load_paper_numbers(args.reference or default_reference_dir())
+    out: Path = args.out or (Path(args.runs[0]) / "report" if len(args.runs) == 1 and Path(args.runs[0]).is_dir() else Path("report"))
+    out.mkdir(parents=True, exist_ok=True)
+    summaries = [summarize_run(r, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha) for r in runs]
+    layout = args.layout
+    if layout == "auto":
+        layout = "both" if len({r.ablation for r in runs}) > 1 else "main"
+    kw = {"reference_backbone": args.reference_backbone, "n_boot": args.n_boot, "alpha": args.alpha}
+    tables: list[tuple[str, Table]] = []
+    if layout in ("main", "both"):
+        tables.append(("main_table", main_table(summaries, paper, **kw)))
+    if layout in ("ablation", "both"):
+        tables.append(("ablation_table", ablation_table(summaries, paper, **kw)))
+    written: list[Path] = []
+    for stem, table in tables:
+        written += _write(table, out, stem, formats)
+        if not args.quiet:
+            print(table.to_markdown())
+    if not args.no_plots:
+        from memcore.report.plots import make_plots
+
+        written += make_plots(summaries, paper, out / "plots", reference_backbone=args.reference_backbone, budgets=budgets)
+    runs_list = out / "runs.txt"
+    runs_list.write_text("".join(f"{r.path}\n" for r in runs))
+    written.append(runs_list)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point; user errors print one line and exit 2."""
+    args = _parser().parse_args(argv)
+    try:
+        written = run_report(args)
+    except (ReportInputError, ReferenceError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(f"{len(written)} files written under {Path(written[0]).parent if written else args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

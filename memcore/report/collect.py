@@ -1,0 +1,194 @@
+"""Find run dirs and load what a report needs from each: metrics.json, cost.json, stats.json,
+config.yaml and (lazily) items.jsonl."""
+
+from __future__ import annotations
+
+import glob
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memcore.itemlog import read_items
+
+METRICS = "metrics.json"
+# Runs moved aside by overwrite=true are named <dir>.old-<time>; they are history, not results.
+_OLD_RUN_RE = re.compile(r"\.old-\d{8}-\d{6}$")
+PAPER_METHODS: tuple[str, ...] = ("full_context", "memgpt", "amem", "mem0", "lightmem", "memcore")
+
+
+class ReportInputError(ValueError):
+    """A path given to the report holds no run, or a run dir is unreadable."""
+
+
+def _is_old(path: Path) -> bool:
+    return any(_OLD_RUN_RE.search(part) for part in path.parts)
+
+
+def find_run_dirs(paths: Sequence[str | Path], *, include_old: bool = False) -> list[Path]:
+    """Run dirs (dirs holding ``metrics.json``) named by ``paths``: a run dir, any dir (searched
+    recursively, e.g. a sweep dir), a ``metrics.json`` file, or a glob of any of these. Sorted,
+    without repeats; dirs moved aside by ``overwrite=true`` are skipped unless ``include_old``."""
+    found: dict[Path, None] = {}
+    for raw in paths:
+        text = str(raw)
+        matches = [Path(m) for m in sorted(glob.glob(text, recursive=True))] if glob.has_magic(text) else [Path(text)]
+        if not matches:
+            raise ReportInputError(f"{text}: no file or directory matches; pass run dirs, a sweep dir or a glob.")
+        hits: list[Path] = []
+        for m in matches:
+            if m.is_file() and m.name == METRICS:
+                hits.append(m.parent)
+            elif m.is_dir():
+                hits.extend(p.parent for p in sorted(m.rglob(METRICS)))
+            elif not m.exists():
+                raise ReportInputError(f"{m}: does not exist.")
+        hits = [h for h in hits if include_old or not _is_old(h)]
+        if not hits:
+            raise ReportInputError(f"{text}: no run found (no {METRICS} below it); finished runs write one at the end.")
+        for h in hits:
+            found.setdefault(h.resolve(), None)
+    return sorted(found)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ReportInputError(f"{path} is not valid JSON ({exc}); rerun that configuration to rewrite it.") from None
+    return data if isinstance(data, dict) else {}
+
+
+@dataclass
+class RunData:
+    """One finished run. ``info`` is ``metrics["run"]`` (method, ablation, backbone, dataset, protocol,
+    embedder, n_conversations, answered, optional judge); ``config`` the resolved config.yaml."""
+
+    path: Path
+    metrics: dict[str, Any]
+    cost: dict[str, Any] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    _items: list[dict[str, Any]] | None = field(default=None, repr=False)
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return self.metrics.get("run", {})
+
+    def _field(self, key: str, default: str = "?") -> str:
+        return str(self.info.get(key) or default)
+
+    @property
+    def method(self) -> str:
+        """The registered method (``MethodSpec.name``)."""
+        return self._field("method")
+
+    @property
+    def method_label(self) -> str:
+        """What the table prints: the method config's ``variant`` if set, else its ``name`` (a variant
+        config such as ``memcore-cheap`` names itself), else the registered method."""
+        mcfg = self.config.get("method") or {}
+        return str(mcfg.get("variant") or mcfg.get("name") or self.method)
+
+    @property
+    def is_variant(self) -> bool:
+        """True when this is not one of the paper's methods as configured by default (e.g. memcore-cheap)."""
+        return self.method_label not in PAPER_METHODS
+
+    @property
+    def ablation(self) -> str:
+        return self._field("ablation", "none")
+
+    @property
+    def backbone(self) -> str:
+        return self._field("backbone")
+
+    @property
+    def dataset(self) -> str:
+        return self._field("dataset")
+
+    @property
+    def protocol(self) -> str:
+        return self._field("protocol")
+
+    @property
+    def embedder(self) -> str:
+        return self._field("embedder")
+
+    @property
+    def experiment(self) -> str:
+        return str(self.config.get("experiment_name") or "")
+
+    @property
+    def n_conversations(self) -> int:
+        return int(self.info.get("n_conversations") or len(self.stats.get("conversations", {})) or 1)
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.info.get("answered", True))
+
+    @property
+    def has_audited(self) -> bool:
+        return "audited" in self.metrics
+
+    @property
+    def items(self) -> list[dict[str, Any]]:
+        if self._items is None:
+            self._items = read_items(self.path / "items.jsonl")
+        return self._items
+
+    def audited_items(self) -> list[dict[str, Any]]:
+        """Items with the audited scores/recall/hit in place of the original ones (as the runner
+        aggregates ``metrics["audited"]``)."""
+        out = []
+        for r in self.items:
+            a = r.get("audited")
+            out.append(dict(r, scores=a["scores"], recall=a["recall"], hit=a["hit"]) if a else r)
+        return out
+
+    def label(self) -> str:
+        """``method`` (+ ``[ablation]`` when not ``none``), e.g. ``memcore [wo_ier]``."""
+        return self.method_label + ("" if self.ablation == "none" else f" [{self.ablation}]")
+
+
+def load_run(path: Path) -> RunData:
+    """Load one run dir (must hold ``metrics.json``)."""
+    path = Path(path)
+    metrics = _read_json(path / METRICS)
+    if not metrics:
+        raise ReportInputError(f"{path}: no {METRICS}; the run has not finished (rerun it to resume).")
+    config: dict[str, Any] = {}
+    cfg_path = path / "config.yaml"
+    if cfg_path.is_file():
+        loaded = yaml.safe_load(cfg_path.read_text())
+        config = loaded if isinstance(loaded, dict) else {}
+    return RunData(path, metrics, _read_json(path / "cost.json"), _read_json(path / "stats.json"), config)
+
+
+def load_runs(paths: Iterable[str | Path], *, include_old: bool = False) -> list[RunData]:
+    """Every run under ``paths`` (see :func:`find_run_dirs`), in a stable order:
+    backbone, method, ablation, dataset, protocol, path."""
+    runs = [load_run(p) for p in find_run_dirs(list(paths), include_old=include_old)]
+    return sorted(runs, key=run_sort_key)
+
+
+def run_sort_key(run: RunData) -> tuple[Any, ...]:
+    from memcore.report.reference import BACKBONE_ORDER, METHOD_ORDER, ABLATION_ORDER
+
+    def rank(order: Sequence[str], value: str) -> tuple[int, str]:
+        return (order.index(value), "") if value in order else (len(order), value)
+
+    return (
+        rank(BACKBONE_ORDER, run.backbone),
+        rank(METHOD_ORDER, run.method_label),
+        rank(ABLATION_ORDER, run.ablation),
+        run.dataset,
+        run.protocol,
+        str(run.path),
+    )

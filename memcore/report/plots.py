@@ -1,0 +1,225 @@
+"""Report figures (matplotlib, Agg backend), each saved as PNG and PDF:
+
+- ``category_f1``: F1 per category (and weighted overall), grouped bars per method, one panel per backbone;
+- ``ablation_deltas``: each ablation's change in F1 and evidence recall against the full model, ours beside the paper's;
+- ``cost_vs_f1``: LLM tokens per conversation against weighted F1 (recall for retrieval-only runs);
+- ``recall_vs_budget``: evidence recall when only the leading retrieved notes that fit a context-token budget are kept.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memcore.eval.aggregate import category_name
+from memcore.eval.metrics import recall_at_budget
+from memcore.report.collect import RunData
+from memcore.report.reference import PaperNumbers
+from memcore.report.tables import CATEGORIES, RunSummary, _full_model, _paper_ablation
+
+DEFAULT_BUDGETS: tuple[int, ...] = (250, 500, 1000, 2000, 4000)
+DPI = 150
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, out_dir: Path, stem: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
+    fig.savefig(paths[0], dpi=DPI, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight")
+    _pyplot().close(fig)
+    return paths
+
+
+def _run_label(run: RunData, with_backbone: bool = False) -> str:
+    label = run.label() + (" (variant)" if run.is_variant else "")
+    return f"{label} @ {run.backbone}" if with_backbone else label
+
+
+def plot_category_bars(summaries: Sequence[RunSummary], out_dir: Path, stem: str = "category_f1") -> list[Path]:
+    """Grouped bars: categories 1-5 and the weighted overall on x, one bar per run, a panel per backbone."""
+    answered = [s for s in summaries if s.values.get("f1") is not None]
+    if not answered:
+        return []
+    plt = _pyplot()
+    backbones = list(dict.fromkeys(s.run.backbone for s in answered))
+    groups = [f"{c}\n{category_name(c)}" for c in CATEGORIES] + ["weighted\noverall"]
+    keys = [f"cat{c}" for c in CATEGORIES] + ["f1"]
+    most = max(sum(1 for s in answered if s.run.backbone == b) for b in backbones)
+    fig, axes = plt.subplots(len(backbones), 1, figsize=(max(8.0, 1.1 * len(groups) * max(1, most) * 0.35 + 3), 3.6 * len(backbones)), squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    for ax, backbone in zip(axes[:, 0], backbones):
+        runs = [s for s in answered if s.run.backbone == backbone]
+        width = 0.8 / len(runs)
+        x = np.arange(len(groups))
+        for i, s in enumerate(runs):
+            vals = [s.values.get(k) if s.values.get(k) is not None else np.nan for k in keys]
+            ax.bar(x - 0.4 + width * (i + 0.5), vals, width, label=_run_label(s.run), color=cmap(i % 10))
+        ax.set_xticks(x)
+        ax.set_xticklabels(groups)
+        ax.set_ylabel("F1 (%)")
+        ax.set_ylim(0, 100)
+        ax.set_title(f"F1 by LoCoMo question category — backbone {backbone}")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="method")
+    fig.tight_layout()
+    return _save(fig, out_dir, stem)
+
+
+def plot_ablation_deltas(
+    summaries: Sequence[RunSummary],
+    paper: PaperNumbers | None,
+    out_dir: Path,
+    *,
+    reference_backbone: str | None = None,
+    stem: str = "ablation_deltas",
+) -> list[Path]:
+    """Horizontal bars per ablation: ΔF1 and Δrecall (percentage points) against the full model, ours and paper."""
+    rows: list[tuple[str, dict[str, float | None], dict[str, float | None]]] = []
+    for s in summaries:
+        if s.run.ablation == "none":
+            continue
+        full = _full_model(s, summaries)
+        if full is None:
+            continue
+        ours = {k: _d(s.values.get(k), full.values.get(k)) for k in ("f1", "recall")}
+        p_row = _paper_ablation(s, paper, reference_backbone)
+        p_full = paper.ablation_row(reference_backbone or s.run.backbone, "none") if paper is not None and p_row else None
+        theirs = {k: _d(p_row.get(k), p_full.get(k)) if p_row and p_full else None for k in ("f1", "recall")}
+        label = s.run.ablation if len({x.run.backbone for x in summaries}) == 1 else f"{s.run.ablation} @ {s.run.backbone}"
+        rows.append((label, ours, theirs))
+    if not rows:
+        return []
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.55 * len(rows) + 2.2), sharey=True)
+    y = np.arange(len(rows))
+    for ax, key, name in zip(axes, ("f1", "recall"), ("F1", "evidence recall")):
+        ours = [r[1][key] if r[1][key] is not None else np.nan for r in rows]
+        theirs = [r[2][key] if r[2][key] is not None else np.nan for r in rows]
+        ax.barh(y - 0.2, ours, 0.4, label="ours", color="#1f77b4")
+        if not np.all(np.isnan(theirs)):
+            ax.barh(y + 0.2, theirs, 0.4, label="paper", color="#ff7f0e")
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_xlabel(f"Δ {name} vs full model (percentage points)")
+        ax.set_title(f"Ablation effect on {name}")
+        ax.grid(axis="x", alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
+    axes[0].set_yticks(y)
+    axes[0].set_yticklabels([r[0] for r in rows])
+    axes[0].invert_yaxis()
+    fig.tight_layout()
+    return _save(fig, out_dir, stem)
+
+
+def _d(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def plot_cost_vs_f1(summaries: Sequence[RunSummary], out_dir: Path, stem: str = "cost_vs_f1") -> list[Path]:
+    """Scatter of LLM tokens per conversation (log x) against weighted F1 — or evidence recall when no
+    run answered. Runs that used no LLM tokens sit on the left edge (x clipped to 1)."""
+    points = [s for s in summaries if s.cost.get("tokens_per_conv") is not None]
+    if not points:
+        return []
+    metric = "f1" if any(s.values.get("f1") is not None for s in points) else "recall"
+    points = [s for s in points if s.values.get(metric) is not None]
+    if not points:
+        return []
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    markers = "osD^vP*X"
+    backbones = list(dict.fromkeys(s.run.backbone for s in points))
+    for bi, backbone in enumerate(backbones):
+        group = [s for s in points if s.run.backbone == backbone]
+        xs = [max(1.0, float(s.cost["tokens_per_conv"] or 0.0)) for s in group]
+        ys = [float(s.values[metric] or 0.0) for s in group]
+        ax.scatter(xs, ys, marker=markers[bi % len(markers)], s=60, label=f"backbone {backbone}")
+        for s, x, yv in zip(group, xs, ys):
+            ax.annotate(_run_label(s.run), (x, yv), textcoords="offset points", xytext=(6, 4), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("LLM tokens per conversation (prompt + completion, log scale)")
+    ax.set_ylabel("weighted F1 (%)" if metric == "f1" else "evidence recall (%)")
+    ax.set_title("Cost against quality" + ("" if metric == "f1" else " (retrieval-only runs: recall)"))
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, out_dir, stem)
+
+
+def recall_budget_curve(run: RunData, budgets: Sequence[int] = DEFAULT_BUDGETS) -> dict[int, float | None]:
+    """Mean evidence recall (%) over items with gold evidence, keeping the leading notes that fit each budget."""
+    out: dict[int, float | None] = {}
+    with_ev = [r for r in run.items if r.get("evidence")]
+    for b in budgets:
+        vals = []
+        for r in with_ev:
+            notes = [(n.get("dia_ids") or [], int(n.get("tokens") or 0)) for n in r.get("notes") or []]
+            rec = recall_at_budget(r["evidence"], notes, int(b))["recall"]
+            if rec is not None:
+                vals.append(float(rec))
+        out[int(b)] = 100.0 * sum(vals) / len(vals) if vals else None
+    return out
+
+
+def plot_recall_vs_budget(
+    runs: Sequence[RunData], out_dir: Path, budgets: Sequence[int] = DEFAULT_BUDGETS, stem: str = "recall_vs_budget"
+) -> list[Path]:
+    """One line per run; also writes ``<stem>.csv`` with the numbers."""
+    curves = [(r, recall_budget_curve(r, budgets)) for r in runs]
+    curves = [(r, c) for r, c in curves if any(v is not None for v in c.values())]
+    if not curves:
+        return []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = out_dir / f"{stem}.csv"
+    with open(csv_path, "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["backbone", "method", "ablation", "dataset", *[f"recall_at_{b}" for b in budgets], "run_dir"])
+        for r, c in curves:
+            w.writerow([r.backbone, r.method_label, r.ablation, r.dataset, *["" if c[b] is None else f"{c[b]:.4f}" for b in budgets], r.path])
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    many_backbones = len({r.backbone for r, _ in curves}) > 1
+    for r, c in curves:
+        xs = [b for b in budgets if c[b] is not None]
+        ax.plot(xs, [c[b] for b in xs], marker="o", label=_run_label(r, many_backbones))
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(budgets))
+    ax.set_xticklabels([str(b) for b in budgets])
+    ax.set_xlabel("context budget (tokens of retrieved notes, log scale)")
+    ax.set_ylabel("evidence recall (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title("Evidence recall at equal context-token budgets")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return [*_save(fig, out_dir, stem), csv_path]
+
+
+def make_plots(
+    summaries: Sequence[RunSummary],
+    paper: PaperNumbers | None,
+    out_dir: Path,
+    *,
+    reference_backbone: str | None = None,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+) -> list[Path]:
+    """All four figures that have data; returns the files written."""
+    out_dir = Path(out_dir)
+    written: list[Path] = []
+    written += plot_category_bars(summaries, out_dir)
+    written += plot_ablation_deltas(summaries, paper, out_dir, reference_backbone=reference_backbone)
+    written += plot_cost_vs_f1(summaries, out_dir)
+    written += plot_recall_vs_budget([s.run for s in summaries], out_dir, budgets)
+    return written

@@ -1,0 +1,467 @@
+"""The paper's two table layouts over any set of runs, beside the paper's numbers.
+
+Main layout: per-category F1 (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial),
+weighted F1 and BLEU-1 (+ J when judged). Ablation layout: F1, BLEU-1, evidence recall, hit rate and
+each one's change against the full model. Every run gets an ``ours`` row (95% bootstrap CIs that
+resample conversations, cost per conversation), and when the paper has that cell a ``paper`` row and
+a ``Δ ours−paper`` row; runs with an ``audited`` block get an ``ours, audited gold`` row. All
+numbers are percentages.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memcore.eval.aggregate import category_name
+from memcore.eval.bootstrap import bootstrap_ci
+from memcore.report.collect import RunData
+from memcore.report.reference import PAPER_DATASET, PAPER_PROTOCOL, PaperNumbers
+
+CATEGORIES: tuple[int, ...] = (1, 2, 3, 4, 5)
+CATEGORY_KEYS: tuple[str, ...] = tuple(f"cat{c}" for c in CATEGORIES)
+ALL_KEYS: tuple[str, ...] = (*CATEGORY_KEYS, "f1", "bleu1", "judge", "recall", "hit_rate")
+MAIN_KEYS: tuple[str, ...] = (*CATEGORY_KEYS, "f1", "bleu1")
+ABLATION_KEYS: tuple[str, ...] = ("f1", "bleu1", "recall", "hit_rate")
+KEY_LABELS: dict[str, str] = {"f1": "F1", "bleu1": "BLEU-1", "judge": "J", "recall": "Recall", "hit_rate": "Hit rate"}
+COST_KEYS: tuple[str, ...] = ("llm_calls_per_conv", "tokens_per_conv", "wall_s_per_conv")
+COST_LABELS: dict[str, str] = {
+    "llm_calls_per_conv": "LLM calls/conv",
+    "tokens_per_conv": "tokens/conv",
+    "wall_s_per_conv": "wall s/conv",
+}
+NOT_COMPARABLE = "†"
+
+
+# ------------------------------------------------------------------------------------ numbers
+def metric_values(block: Mapping[str, Any]) -> dict[str, float | None]:
+    """Percentages of one ``aggregate`` result (``metrics.json`` or its ``audited`` block)."""
+    by_cat = block.get("by_category", {})
+    overall = block.get("overall", {})
+    out: dict[str, float | None] = {}
+    for c in CATEGORIES:
+        v = by_cat.get(str(c), {}).get("f1")
+        out[f"cat{c}"] = None if v is None else 100.0 * float(v)
+    for key in ("f1", "bleu1", "judge", "recall", "hit_rate"):
+        v = overall.get(key)
+        out[key] = None if v is None else 100.0 * float(v)
+    return out
+
+
+def category_counts(block: Mapping[str, Any]) -> dict[int, int]:
+    return {int(c): int(b.get("n", 0)) for c, b in block.get("by_category", {}).items()}
+
+
+def metric_cis(
+    items: Sequence[Mapping[str, Any]],
+    values: Mapping[str, float | None],
+    *,
+    n_boot: int,
+    seed: int,
+    alpha: float,
+) -> dict[str, tuple[float, float] | None]:
+    """Bootstrap CIs (percent) resampling conversations, for every key of ``values`` that has a value."""
+    out: dict[str, tuple[float, float] | None] = {}
+    for key, value in values.items():
+        if value is None or not items:
+            out[key] = None
+            continue
+        if key.startswith("cat"):
+            metric, cats = "f1", (int(key[3:]),)
+        else:
+            metric, cats = key, CATEGORIES
+        try:
+            low, high = bootstrap_ci(items, metric, n_boot=n_boot, seed=seed, alpha=alpha, categories=cats)
+        except ValueError:  # no item carries this metric (e.g. judge off)
+            out[key] = None
+            continue
+        out[key] = (100.0 * low, 100.0 * high)
+    return out
+
+
+def cost_summary(run: RunData) -> dict[str, float | None]:
+    """LLM calls and tokens (memory build + retrieval/answer/judge; cached calls included, since they
+    are what the method needs) and wall seconds of this run, per conversation, plus the run's USD estimate."""
+    n = max(1, run.n_conversations)
+    convs = run.stats.get("conversations") or {}
+    usage = run.cost.get("usage") or {}
+    by_stage = usage.get("by_stage") or {}
+    if convs:
+        totals = [(c.get("ingest_usage") or {}).get("total") or {} for c in convs.values()]
+        build_calls = sum(int(t.get("calls", 0)) for t in totals)
+        build_tokens = sum(int(t.get("prompt_tokens", 0)) + int(t.get("completion_tokens", 0)) for t in totals)
+    else:
+        mb = run.cost.get("memory_build") or {}
+        build_calls = int(mb.get("llm_calls") or 0)
+        build_tokens = int(mb.get("prompt_tokens") or 0) + int(mb.get("completion_tokens") or 0)
+    qa = [s for name, s in by_stage.items() if name != "ingest"]
+    qa_calls = sum(int(s.get("calls", 0)) for s in qa)
+    qa_tokens = sum(int(s.get("prompt_tokens", 0)) + int(s.get("completion_tokens", 0)) for s in qa)
+    wall = (run.cost.get("wall_s") or {}).get("total")
+    return {
+        "llm_calls_per_conv": (build_calls + qa_calls) / n if run.cost else None,
+        "tokens_per_conv": (build_tokens + qa_tokens) / n if run.cost else None,
+        "wall_s_per_conv": None if wall is None else float(wall) / n,
+        "build_calls_per_conv": build_calls / n if run.cost else None,
+        "qa_calls_per_conv": qa_calls / n if run.cost else None,
+        "usd_this_run": run.cost.get("usd_estimate_this_run"),
+    }
+
+
+@dataclass
+class RunSummary:
+    """Everything the tables and plots need from one run, computed once."""
+
+    run: RunData
+    values: dict[str, float | None]
+    ci: dict[str, tuple[float, float] | None]
+    counts: dict[int, int]
+    cost: dict[str, float | None]
+    audited: dict[str, float | None] | None = None
+    audited_ci: dict[str, tuple[float, float] | None] | None = None
+    n_audited_changed: int = 0
+
+    @property
+    def comparable(self) -> bool:
+        """Same setting as the paper's numbers (full LoCoMo, A-MEM protocol)."""
+        return self.run.dataset == PAPER_DATASET and self.run.protocol == PAPER_PROTOCOL
+
+
+def summarize_run(run: RunData, *, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> RunSummary:
+    values = metric_values(run.metrics)
+    items = run.items
+    summary = RunSummary(
+        run=run,
+        values=values,
+        ci=metric_cis(items, values, n_boot=n_boot, seed=seed, alpha=alpha),
+        counts=category_counts(run.metrics),
+        cost=cost_summary(run),
+    )
+    if run.has_audited:
+        a_values = metric_values(run.metrics["audited"])
+        summary.audited = a_values
+        summary.audited_ci = metric_cis(run.audited_items(), a_values, n_boot=n_boot, seed=seed, alpha=alpha)
+        summary.n_audited_changed = sum(1 for r in items if r.get("audited"))
+    return summary
+
+
+# ------------------------------------------------------------------------------------ formatting
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_delta(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.2f}"
+
+
+def fmt_ci(value: float | None, ci: tuple[float, float] | None) -> str:
+    if value is None:
+        return "–"
+    return fmt(value) if ci is None else f"{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def fmt_cost(key: str, value: float | None) -> str:
+    if value is None:
+        return "–"
+    if key == "tokens_per_conv":
+        return f"{value:,.0f}"
+    return f"{value:,.1f}"
+
+
+def delta(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def category_header(c: int, counts: Sequence[Mapping[int, int]]) -> str:
+    ns = sorted({m[c] for m in counts if c in m})
+    n = "?" if not ns else "/".join(str(v) for v in ns)
+    return f"{c} {category_name(c)} (n={n})"
+
+
+@dataclass
+class Table:
+    """A rendered table: display ``columns``/``rows`` (Markdown, LaTeX), ``records`` (CSV, one per run)."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    text_columns: int = 3  # leading left-aligned columns (setting + source); the rest are numbers
+
+    def to_markdown(self) -> str:
+        lines = [f"### {self.title}", "", "| " + " | ".join(self.columns) + " |"]
+        lines.append("|" + "|".join("---" if i < self.text_columns else "---:" for i in range(len(self.columns))) + "|")
+        for row in self.rows:
+            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+        if self.notes:
+            lines += [""] + [f"- {n}" for n in self.notes]
+        return "\n".join(lines) + "\n"
+
+    def to_csv(self) -> str:
+        buf = io.StringIO()
+        fieldnames: list[str] = []
+        for rec in self.records:
+            fieldnames += [k for k in rec if k not in fieldnames]
+        writer = csv.DictWriter(buf, fieldnames=fieldnames, lineterminator="\n")
+        writer.writeheader()
+        for rec in self.records:
+            writer.writerow({k: _csv_value(rec.get(k)) for k in fieldnames})
+        return buf.getvalue()
+
+    def to_latex(self) -> str:
+        spec = "l" * self.text_columns + "r" * (len(self.columns) - self.text_columns)
+        out = [
+            f"% {self.title}",
+            "% needs \\usepackage{booktabs}",
+            "\\begin{table}[t]",
+            "\\centering",
+            "\\scriptsize",
+            f"\\begin{{tabular}}{{{spec}}}",
+            "\\toprule",
+            " & ".join(latex_escape(c) for c in self.columns) + " \\\\",
+            "\\midrule",
+        ]
+        for i, row in enumerate(self.rows):
+            if i and row[0]:
+                out.append("\\midrule")
+            out.append(" & ".join(latex_escape(cell) for cell in row) + " \\\\")
+        out += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{latex_escape(self.title)}}}", "\\end{table}"]
+        if self.notes:
+            out += [f"% {latex_escape(n)}" for n in self.notes]
+        return "\n".join(out) + "\n"
+
+
+def _csv_value(value: Any) -> Any:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return "" if value is None else value
+
+
+_LATEX_ESCAPES = {
+    "\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_",
+    "{": "\\{", "}": "\\}", "~": "\\textasciitilde{}", "^": "\\textasciicircum{}",
+    "Δ": "$\\Delta$", "–": "--", "−": "$-$", "†": "$^\\dagger$",
+}  # fmt: skip
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in text)
+
+
+# ------------------------------------------------------------------------------------ layouts
+def _method_cell(s: RunSummary) -> str:
+    label = s.run.label()
+    return f"{label} (variant)" if s.run.is_variant else label
+
+
+def _paper_main(s: RunSummary, paper: PaperNumbers | None, reference_backbone: str | None) -> dict[str, float] | None:
+    """The paper's main-table row for this run: only for the paper's own methods, full model."""
+    if paper is None or s.run.is_variant or s.run.ablation != "none":
+        return None
+    return paper.main_row(reference_backbone or s.run.backbone, s.run.method_label)
+
+
+def _paper_ablation(s: RunSummary, paper: PaperNumbers | None, reference_backbone: str | None) -> dict[str, float] | None:
+    if paper is None or s.run.is_variant or s.run.method_label != "memcore":
+        return None
+    return paper.ablation_row(reference_backbone or s.run.backbone, s.run.ablation)
+
+
+def _base_record(s: RunSummary) -> dict[str, Any]:
+    r = s.run
+    return {
+        "experiment": r.experiment,
+        "backbone": r.backbone,
+        "method": r.method_label,
+        "registered_method": r.method,
+        "variant": r.is_variant,
+        "ablation": r.ablation,
+        "dataset": r.dataset,
+        "protocol": r.protocol,
+        "embedder": r.embedder,
+        "n_conversations": r.n_conversations,
+        "n_items": r.metrics.get("n_items"),
+        "comparable_to_paper": s.comparable,
+    }
+
+
+def _metric_record(
+    rec: dict[str, Any],
+    s: RunSummary,
+    keys: Sequence[str],
+    paper_row: Mapping[str, float] | None,
+    extra: Mapping[str, Mapping[str, float | None]] | None = None,
+) -> None:
+    for k in keys:
+        v = s.values.get(k)
+        ci = s.ci.get(k)
+        rec[k] = v
+        rec[f"{k}_ci_low"] = None if ci is None else ci[0]
+        rec[f"{k}_ci_high"] = None if ci is None else ci[1]
+        p = None if paper_row is None else paper_row.get(k)
+        rec[f"{k}_paper"] = p
+        rec[f"{k}_delta"] = delta(v, p)
+        if s.audited is not None:
+            a = s.audited.get(k)
+            rec[f"{k}_audited"] = a
+            rec[f"{k}_audited_minus_original"] = delta(a, v)
+        for suffix, values in (extra or {}).items():
+            rec[f"{k}_{suffix}"] = values.get(k)
+    for k in COST_KEYS + ("build_calls_per_conv", "qa_calls_per_conv", "usd_this_run"):
+        rec[k] = s.cost.get(k)
+    if s.audited is not None:
+        rec["n_items_audited_changed"] = s.n_audited_changed
+    rec["run_dir"] = str(s.run.path)
+
+
+def _source_rows(
+    s: RunSummary,
+    keys: Sequence[str],
+    paper_row: Mapping[str, float] | None,
+    paper_label: str,
+    lead: list[str],
+    tail_ours: list[str],
+    tail_other: list[str],
+    ci_keys: Sequence[str],
+) -> list[list[str]]:
+    """The ``ours`` / ``paper`` / ``Δ`` / ``audited`` display rows of one run."""
+    blank = [""] * len(lead)
+
+    def cells(values: Mapping[str, float | None], cis: Mapping[str, tuple[float, float] | None] | None) -> list[str]:
+        return [fmt_ci(values.get(k), (cis or {}).get(k)) if k in ci_keys else fmt(values.get(k)) for k in keys]
+
+    rows = [lead + ["ours"] + cells(s.values, s.ci) + tail_ours]
+    if s.audited is not None:
+        rows.append(blank + [f"ours, audited gold ({s.n_audited_changed} items changed)"] + cells(s.audited, s.audited_ci) + tail_other)
+    if paper_row is not None:
+        mark = "" if s.comparable else f" {NOT_COMPARABLE}"
+        rows.append(blank + [paper_label] + [fmt(paper_row.get(k)) for k in keys] + tail_other)
+        rows.append(blank + [f"Δ ours−paper{mark}"] + [fmt_delta(delta(s.values.get(k), paper_row.get(k))) for k in keys] + tail_other)
+    return rows
+
+
+def _common_notes(summaries: Sequence[RunSummary], n_boot: int, alpha: float, reference_backbone: str | None) -> list[str]:
+    notes = [
+        f"Percentages. [low, high] = {100 * (1 - alpha):.0f}% bootstrap CI ({n_boot} resamples of whole conversations); "
+        "with one conversation it collapses to the point.",
+    ]
+    if any(not s.comparable for s in summaries):
+        notes.append(
+            f"{NOT_COMPARABLE} not comparable: the paper's numbers are on all of LoCoMo ({PAPER_DATASET}) with the "
+            f"{PAPER_PROTOCOL} protocol; these runs use "
+            + ", ".join(sorted({f"{s.run.dataset}/{s.run.protocol}" for s in summaries if not s.comparable}))
+            + "."
+        )
+    if reference_backbone:
+        notes.append(f"Paper rows are the paper's {reference_backbone} numbers, whatever backbone our run used.")
+    if any(s.run.is_variant for s in summaries):
+        notes.append("(variant): a configuration of ours that is not one of the paper's methods; never compared with the paper.")
+    if any(not s.run.answered for s in summaries):
+        notes.append("Runs with eval.answer=false have no answers: F1/BLEU-1 are '–', recall and hit rate are measured.")
+    notes.append(
+        "Cost per conversation: LLM calls and tokens of memory build (from the snapshot manifest, also when reused) "
+        "plus retrieval/answer/judge, cached calls included; wall time of this run (cache hits shorten it)."
+    )
+    return notes
+
+
+def _setting_lead(s: RunSummary, vary: Sequence[str]) -> list[str]:
+    r = s.run
+    lead = [r.backbone, _method_cell(s)]
+    for attr in vary:
+        lead.append(getattr(r, attr))
+    return lead
+
+
+def _varying(summaries: Sequence[RunSummary]) -> list[str]:
+    return [a for a in ("dataset", "protocol", "embedder", "experiment") if len({getattr(s.run, a) for s in summaries}) > 1]
+
+
+def main_table(
+    summaries: Sequence[RunSummary],
+    paper: PaperNumbers | None,
+    *,
+    reference_backbone: str | None = None,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    title: str = "LoCoMo main table (F1 per category, weighted F1 and BLEU-1)",
+) -> Table:
+    """The paper's main-table layout."""
+    keys = list(MAIN_KEYS) + (["judge"] if any(s.values.get("judge") is not None for s in summaries) else [])
+    vary = _varying(summaries)
+    counts = [s.counts for s in summaries]
+    columns = ["Backbone", "Method", *[a.capitalize() for a in vary], "Source"]
+    columns += [category_header(c, counts) for c in CATEGORIES]
+    columns += [f"{KEY_LABELS[k]} (95% CI)" for k in keys[len(CATEGORIES) :]]
+    columns += [COST_LABELS[k] for k in COST_KEYS]
+    rows: list[list[str]] = []
+    records: list[dict[str, Any]] = []
+    for s in summaries:
+        paper_row = _paper_main(s, paper, reference_backbone)
+        lead = _setting_lead(s, vary)
+        tail_ours = [fmt_cost(k, s.cost.get(k)) for k in COST_KEYS]
+        paper_label = f"paper ({reference_backbone})" if reference_backbone else "paper"
+        rows += _source_rows(s, keys, paper_row, paper_label, lead, tail_ours, [""] * len(COST_KEYS), keys[len(CATEGORIES) :])
+        rec = _base_record(s)
+        _metric_record(rec, s, keys, paper_row)
+        records.append(rec)
+    notes = _common_notes(summaries, n_boot, alpha, reference_backbone)
+    return Table(title, columns, rows, notes, records, text_columns=3 + len(vary))
+
+
+def _full_model(s: RunSummary, summaries: Sequence[RunSummary]) -> RunSummary | None:
+    r = s.run
+    for other in summaries:
+        o = other.run
+        same = (o.backbone, o.method_label, o.dataset, o.protocol, o.embedder) == (r.backbone, r.method_label, r.dataset, r.protocol, r.embedder)
+        if same and o.ablation == "none":
+            return other
+    return None
+
+
+def ablation_table(
+    summaries: Sequence[RunSummary],
+    paper: PaperNumbers | None,
+    *,
+    reference_backbone: str | None = None,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    title: str = "Ablations (F1, BLEU-1, evidence recall, hit rate)",
+) -> Table:
+    """The paper's ablation layout, plus each metric's change against the full model (ablation ``none``)."""
+    keys = list(ABLATION_KEYS)
+    vary = _varying(summaries)
+    columns = ["Backbone", "Method", *[a.capitalize() for a in vary], "Source"]
+    columns += [f"{KEY_LABELS[k]} (95% CI)" for k in keys]
+    columns += ["ΔF1 vs full", "ΔRecall vs full"]
+    columns += [COST_LABELS[k] for k in COST_KEYS]
+    rows: list[list[str]] = []
+    records: list[dict[str, Any]] = []
+    for s in summaries:
+        paper_row = _paper_ablation(s, paper, reference_backbone)
+        full = _full_model(s, summaries)
+        ours_vs_full = {k: (delta(s.values.get(k), full.values.get(k)) if full else None) for k in keys}
+        paper_full = _paper_ablation(full, paper, reference_backbone) if full else None
+        if paper_full is None and paper_row is not None and paper is not None:
+            paper_full = paper.ablation_row(reference_backbone or s.run.backbone, "none")
+        paper_vs_full = {k: delta(paper_row.get(k), paper_full.get(k)) if paper_row and paper_full else None for k in keys}
+        tail_ours = [fmt_delta(ours_vs_full["f1"]), fmt_delta(ours_vs_full["recall"])]
+        tail_ours += [fmt_cost(k, s.cost.get(k)) for k in COST_KEYS]
+        lead = _setting_lead(s, vary)
+        paper_label = f"paper ({reference_backbone})" if reference_backbone else "paper"
+        block = _source_rows(s, keys, paper_row, paper_label, lead, tail_ours, [""] * (2 + len(COST_KEYS)), keys)
+        if paper_row is not None:  # the paper row's own change against the paper's full model
+            paper_idx = next(i for i, row in enumerate(block) if row[len(lead)] == paper_label)
+            block[paper_idx][len(lead) + 1 + len(keys)] = fmt_delta(paper_vs_full["f1"])
+            block[paper_idx][len(lead) + 2 + len(keys)] = fmt_delta(paper_vs_full["recall"])
+        rows += block
+        rec = _base_record(s)
+        _metric_record(rec, s, keys, paper_row, {"vs_full": ours_vs_full, "paper_vs_full": paper_vs_full})
+        records.append(rec)
+    notes = _common_notes(summaries, n_boot, alpha, reference_backbone)
+    notes.append("Δ vs full: the ablation minus the full model (ablation none) of the same backbone, method and data.")
+    return Table(title, columns, rows, notes, records, text_columns=3 + len(vary))

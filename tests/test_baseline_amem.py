@@ -1,0 +1,240 @@
+"""A-MEM baseline: note construction, evolution, link-capped retrieval, fallbacks, persistence."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from baselines.amem import SPEC, AMem, AMemConfig, AMemNote
+from baselines.amem.system import parse_analysis, parse_evolution
+from memcore.interfaces import LazyResource, Message, MethodContext
+from memcore.llm.embedders import HashingEmbedder
+from memcore.llm.scripted import ScriptedBackbone
+from memcore.types import Conversation, Session, Turn
+
+T1 = datetime(2023, 5, 8, 13, 56)
+T2 = datetime(2023, 5, 25, 13, 14)
+
+
+def _turns() -> list[Turn]:
+    return [
+        Turn("D1:1", "Caroline", "I went to the LGBTQ support group yesterday", 1, T1, "1:56 pm on 8 May, 2023"),
+        Turn("D1:2", "Melanie", "I painted a sunrise over the lake last year", 1, T1, "1:56 pm on 8 May, 2023"),
+        Turn("D2:1", "Caroline", "The LGBTQ support group meets again next week", 2, T2, "1:14 pm on 25 May, 2023"),
+    ]
+
+
+def _conversation() -> Conversation:
+    turns = _turns()
+    return Conversation(
+        conv_id="conv-test",
+        speaker_a="Caroline",
+        speaker_b="Melanie",
+        sessions=(
+            Session(1, T1, "1:56 pm on 8 May, 2023", tuple(turns[:2])),
+            Session(2, T2, "1:14 pm on 25 May, 2023", (turns[2],)),
+        ),
+        qa=(),
+    )
+
+
+class Script:
+    """Answers A-MEM's three prompts; the evolution of the third note strengthens + updates."""
+
+    def __init__(self, analysis_reply: str | None = None) -> None:
+        self.analysis_reply = analysis_reply
+        self.evolution_prompts: list[str] = []
+
+    def __call__(self, messages: Sequence[Message]) -> str:
+        assert messages[0]["content"] == "You must respond with a JSON object."
+        user = messages[1]["content"]
+        if user.startswith("Generate a structured analysis"):
+            if self.analysis_reply is not None:
+                return self.analysis_reply
+            content = user.split("Content for analysis:\n", 1)[1]
+            return json.dumps(
+                {"keywords": content.split()[-2:], "context": f"about {content.split()[-1]}", "tags": ["chat"]}
+            )
+        if "memory evolution agent" in user:
+            self.evolution_prompts.append(user)
+            if len(self.evolution_prompts) < 3:
+                return json.dumps({"should_evolve": False, "actions": []})
+            return json.dumps(
+                {
+                    "should_evolve": True,
+                    "actions": ["strengthen", "update_neighbor"],
+                    "suggested_connections": [0, 7],
+                    "tags_to_update": ["support", "group"],
+                    "new_context_neighborhood": ["Caroline attends an LGBTQ support group"],
+                    "new_tags_neighborhood": [["lgbtq", "support"]],
+                }
+            )
+        if "generate several keywords" in user:
+            return json.dumps({"keywords": "LGBTQ support group"})
+        raise AssertionError(f"unexpected prompt: {user[:80]}")
+
+
+def _build(script: Script, **overrides: object) -> tuple[AMem, ScriptedBackbone]:
+    backbone = ScriptedBackbone(script)
+    embedder = HashingEmbedder(256)
+    cfg = AMemConfig(**overrides)  # type: ignore[arg-type]
+    mem = AMem(cfg, lambda: backbone, lambda: embedder, seed=7)
+    for turn in _turns():
+        mem.ingest(turn)
+    mem.finalize()
+    return mem, backbone
+
+
+def test_notes_carry_llm_metadata_timestamp_and_one_dia_id() -> None:
+    mem, backbone = _build(Script())
+    assert [n.dia_id for n in mem.notes] == ["D1:1", "D1:2", "D2:1"]
+    first = mem.notes[0]
+    assert first.content == "Speaker Caroline says : I went to the LGBTQ support group yesterday"
+    assert first.timestamp == "1:56 pm on 8 May, 2023"
+    assert first.keywords == ["group", "yesterday"]
+    # two LLM calls per turn (analysis + evolution, even for the first note), all at the ingest stage
+    assert backbone.calls_by_stage() == {"ingest": 6}
+    assert backbone.usage.stage("ingest").calls == 6
+    assert mem.docs[0] == (
+        "content:Speaker Caroline says : I went to the LGBTQ support group yesterday context:about yesterday "
+        "keywords: group, yesterday tags: chat"
+    )
+
+
+def test_evolution_prompt_lists_neighbours_and_applies_actions() -> None:
+    script = Script()
+    mem, _ = _build(script)
+    assert "The number of neighbors is 0." in script.evolution_prompts[0]
+    third = script.evolution_prompts[2]
+    assert "The number of neighbors is 2." in third
+    first_line = third.split("The nearest neighbors memories:\n", 1)[1].splitlines()[0]
+    assert first_line.startswith("memory index:")
+    top_neighbour = int(first_line.split("\t", 1)[0].removeprefix("memory index:"))
+    assert "\t talk start time:" in first_line and "\t memory tags: ['" in first_line
+    new = mem.notes[2]
+    assert new.links == [0]  # index 7 does not exist and is dropped
+    assert new.tags == ["support", "group"]
+    assert mem.notes[top_neighbour].context == "Caroline attends an LGBTQ support group"
+    assert mem.notes[top_neighbour].tags == ["lgbtq", "support"]
+    stats = mem.stats()
+    assert stats["evolutions"] == 1
+    assert stats["links_added"] == 1 and stats["links_dropped_invalid"] == 1
+    assert stats["neighbor_updates"] == 1
+    assert stats["consolidations"] == 0
+
+
+def test_consolidation_rebuilds_documents_after_threshold() -> None:
+    mem, _ = _build(Script(), evo_threshold=1)
+    assert mem.stats()["consolidations"] == 1
+    assert mem.docs[2] == (
+        "Speaker Caroline says : The LGBTQ support group meets again next week , about week next week support group"
+    )
+    assert mem.vectors is not None and mem.vectors.shape == (3, 256)
+
+
+def test_retrieve_uses_query_keywords_timestamps_and_links() -> None:
+    mem, backbone = _build(Script())
+    ev = mem.retrieve("When did Caroline go to the support group?", budget=1)
+    assert ev.extra["amem_query"] == "LGBTQ support group"
+    assert backbone.calls_by_stage()["retrieve"] == 1
+    assert [(n.note_id, n.channels) for n in ev.notes] == [("amem-2", ("semantic",)), ("amem-0", ("link",))]
+    assert ev.dia_ids == ["D2:1", "D1:1"]
+    lines = ev.context.splitlines()
+    assert lines[0] == (
+        "talk start time:1:14 pm on 25 May, 2023memory content: Speaker Caroline says : The LGBTQ support group "
+        "meets again next weekmemory context: about weekmemory keywords: ['next', 'week']memory tags: "
+        "['support', 'group']"
+    )
+    assert lines[1].startswith("talk start time:1:56 pm on 8 May, 2023memory content: Speaker Caroline says : I went")
+
+
+def _manual_memory(links: list[list[int]]) -> AMem:
+    embedder = HashingEmbedder(64)
+    mem = AMem(AMemConfig(query_keywords=False), lambda: ScriptedBackbone(lambda m: "{}"), lambda: embedder, seed=0)
+    for i, lk in enumerate(links):
+        mem.notes.append(AMemNote(f"amem-{i}", f"note {i}", "t", f"D1:{i + 1}", ["k"], "c", ["t"], list(lk)))
+        mem.docs.append(f"doc {i}")
+    # note 0 is the best match for the query direction, note 1 second, then the rest
+    q = embedder.encode(["query"])[0]
+    other = np.roll(q, 1)
+    mem.vectors = np.stack([q, 0.9 * q + 0.1 * other, other, other]).astype(np.float32)
+    return mem
+
+
+def test_neighbour_cap_mirrors_their_shared_counter() -> None:
+    mem = _manual_memory([[2, 3, 1], [3], [], []])
+    ev = mem.retrieve("query", budget=2)
+    # k=2: note 0, its neighbours 2 and 3 (j→2), neighbour 1 (added, then break); note 1, neighbour 3, break
+    assert [line.split("memory content: ")[1].split("memory context")[0] for line in ev.context.splitlines()] == [
+        "note 0",
+        "note 2",
+        "note 3",
+        "note 1",
+        "note 1",
+        "note 3",
+    ]
+    assert [n.note_id for n in ev.notes] == ["amem-0", "amem-2", "amem-3", "amem-1"]
+    assert ev.notes[3].channels == ("link", "semantic")
+    assert ev.dia_ids == ["D1:1", "D1:3", "D1:4", "D1:2"]
+
+
+def test_unparseable_analysis_falls_back_and_is_counted() -> None:
+    mem, backbone = _build(Script(analysis_reply="not json"))
+    assert mem.notes[2].context == "General" and all(n.keywords == [] for n in mem.notes)
+    assert mem.stats()["analysis_fallbacks"] == 3
+    assert backbone.usage.parse_failures()["ingest"]["amem_analysis_default_general"] == 3
+    # each failed analysis is tried twice (complete_json retry), evolution once per turn
+    assert backbone.calls_by_stage() == {"ingest": 9}
+
+
+def test_reply_validation() -> None:
+    a = parse_analysis({"keywords": "a, b", "context": ["x", "y"], "tags": ["t"]})
+    assert (a.keywords, a.context, a.tags) == (["a", "b"], "x y", ["t"])
+    with pytest.raises(ValueError):
+        parse_analysis({"keywords": [], "context": "c"})
+    d = parse_evolution({"should_evolve": "true", "actions": "strengthen", "suggested_connections": ["3", 1.0, True]})
+    assert d.should_evolve and d.actions == ["strengthen"] and d.suggested_connections == [3, 1]
+    with pytest.raises(ValueError):
+        parse_evolution({"actions": []})
+
+
+def test_save_load_roundtrip(tmp_path: Path) -> None:
+    mem, _ = _build(Script())
+    before = mem.retrieve("support group")
+    mem.save(tmp_path)
+    backbone = ScriptedBackbone(Script())
+    embedder = HashingEmbedder(256)
+    again = AMem(AMemConfig(), lambda: backbone, lambda: embedder, seed=7)
+    again.load(tmp_path)
+    after = again.retrieve("support group")
+    assert after.context == before.context
+    assert [n.dia_ids for n in after.notes] == [n.dia_ids for n in before.notes]
+    assert again.stats()["evolutions"] == 1
+    with pytest.raises(ValueError, match="format_version"):
+        AMem(AMemConfig(format_version=2), lambda: backbone, lambda: embedder, seed=7).load(tmp_path)
+
+
+def test_factory_validates_config_and_spec(tmp_path: Path) -> None:
+    backbone = ScriptedBackbone(Script())
+    ctx = MethodContext(
+        config={"name": "amem", "retrieve_k": 3},
+        ablation={"name": "none"},
+        conversation=_conversation(),
+        seed=1,
+        workdir=tmp_path,
+        _backbone=LazyResource(lambda: backbone),
+        _embedder=LazyResource(lambda: HashingEmbedder(64)),
+    )
+    mem = SPEC.factory(ctx)
+    assert isinstance(mem, AMem) and mem.cfg.retrieve_k == 3
+    assert SPEC.ingest_uses_llm({}, {}) is True
+    assert SPEC.retrieve_uses_llm({"query_keywords": False}, {}) is False
+    assert "retrieve_k" not in SPEC.construction_keys and "temperature" in SPEC.construction_keys
+    ctx.config = {"name": "amem", "top_k": 3}
+    with pytest.raises(ValueError, match="unknown config key"):
+        SPEC.factory(ctx)

@@ -1,0 +1,193 @@
+"""Mem0 baseline: the real mem0ai Memory, routed through a scripted backbone (no server, no model)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from collections.abc import Sequence
+from datetime import date, datetime
+from pathlib import Path
+
+import pytest
+
+# find_spec, not importorskip: mem0 must first be imported through baselines.mem0 (telemetry off)
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("mem0") is None, reason="mem0ai is the optional extra 'mem0'")
+
+from baselines.mem0 import SPEC, Mem0Config, Mem0Memory
+from baselines.mem0.system import _bridge, user_id
+from memcore.interfaces import LazyResource, Message, MethodContext
+from memcore.llm.embedders import HashingEmbedder
+from memcore.llm.scripted import ScriptedBackbone
+from memcore.types import Conversation, Session, Turn
+
+T1 = datetime(2023, 5, 8, 13, 56)
+T2 = datetime(2023, 5, 25, 13, 14)
+RAW1, RAW2 = "1:56 pm on 8 May, 2023", "1:14 pm on 25 May, 2023"
+
+
+def _conversation() -> Conversation:
+    s1 = (
+        Turn("D1:1", "Caroline", "I went to the LGBTQ support group yesterday", 1, T1, RAW1),
+        Turn("D1:2", "Melanie", "I painted a sunrise over the lake", 1, T1, RAW1),
+        Turn("D1:3", "Caroline", "I want to study counseling", 1, T1, RAW1),
+    )
+    s2 = (Turn("D2:1", "Melanie", "We went camping with the kids", 2, T2, RAW2),)
+    return Conversation("conv-26", "Caroline", "Melanie", (Session(1, T1, RAW1, s1), Session(2, T2, RAW2, s2)), ())
+
+
+def _section(prompt: str, name: str) -> str:
+    return prompt.split(f"## {name}\n", 1)[1].split("\n\n#", 1)[0]
+
+
+class Extractor:
+    """Stands in for the LLM behind mem0's extraction prompt: one memory per new message."""
+
+    def __init__(self, broken: bool = False) -> None:
+        self.broken = broken
+        self.prompts: list[str] = []
+
+    def __call__(self, messages: Sequence[Message]) -> str:
+        assert messages[0]["role"] == "system" and "Memory Extractor" in messages[0]["content"]
+        user = messages[1]["content"]
+        self.prompts.append(user)
+        if self.broken:
+            return "I cannot answer in JSON"
+        lines = [ln for ln in _section(user, "New Messages").splitlines() if ln.strip()]
+        return json.dumps({"memory": [{"id": str(i), "text": f"{ln} [fact]"} for i, ln in enumerate(lines)]})
+
+
+def _memory(tmp_path: Path, script: Extractor, **cfg: object) -> tuple[Mem0Memory, ScriptedBackbone]:
+    backbone = ScriptedBackbone(script)
+    embedder = HashingEmbedder(128)
+    config = Mem0Config(embedder_route="run", **cfg)  # type: ignore[arg-type]
+    mem = Mem0Memory(config, _conversation(), tmp_path / "work", lambda: backbone, lambda: embedder, seed=3)
+    for turn in _conversation().turns:
+        mem.ingest(turn)
+    mem.finalize()
+    return mem, backbone
+
+
+def test_adds_per_session_and_speaker_with_session_dates(tmp_path: Path) -> None:
+    script = Extractor()
+    mem, backbone = _memory(tmp_path, script)
+    # session 1: 3 turns → 2 add() calls per speaker; session 2: 1 call per speaker; one LLM call each
+    assert backbone.calls_by_stage() == {"ingest": 6}
+    assert mem.stats()["add_calls"] == 6
+    dates = [(_section(p, "Observation Date"), _section(p, "Current Date")) for p in script.prompts]
+    assert dates == [("2023-05-08", "2023-05-08")] * 4 + [("2023-05-25", "2023-05-25")] * 2
+    assert all(date.today().isoformat() not in p for p in script.prompts)
+    # Caroline's store sees her turns as the user and Melanie's as the assistant, "Speaker: text"
+    first = _section(script.prompts[0], "New Messages")
+    assert "user: Caroline: I went to the LGBTQ support group yesterday" in first
+    assert "assistant: Melanie: I painted a sunrise over the lake" in first
+    melanie_first = _section(script.prompts[2], "New Messages")
+    assert "assistant: Caroline: I went to the LGBTQ support group yesterday" in melanie_first
+
+
+def test_provenance_maps_memories_to_their_add_call(tmp_path: Path) -> None:
+    mem, _ = _memory(tmp_path, Extractor())
+    stats = mem.stats()
+    # 2 + 1 + 1 memories per speaker (one per message), both speakers
+    assert stats["memories"] == 8 and stats["memories_with_provenance"] == 8
+    assert stats["memories_per_speaker"] == {"Caroline": 4, "Melanie": 4}
+    assert sorted(map(tuple, mem.provenance.values())) == sorted(
+        [("D1:1", "D1:2")] * 4 + [("D1:3",)] * 2 + [("D2:1",)] * 2
+    )
+
+
+def test_retrieve_searches_each_speaker_in_their_layout(tmp_path: Path) -> None:
+    mem, _ = _memory(tmp_path, Extractor())
+    ev = mem.retrieve("What did Caroline do at the LGBTQ support group?", budget=2)
+    assert len(ev.notes) == 4  # top 2 per speaker
+    assert [n.channels for n in ev.notes] == [("mem0:Caroline",)] * 2 + [("mem0:Melanie",)] * 2
+    assert ev.context.startswith('Memories for user Caroline:\n\n[\n    "')
+    assert "\n\nMemories for user Melanie:\n\n[" in ev.context
+    top = ev.notes[0]
+    assert top.text == f"{RAW1}: user: Caroline: I went to the LGBTQ support group yesterday [fact]"
+    assert top.dia_ids == ("D1:1", "D1:2") and top.timestamp == RAW1
+    assert mem.stats()["retrieved_without_provenance"] == 0
+    assert len(mem.retrieve("camping").notes) == 8  # default top_k 30 > stored
+
+
+def test_save_load_roundtrip(tmp_path: Path) -> None:
+    mem, _ = _memory(tmp_path, Extractor())
+    before = mem.retrieve("camping with the kids")
+    mem.save(tmp_path / "snap")
+    assert (tmp_path / "snap" / "mem0" / user_id("Caroline", "conv-26") / "history.db").is_file()
+    backbone = ScriptedBackbone(Extractor())
+    embedder = HashingEmbedder(128)  # stateless: the same vectors as the build's
+    again = Mem0Memory(
+        Mem0Config(embedder_route="run"), _conversation(), tmp_path / "work2", lambda: backbone, lambda: embedder, seed=3
+    )
+    again.load(tmp_path / "snap")
+    after = again.retrieve("camping with the kids")
+    assert after.context == before.context
+    assert [n.dia_ids for n in after.notes] == [n.dia_ids for n in before.notes]
+    assert backbone.calls == []  # loading and searching need no LLM
+    assert again.stats()["add_calls"] == 6
+
+
+def test_unparseable_extraction_is_counted_and_stores_nothing(tmp_path: Path) -> None:
+    mem, backbone = _memory(tmp_path, Extractor(broken=True))
+    assert mem.stats()["memories"] == 0 and mem.stats()["add_calls_without_memory"] == 6
+    assert backbone.usage.parse_failures()["ingest"]["mem0_extraction_empty"] == 6
+    assert backbone.calls_by_stage() == {"ingest": 12}  # complete_json retries once
+
+
+def test_ground_dates_replaces_both_sections_or_refuses() -> None:
+    bridge = _bridge()
+    prompt = "## New Messages\nuser: hi\n\n## Observation Date\n2099-01-01\n\n## Current Date\n2099-01-01\n\n# Output:"
+    out = bridge.ground_dates([{"role": "user", "content": prompt}], "2023-05-08")
+    assert re.findall(r"Date\n(\S+)", out[0]["content"]) == ["2023-05-08", "2023-05-08"]
+    with pytest.raises(bridge.DateGroundingError):
+        bridge.ground_dates([{"role": "user", "content": "no date sections"}], "2023-05-08")
+    with pytest.raises(bridge.DateGroundingError):
+        bridge.ground_dates([{"role": "user", "content": prompt}], None)
+
+
+def test_factory_spec_and_config_errors(tmp_path: Path) -> None:
+    backbone = ScriptedBackbone(Extractor())
+    ctx = MethodContext(
+        config={"name": "mem0", "top_k": 5, "embedder_route": "run"},
+        ablation={"name": "none"},
+        conversation=_conversation(),
+        seed=0,
+        workdir=tmp_path,
+        _backbone=LazyResource(lambda: backbone),
+        _embedder=LazyResource(lambda: HashingEmbedder(64)),
+    )
+    mem = SPEC.factory(ctx)
+    assert isinstance(mem, Mem0Memory) and mem.cfg.top_k == 5
+    assert "top_k" not in SPEC.construction_keys and "batch_size" in SPEC.construction_keys
+    with pytest.raises(ValueError, match="llm_route"):
+        Mem0Config(llm_route="proxy")
+    ctx.config = {"name": "mem0", "topk": 5}
+    with pytest.raises(ValueError, match="unknown config key"):
+        SPEC.factory(ctx)
+    direct = Mem0Memory(
+        Mem0Config(embedder_route="run", llm_route="direct"),
+        _conversation(),
+        tmp_path / "d",
+        lambda: backbone,
+        lambda: HashingEmbedder(64),
+        seed=0,
+    )
+    with pytest.raises(ValueError, match="llm_route=direct needs an OpenAI-compatible backbone"):
+        direct.ingest(_conversation().turns[0])
+        direct.finalize()
+
+
+@pytest.mark.slow
+def test_real_minilm_through_mem0_huggingface_embedder(tmp_path: Path) -> None:
+    from memcore.llm.embedders import MiniLMEmbedder
+
+    backbone = ScriptedBackbone(Extractor())
+    run_embedder = MiniLMEmbedder()
+    mem = Mem0Memory(Mem0Config(), _conversation(), tmp_path, lambda: backbone, lambda: run_embedder, seed=0)
+    for turn in _conversation().turns:
+        mem.ingest(turn)
+    mem.finalize()
+    assert mem.stats()["embedding_route"] == "mem0" and mem.dims == 384
+    ev = mem.retrieve("camping trip with the kids", budget=1)
+    assert ev.notes[1].dia_ids == ("D2:1",)  # Melanie's best memory is the camping one

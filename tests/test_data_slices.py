@@ -1,0 +1,109 @@
+"""select(): conversations, session cut, evidence-inside filter, max_qa; locomo-mini measured."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from memcore.data import DataError, LoCoMoDataset, load_locomo, resolve_locomo_path, select
+from memcore.types import Category
+
+
+@pytest.fixture(scope="module")
+def ds() -> LoCoMoDataset:
+    try:
+        path = resolve_locomo_path(None)
+    except DataError as exc:
+        pytest.skip(f"LoCoMo data not found ({exc})")
+    return load_locomo(path)
+
+
+def test_locomo_mini(ds: LoCoMoDataset) -> None:
+    (c,) = select(ds, conversations=["conv-26"], max_sessions=3, evidence_inside=True)
+    assert c.conv_id == "conv-26"
+    assert [s.index for s in c.sessions] == [1, 2, 3]
+    assert len(c.turns) == 58
+    assert len(c.qa) == 25
+    assert Counter(int(q.category) for q in c.qa) == {1: 3, 2: 7, 3: 1, 4: 9, 5: 5}
+    assert set(Category) == {q.category for q in c.qa}
+    assert all(q.evidence and set(q.evidence) <= c.turn_ids for q in c.qa)
+    # QA order and original indices are preserved
+    idx = [q.index for q in c.qa]
+    assert idx == sorted(idx)
+    # the input dataset is untouched
+    assert len(ds.conversation("conv-26").sessions) == 19
+    assert len(ds.conversation("conv-26").qa) == 199
+
+
+def test_whole_dataset(ds: LoCoMoDataset) -> None:
+    out = select(ds)
+    assert [c.conv_id for c in out] == list(ds.conv_ids)
+    assert all(a is b for a, b in zip(out, ds.conversations, strict=True))  # nothing cut → same objects
+    assert sum(len(c.qa) for c in out) == 1986  # incl. the 4 empty-evidence items: no session cut
+
+
+def test_by_id_and_index(ds: LoCoMoDataset) -> None:
+    assert [c.conv_id for c in select(ds, conversations=["conv-50", 0, "1"])] == ["conv-50", "conv-26", "conv-30"]
+    assert [c.conv_id for c in select(ds, conversations=["conv-30", 1])] == ["conv-30"]
+    assert [c.conv_id for c in select(ds.conversations, conversations="conv-41")] == ["conv-41"]
+
+
+def test_unknown_conversation_lists_known(ds: LoCoMoDataset) -> None:
+    for bad in (["conv-99"], [10], [-1]):
+        with pytest.raises(DataError) as info:
+            select(ds, conversations=bad)
+        msg = str(info.value)
+        assert f"unknown conversation {bad[0]!r}" in msg
+        assert "conv-26, conv-30, conv-41" in msg
+        assert "conv-50" in msg
+        assert "index 0-9" in msg
+
+
+def test_max_qa_and_no_filter(ds: LoCoMoDataset) -> None:
+    (c,) = select(ds, conversations=["conv-26"], max_sessions=3, max_qa=4)
+    assert [q.index for q in c.qa] == [q.index for q in select(ds, conversations=["conv-26"], max_sessions=3)[0].qa][:4]
+    (c,) = select(ds, conversations=["conv-26"], max_sessions=3, evidence_inside=False)
+    assert len(c.turns) == 58
+    assert len(c.qa) == 199
+    (c,) = select(ds, conversations=["conv-26"], max_qa=10)
+    assert len(c.sessions) == 19
+    assert [q.index for q in c.qa] == list(range(10))
+
+
+def test_bad_limits(ds: LoCoMoDataset) -> None:
+    for kw in ({"max_sessions": 0}, {"max_qa": -2}, {"max_sessions": True}):
+        with pytest.raises(DataError, match="must be a positive integer"):
+            select(ds, **kw)  # type: ignore[arg-type]
+
+
+def test_empty_evidence_kept_only_without_cut(tmp_path: Path) -> None:
+    def turn(d: str) -> dict[str, str]:
+        return {"speaker": "A", "dia_id": d, "text": "x"}
+
+    data = [
+        {
+            "sample_id": "c",
+            "conversation": {
+                "speaker_a": "A",
+                "speaker_b": "B",
+                "session_1_date_time": "1:00 pm on 1 May, 2023",
+                "session_1": [turn("D1:1")],
+                "session_2_date_time": "1:00 pm on 2 May, 2023",
+                "session_2": [turn("D2:1")],
+            },
+            "qa": [
+                {"question": "in s1", "answer": "a", "evidence": ["D1:1"], "category": 4},
+                {"question": "spans", "answer": "a", "evidence": ["D1:1", "D2:1"], "category": 1},
+                {"question": "none", "answer": "a", "evidence": [], "category": 3},
+            ],
+        }
+    ]
+    p = tmp_path / "f.json"
+    p.write_text(json.dumps(data), encoding="utf-8")
+    small = load_locomo(p)
+    assert [q.question for q in select(small, max_sessions=1)[0].qa] == ["in s1"]
+    assert [q.question for q in select(small, max_sessions=2)[0].qa] == ["in s1", "spans", "none"]
+    assert [q.question for q in select(small)[0].qa] == ["in s1", "spans", "none"]

@@ -1,0 +1,138 @@
+"""Aggregation (weights checked by hand), the Markdown table, and the cluster bootstrap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memcore.eval.aggregate import aggregate, category_name, format_table
+from memcore.eval.bootstrap import bootstrap_ci
+
+
+def item(
+    conv: str, cat: int, f1: float, bleu1: float, recall: float | None, hit: float | None, **scores: float
+) -> dict[str, Any]:
+    return {
+        "conv_id": conv,
+        "category": cat,
+        "scores": {"f1": f1, "bleu1": bleu1, **scores},
+        "recall": recall,
+        "hit": hit,
+    }
+
+
+ITEMS = [
+    item("c1", 1, 1.0, 0.5, 1.0, 1.0),
+    item("c1", 1, 0.0, 0.0, None, None),
+    item("c2", 2, 0.5, 0.25, 0.5, 1.0),
+    item("c2", 4, 0.2, 0.1, 0.0, 0.0),
+    item("c3", 5, 1.0, 1.0, None, None),
+]
+
+
+def test_aggregate_by_hand() -> None:
+    m = aggregate(ITEMS)
+    assert sorted(m["by_category"]) == ["1", "2", "4", "5"]
+    c1 = m["by_category"]["1"]
+    assert c1 == {
+        "name": "multi-hop",
+        "n": 2,
+        "f1": 0.5,
+        "bleu1": 0.25,
+        "recall": 1.0,
+        "hit_rate": 1.0,
+        "n_with_evidence": 1,
+    }
+    assert m["by_category"]["5"]["recall"] is None
+    assert m["by_category"]["5"]["n_with_evidence"] == 0
+    # overall over 1-5, weighted by items: f1 = (1 + 0 + 0.5 + 0.2 + 1) / 5
+    assert m["overall"]["n"] == 5
+    assert m["overall"]["f1"] == pytest.approx(2.7 / 5)
+    assert m["overall"]["bleu1"] == pytest.approx(1.85 / 5)
+    # recall / hit over the three items with evidence
+    assert m["overall"]["recall"] == pytest.approx(1.5 / 3)
+    assert m["overall"]["hit_rate"] == pytest.approx(2 / 3)
+    assert m["overall"]["n_with_evidence"] == 3
+    # without adversarial: (1 + 0 + 0.5 + 0.2) / 4 -- not the mean of category means (0.5, 0.5, 0.2)
+    assert m["overall_no_adv"]["n"] == 4
+    assert m["overall_no_adv"]["f1"] == pytest.approx(1.7 / 4)
+    assert m["n_items"] == 5
+    assert m["n_without_evidence"] == 2
+    assert "judge" not in m["overall"]
+
+
+def test_aggregate_judge_and_retrieval_only() -> None:
+    with_judge = [item("c1", 1, 1.0, 1.0, 1.0, 1.0, judge=1.0), item("c1", 2, 0.0, 0.0, 0.0, 0.0, judge=0.0)]
+    m = aggregate(with_judge)
+    assert m["overall"]["judge"] == 0.5
+    assert m["by_category"]["2"]["judge"] == 0.0
+    retrieval_only = [{"conv_id": "c", "category": 3, "scores": {}, "recall": 0.25, "hit": 1.0}]
+    r = aggregate(retrieval_only)
+    assert r["overall"]["f1"] is None
+    assert r["by_category"]["3"]["recall"] == 0.25
+
+
+def test_aggregate_rejects_unknown_category() -> None:
+    with pytest.raises(ValueError, match="1-5"):
+        aggregate([item("c", 7, 0.0, 0.0, None, None)])
+
+
+def test_category_names() -> None:
+    assert [category_name(c) for c in range(1, 6)] == [
+        "multi-hop",
+        "temporal",
+        "open-domain",
+        "single-hop",
+        "adversarial",
+    ]
+
+
+def test_format_table() -> None:
+    table = format_table(aggregate(ITEMS), "demo run")
+    lines = table.splitlines()
+    assert lines[0] == "### demo run"
+    assert lines[2] == "| Category | F1 % | BLEU-1 % | Recall % | Hit % |"
+    assert "| 1 multi-hop (n=2) | 50.00 | 25.00 | 100.00 | 100.00 |" in lines
+    assert "| 5 adversarial (n=1) | 100.00 | 100.00 | – | – |" in lines
+    assert "| Overall (n=5) | 54.00 | 37.00 | 50.00 | 66.67 |" in lines
+    assert "| Overall w/o adv (n=4) | 42.50 | 21.25 | 50.00 | 66.67 |" in lines
+    assert "Recall and hit rate exclude 2 item(s) without gold evidence." in table
+
+
+def _many_items() -> list[dict[str, Any]]:
+    out = []
+    for c in range(8):
+        for j in range(6):
+            f1 = ((c * 7 + j * 3) % 10) / 10
+            out.append(
+                item(f"conv-{c}", 1 + (j % 5), f1, f1 / 2, (j % 3) / 2 if j % 4 else None, 1.0 if j % 2 else 0.0)
+            )
+    return out
+
+
+def test_bootstrap_ci_contains_point_and_is_deterministic() -> None:
+    items = _many_items()
+    point = aggregate(items)["overall"]["f1"]
+    low, high = bootstrap_ci(items, "f1", n_boot=500, seed=3)
+    assert low <= point <= high
+    assert low < high
+    assert bootstrap_ci(items, "f1", n_boot=500, seed=3) == (low, high)
+    assert bootstrap_ci(items, "f1", n_boot=500, seed=4) != (low, high)
+    r_point = aggregate(items)["overall"]["recall"]
+    r_low, r_high = bootstrap_ci(items, "recall", n_boot=500, seed=3)
+    assert r_low <= r_point <= r_high
+
+
+def test_bootstrap_single_cluster_has_zero_width() -> None:
+    items = [item("only", 1, 0.2, 0.0, None, None), item("only", 2, 0.6, 0.0, None, None)]
+    assert bootstrap_ci(items, "f1", n_boot=50) == pytest.approx((0.4, 0.4))
+
+
+def test_bootstrap_errors() -> None:
+    with pytest.raises(ValueError, match="known"):
+        bootstrap_ci(ITEMS, "rouge")
+    with pytest.raises(ValueError, match="no item"):
+        bootstrap_ci(ITEMS, "judge")
+    with pytest.raises(ValueError, match="conv"):
+        bootstrap_ci([{"category": 1, "scores": {"f1": 1.0}}], "f1")

@@ -1,0 +1,113 @@
+"""The runner end to end with the scripted backbone and hashing embedder (no model, seconds)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memcore.config import ConfigError
+from memcore.data import resolve_locomo_path
+from memcore.data.errors import DataError
+from memcore.itemlog import read_items
+from memcore.runner import RunConflictError, run_config
+from tests.runner_utils import compose_run
+
+
+def _data_or_skip() -> None:
+    try:
+        resolve_locomo_path(None)
+    except DataError:
+        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
+
+
+BASE = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=rag_bm25"]
+
+
+def test_run_writes_items_metrics_and_resumes(tmp_path) -> None:
+    _data_or_skip()
+    cfg = compose_run(tmp_path, BASE)
+    result = run_config(cfg, tmp_path / "run")
+    items = read_items(tmp_path / "run" / "items.jsonl")
+    assert len(items) == 8 == result.n_items
+    assert {
+        "item_id",
+        "category",
+        "question",
+        "gold",
+        "answer",
+        "retrieved_dia_ids",
+        "context_tokens",
+        "scores",
+    } <= set(items[0])
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["overall"]["n"] == 8
+    assert sum(v["n"] for v in metrics["by_category"].values()) == 8
+    cost = json.loads((tmp_path / "run" / "cost.json").read_text())
+    assert cost["usage"]["by_stage"]["answer"]["calls"] == 8
+    assert (tmp_path / "run" / "config.yaml").is_file() and (tmp_path / "run" / "table.md").is_file()
+
+    # Second run: everything done → no answer calls, same metrics.
+    again = run_config(compose_run(tmp_path, BASE), tmp_path / "run")
+    assert again.cost["usage"]["total"]["calls"] == 0
+    assert again.metrics["overall"] == metrics["overall"]
+
+
+def test_interrupted_run_resumes_to_identical_metrics(tmp_path) -> None:
+    _data_or_skip()
+    full = run_config(compose_run(tmp_path, BASE), tmp_path / "full")
+    run_config(compose_run(tmp_path, BASE), tmp_path / "cut")
+    path = tmp_path / "cut" / "items.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:3]) + lines[3][:25])  # three whole lines + a torn one
+    resumed = run_config(compose_run(tmp_path, BASE), tmp_path / "cut")
+    items = read_items(path)
+    assert len(items) == 8 and len({r["item_id"] for r in items}) == 8
+    assert resumed.metrics["overall"] == full.metrics["overall"]
+    assert resumed.metrics["by_category"] == full.metrics["by_category"]
+
+
+def test_changed_config_is_refused_then_overwrite_moves_aside(tmp_path) -> None:
+    _data_or_skip()
+    run_config(compose_run(tmp_path, BASE), tmp_path / "run")
+    with pytest.raises(RunConflictError, match="changed: method"):
+        run_config(compose_run(tmp_path, [*BASE, "method.top_k=5"]), tmp_path / "run")
+    run_config(compose_run(tmp_path, [*BASE, "method.top_k=5", "overwrite=true"]), tmp_path / "run")
+    assert any(p.name.startswith("run.old-") for p in tmp_path.iterdir())
+
+
+def test_retrieval_only_run_starts_no_backbone(tmp_path) -> None:
+    _data_or_skip()
+    cfg = compose_run(
+        tmp_path, ["dataset=locomo-tiny", "embedder=hashing", "backbone=local", "method=rag_dense", "eval.answer=false"]
+    )
+    result = run_config(cfg, tmp_path / "run")
+    assert result.cost["resources"] == {"backbone_started": False, "embedder_loaded": True}
+    assert result.cost["usage"]["total"]["calls"] == 0
+    assert all(r["answer"] is None and r["scores"] == {} for r in read_items(tmp_path / "run" / "items.jsonl"))
+
+
+def test_unsupported_ablation_is_a_config_error(tmp_path) -> None:
+    _data_or_skip()
+    cfg = compose_run(tmp_path, [*BASE, "ablation=none", "ablation.name=wo_merge"])
+    with pytest.raises(ConfigError, match="does not support ablation"):
+        run_config(cfg, tmp_path / "run")
+
+
+def test_full_context_keeps_most_recent_turns_within_budget(tmp_path) -> None:
+    _data_or_skip()
+    cfg = compose_run(
+        tmp_path,
+        [
+            "dataset=locomo-tiny",
+            "embedder=hashing",
+            "backbone=scripted",
+            "method=full_context",
+            "method.context_budget_tokens=300",
+        ],
+    )
+    run_config(cfg, tmp_path / "run")
+    item = read_items(tmp_path / "run" / "items.jsonl")[0]
+    assert item["context_tokens"] <= 300 + 40  # + the DATE/CONVERSATION headers
+    assert item["retrieved_dia_ids"][-1] == "D2:17"  # the last turn of session 2 is kept
+    assert "D1:1" not in item["retrieved_dia_ids"]  # the oldest is cut
