@@ -63,3 +63,7 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 def run_main() -> None:
     """``memcore-run [overrides…]``: one run, or a sweep with ``-m``."""
     _hydra_main()
+
+
+if __name__ == "__main__":
+    run_main()

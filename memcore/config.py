@@ -25,6 +25,7 @@ class BackboneConfig:
     json_mode: bool = True
     n_ctx: int = 8192
     server_threads: int | None = None
+    exclusive: bool = True  # one local llama.cpp server per machine at a time (they'd share the cores)
     context_budget_tokens: int = 6000
     max_concurrency: int = 2
     timeout_s: float = 600.0
@@ -103,6 +104,7 @@ class RunConfig:
     experiment_name: str = "default"
     seed: int = 42
     concurrency: int = 4
+    build_processes: int | None = None
     resume: bool = True
     overwrite: bool = False
     print_table: bool = True

@@ -10,26 +10,28 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import multiprocessing
 import os
 import shutil
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from memcore.buildproc import BuildJob, build_in_worker, build_memory, method_context
 from memcore.config import ConfigError
-from memcore.interfaces import LazyResource, MemorySystem, MethodContext, MethodSpec, SelfAnsweringMemory
+from memcore.interfaces import LazyResource, MemorySystem, MethodSpec, SelfAnsweringMemory
 from memcore.itemlog import ItemWriter, read_items
 from memcore.llm.cache import ResponseCache, stable_hash
+from memcore.llm.limiter import RequestLimiter
 from memcore.llm.scoped import ScopedBackbone
 from memcore.llm.usage import UsageTracker
 from memcore.methods import get_method
 from memcore.redact import redact_config
-from memcore.seeding import derive_seed
 from memcore.snapshots import SnapshotStore, construction_fields
 from memcore.text import count_tokens
 from memcore.types import Conversation, QAItem
@@ -99,6 +101,7 @@ class Runner:
         self.conv_stats: dict[str, Any] = {}
         self.data_cleaning: dict[str, Any] = {}
         self._judge: LazyResource | None = None  # LLM judge (issue 5), built on first use when eval.judge
+        self._stop = threading.Event()  # set on the first fatal error: the other workers stop taking items
 
     # ---------------------------------------------------------------- setup
     def _check_ablation(self) -> None:
@@ -200,13 +203,19 @@ class Runner:
             store = SnapshotStore(Path(paths.snapshots))
             bars = _Bars(self.cfg.progress, sum(len(c.turns) for c in pending_convs), n_pending)
             writer = resources.enter_context(ItemWriter(items_path))
+            build_pool = self._build_pool(len(pending_convs))
+            if build_pool is not None:
+                resources.enter_context(build_pool)
             errors: list[BaseException] = []
 
             def process(conv: Conversation) -> None:
                 try:
-                    self._process_conversation(conv, done, backbone, embedder, answerer, store, writer, bars, audit)
+                    self._process_conversation(
+                        conv, done, backbone, embedder, answerer, store, writer, bars, audit, build_pool
+                    )
                 except BaseException as exc:  # collected and re-raised in the main thread after the pool drains
                     errors.append(exc)
+                    self._stop.set()
                     raise
 
             t0 = time.perf_counter()
@@ -214,7 +223,9 @@ class Runner:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="conv") as pool:
                 futures = [pool.submit(process, c) for c in pending_convs]
                 for fut in futures:
-                    fut.exception()
+                    if fut.exception() is not None:
+                        for other in futures:
+                            other.cancel()  # conversations not started yet; running ones see self._stop
             bars.close()
             self.timings["conversations_s"] = time.perf_counter() - t0
             if errors:
@@ -234,6 +245,7 @@ class Runner:
         writer: ItemWriter,
         bars: _Bars,
         audit: dict[str, Any],
+        build_pool: ProcessPoolExecutor | None = None,
     ) -> None:
         method_cfg = OmegaConf.to_container(self.cfg.method, resolve=True)
         ablation = OmegaConf.to_container(self.cfg.ablation, resolve=True)
@@ -249,38 +261,45 @@ class Runner:
             conversation=conv,
         )
 
+        extras = {"context_budget_tokens": int(self.cfg.backbone.context_budget_tokens)}
+
         def make(workdir: Path) -> MemorySystem:
-            workdir.mkdir(parents=True, exist_ok=True)
-            ctx = MethodContext(
-                config=method_cfg,
+            ctx = method_context(
+                method_cfg=method_cfg,
                 ablation=ablation,
                 conversation=conv,
-                seed=derive_seed(int(self.cfg.seed), "method", conv.conv_id),
+                run_seed=int(self.cfg.seed),
                 workdir=workdir,
-                _backbone=scoped_backbone,
-                _embedder=embedder,
-                extras={"context_budget_tokens": int(self.cfg.backbone.context_budget_tokens)},
+                backbone=scoped_backbone,
+                embedder=embedder,
+                extras=extras,
             )
             return self.spec.factory(ctx)
 
         def build(system: MemorySystem) -> dict[str, Any]:
-            t0 = time.perf_counter()
-            for turn in conv.turns:
-                system.ingest(turn)
-                bars.ingest(1)
-            system.finalize()
-            return {
-                "ingest_usage": scope.to_json(),
-                "ingest_seconds": round(time.perf_counter() - t0, 3),
-                "turns": len(conv.turns),
-            }
+            return build_memory(system, conv, scope, on_turn=lambda: bars.ingest(1))
 
+        built_in_worker = False
+        if build_pool is not None:
+            job = BuildJob(
+                method=self.spec.name,
+                method_cfg=method_cfg,
+                ablation=ablation,
+                conversation=conv,
+                run_seed=int(self.cfg.seed),
+                fields=fields,
+                snapshots=str(self.cfg.paths.snapshots),
+                embedder=OmegaConf.to_object(self.cfg.embedder),  # type: ignore[arg-type]
+                embedder_cache=str(Path(self.cfg.paths.cache) / "embeddings.sqlite"),
+                extras=extras,
+            )
+            built_in_worker = build_pool.submit(build_in_worker, job).result()
         snap = store.build_or_load(method=self.spec.name, fields=fields, make=make, build=build)
         if snap.reused:
             bars.ingest(len(conv.turns))
         self.conv_stats[conv.conv_id] = {
             "snapshot": str(snap.path),
-            "reused": snap.reused,
+            "reused": snap.reused and not built_in_worker,
             "turns": len(conv.turns),
             "ingest_usage": snap.manifest.get("ingest_usage", {}),
             "ingest_seconds": snap.manifest.get("ingest_seconds"),
@@ -290,7 +309,13 @@ class Runner:
         pending = [q for q in conv.qa if q.item_id not in done]
 
         def one(item: QAItem) -> None:
-            record = self._answer_item(system, item, answerer, audit.get(item.item_id))
+            if self._stop.is_set():  # a fatal error elsewhere (e.g. the backbone is down): rerun resumes here
+                return
+            try:
+                record = self._answer_item(system, item, answerer, audit.get(item.item_id))
+            except BaseException:
+                self._stop.set()
+                raise
             writer.write(record)
             bars.qa(1)
 
@@ -301,8 +326,15 @@ class Runner:
             with ThreadPoolExecutor(
                 max_workers=max(1, int(self.cfg.concurrency)), thread_name_prefix=f"qa-{conv.conv_id}"
             ) as pool:
-                for fut in [pool.submit(one, q) for q in pending]:
-                    fut.result()
+                futures = [pool.submit(one, q) for q in pending]
+                try:
+                    for fut in futures:
+                        fut.result()
+                except BaseException:
+                    self._stop.set()
+                    for fut in futures:
+                        fut.cancel()
+                    raise
         if isinstance(system, SelfAnsweringMemory):
             system.after_qa()
         with contextlib.suppress(AttributeError):
@@ -395,14 +427,34 @@ class Runner:
 
     # ---------------------------------------------------------------- builders
     def _make_backbone(self, cache: ResponseCache | None, resources: contextlib.ExitStack) -> Any:
+        """The run's backbone behind one bound: at most ``concurrency`` requests in flight (issue 7)."""
         if self.backbone_override is not None:
-            return self.backbone_override
+            return RequestLimiter(self.backbone_override, int(self.cfg.concurrency))
         from memcore.config import BackboneConfig
         from memcore.llm.factory import build_backbone
 
         bcfg = OmegaConf.to_object(self.cfg.backbone)
         assert isinstance(bcfg, BackboneConfig)
-        return build_backbone(bcfg, cache=cache, usage=self.usage, resources=resources, log_dir=self.run_dir)
+        client = build_backbone(bcfg, cache=cache, usage=self.usage, resources=resources, log_dir=self.run_dir)
+        return RequestLimiter(client, int(self.cfg.concurrency))
+
+    def _build_pool(self, n_convs: int) -> ProcessPoolExecutor | None:
+        """Worker processes for builds that call no LLM (CPU-bound; threads would share one core under the
+        GIL). None when the method's ingestion uses the LLM, an embedder is injected (it could not reach a
+        worker), fewer than two builds can overlap, or ``build_processes=0``."""
+        setting = self.cfg.build_processes
+        method_cfg = OmegaConf.to_container(self.cfg.method, resolve=True)
+        ablation = OmegaConf.to_container(self.cfg.ablation, resolve=True)
+        assert isinstance(method_cfg, dict) and isinstance(ablation, dict)
+        if self.embedder_override is not None or self.spec.ingest_uses_llm(method_cfg, ablation):
+            return None
+        cap = int(self.cfg.concurrency) if setting is None else int(setting)
+        workers = min(cap, os.cpu_count() or 1, n_convs)
+        if workers < 2:
+            return None
+        log.info("building %d memories in %d worker processes (ingestion uses no LLM)", n_convs, workers)
+        # spawn, not fork: the runner already has threads (and faiss/torch thread pools) at this point.
+        return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
     def _make_embedder(self) -> Any:
         if self.embedder_override is not None:

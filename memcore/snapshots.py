@@ -138,13 +138,16 @@ class SnapshotStore:
                 shutil.rmtree(aside, ignore_errors=True)
                 manifest = None
             if manifest is not None:
-                system = make(path.with_name(path.name + ".work"))
+                system = make(path.with_name(f"{path.name}.work-{os.getpid()}"))
                 system.load(path)
                 return SnapshotResult(system, path, True, manifest)
+            # Under the lock no other builder of this key is alive: any tmp dir is a killed build's leftover.
+            for stale in path.parent.glob(f"{path.name}.tmp-*"):
+                log.warning("removing %s, left by an interrupted build", stale)
+                shutil.rmtree(stale, ignore_errors=True)
             tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-            shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
-            system = make(path.with_name(path.name + ".work"))
+            system = make(path.with_name(f"{path.name}.work-{os.getpid()}"))
             t0 = time.perf_counter()
             extra = build(system)
             build_s = time.perf_counter() - t0

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-# find_spec, not importorskip: mem0 must first be imported through baselines.mem0 (telemetry off)
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mem0") is None, reason="mem0ai is the optional extra 'mem0'")
-
 from baselines.mem0 import SPEC, Mem0Config, Mem0Memory
 from baselines.mem0.system import _bridge, user_id
 from memcore.interfaces import LazyResource, Message, MethodContext
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.types import Conversation, Session, Turn
+
+# find_spec, not importorskip: mem0 must first be imported through baselines.mem0 (telemetry off)
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("mem0") is None, reason="mem0ai is the optional extra 'mem0'")
 
 T1 = datetime(2023, 5, 8, 13, 56)
 T2 = datetime(2023, 5, 25, 13, 14)
@@ -118,7 +118,12 @@ def test_save_load_roundtrip(tmp_path: Path) -> None:
     backbone = ScriptedBackbone(Extractor())
     embedder = HashingEmbedder(128)  # stateless: the same vectors as the build's
     again = Mem0Memory(
-        Mem0Config(embedder_route="run"), _conversation(), tmp_path / "work2", lambda: backbone, lambda: embedder, seed=3
+        Mem0Config(embedder_route="run"),
+        _conversation(),
+        tmp_path / "work2",
+        lambda: backbone,
+        lambda: embedder,
+        seed=3,
     )
     again.load(tmp_path / "snap")
     after = again.retrieve("camping with the kids")

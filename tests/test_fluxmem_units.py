@@ -73,7 +73,9 @@ def test_fuse_weighted_with_and_without_llm() -> None:
     # w_llm = 0 ignores the verification entirely
     assert fuse(d, s, v, w_dense=0.4, w_sparse=0.3, w_llm=0.0).tolist() == pytest.approx(without.tolist())
     # the LLM term can overturn the dense+sparse order
-    flipped = fuse(np.array([1.0, 0.8]), np.array([1.0, 0.8]), np.array([0.0, 1.0]), w_dense=0.4, w_sparse=0.3, w_llm=0.3)
+    flipped = fuse(
+        np.array([1.0, 0.8]), np.array([1.0, 0.8]), np.array([0.0, 1.0]), w_dense=0.4, w_sparse=0.3, w_llm=0.3
+    )
     assert flipped.tolist() == pytest.approx([0.7, 0.86])
 
 
@@ -116,7 +118,11 @@ def test_prune_and_reshape_choices() -> None:
     assert reshape_choice(order, (), reshape_n=1) == ["a"]
     assert reshape_choice(order, (4, 2), reshape_n=1) == ["d"]
     sub.replace("c", "c2")
-    assert sub.ordered() == ["a", "c2", "b", "d"] and sub.reshaped == {"c": "c2"} and sub.channels["c2"] == ("dense", "reshaped")
+    assert (
+        sub.ordered() == ["a", "c2", "b", "d"]
+        and sub.reshaped == {"c": "c2"}
+        and sub.channels["c2"] == ("dense", "reshaped")
+    )
 
 
 def test_expansion_adds_unactivated_nodes_with_association_bonus() -> None:
@@ -170,7 +176,9 @@ def test_refine_skill_rejects_worse_rewrite_honours_target_and_max_iters() -> No
         _version("v0", 0.5), lambda cur: "w", lambda t, p: _version(t, 0.2), threshold=0.01, target=0.9, max_iters=3
     )
     assert worse.best.text == "v0" and worse.rewrites == 1 and worse.history[-1]["accepted"] is False
-    mature = refine_skill(_version("v0", 0.95), lambda cur: "x", lambda t, p: _version(t, 1.0), threshold=0.0, target=0.9, max_iters=3)
+    mature = refine_skill(
+        _version("v0", 0.95), lambda cur: "x", lambda t, p: _version(t, 1.0), threshold=0.0, target=0.9, max_iters=3
+    )
     assert mature.rewrites == 0 and mature.best.text == "v0"
     counter = iter(range(100))
     capped = refine_skill(
@@ -182,12 +190,17 @@ def test_refine_skill_rejects_worse_rewrite_honours_target_and_max_iters() -> No
         max_iters=2,
     )
     assert capped.rewrites == 2
-    assert refine_skill(_version("v0", 0.0), lambda cur: None, lambda t, p: _version(t, 1.0), threshold=0, target=1, max_iters=3).rewrites == 1
+    assert (
+        refine_skill(
+            _version("v0", 0.0), lambda cur: None, lambda t, p: _version(t, 1.0), threshold=0, target=1, max_iters=3
+        ).rewrites
+        == 1
+    )
 
 
 # ---------------------------------------------------------------- config
 def test_config_rejects_unknown_keys_and_bad_values() -> None:
-    with pytest.raises(ConfigError, match="unknown config key.*top_kk"):
+    with pytest.raises(ConfigError, match=r"unknown config key.*top_kk"):
         FluxMemConfig.from_dict({"top_kk": 3})
     with pytest.raises(ConfigError, match="T must be an integer"):
         FluxMemConfig.from_dict({"T": 1.5})

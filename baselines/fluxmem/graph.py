@@ -62,7 +62,8 @@ class Episode:
 
     def trajectory(self) -> str:
         """Text whose embedding stands for the episode's trajectory (for clustering)."""
-        steps = " -> ".join([*self.attributions, "supported" if self.supported else "unsupported"])
+        outcome = "unjudged" if self.supported is None else "supported" if self.supported else "unsupported"
+        steps = " -> ".join([*self.attributions, outcome])
         return f"Question: {self.question} | Refinement: {steps} | Answer: {self.answer}"
 
     def render(self) -> str:

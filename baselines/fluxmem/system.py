@@ -328,6 +328,8 @@ class FluxMem:
             for nid in targets:
                 sub.replace(nid, self._reshape(sub.question, nid))
             return bool(targets)
+        if not self.graph.semantic:
+            return False
         query = f"{sub.question} {verdict.missing}".strip()
         q_vec = self._embed([query])[0]
         pre, _, _ = self._pre_scores(query, q_vec)

@@ -5,7 +5,7 @@ LightMem compresses every message before segmentation (LLMLingua-2 at rate 0.6, 
 LM). Neither model's weights can be loaded offline here, so this keeps the ``rate`` share of words
 with the highest *unigram* informativeness instead: inverse document frequency over the turns seen
 so far (causal, so the built memory never depends on later turns), stop-words and chat fillers
-scored zero, numbers and mid-sentence capitalised words (names, places, titles) always ranked first.
+scored zero, numbers and capitalised words that do not start a sentence (names, places, titles) always ranked first.
 Kept words stay in their original order, with their punctuation.
 """
 
@@ -18,9 +18,8 @@ from collections import Counter
 _WORD_RE = re.compile(r"\S+")
 _CORE_RE = re.compile(r"[A-Za-z0-9']+")
 
-#: A small English stop-word list (function words) plus chat fillers; shipped as a constant.
-STOP_WORDS: frozenset[str] = frozenset(
-    """a about above after again against all am an and any are aren't as at be because been before being below
+# A small English stop-word list (function words) plus chat fillers; shipped as a constant.
+_STOP_TEXT = """a about above after again against all am an and any are aren't as at be because been before being below
     between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few
     for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him
     himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
@@ -30,8 +29,8 @@ STOP_WORDS: frozenset[str] = frozenset(
     we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's
     with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves just also really so
     well oh ah um uh hmm lol haha hey hi hello yeah yep yes ok okay wow awesome cool great thanks thank totally
-    definitely absolutely gonna wanna got get like know think sure lot lots super pretty quite""".split()
-)
+    definitely absolutely gonna wanna got get like know think sure lot lots super pretty quite"""
+STOP_WORDS: frozenset[str] = frozenset(_STOP_TEXT.split())
 
 
 def _core(word: str) -> str:
@@ -50,13 +49,13 @@ class IdfCompressor:
         self.n_docs = 0
         self.df: Counter[str] = Counter()
 
-    def _score(self, word: str, position: int) -> float:
+    def _score(self, word: str, sentence_start: bool) -> float:
         core = _core(word)
         if not core:
             return -1.0
         if any(ch.isdigit() for ch in core):
             return 100.0
-        if position > 0 and word[:1].isupper() and core not in STOP_WORDS:
+        if not sentence_start and word[:1].isupper() and core not in STOP_WORDS:
             return 50.0 + self._idf(core)
         if core in STOP_WORDS:
             return 0.0
@@ -71,7 +70,8 @@ class IdfCompressor:
         out = text
         if words and self.rate < 1.0:
             keep_n = max(1, math.ceil(len(words) * self.rate))
-            scores = [self._score(w, i) for i, w in enumerate(words)]
+            starts = [i == 0 or words[i - 1][-1:] in ".!?" for i in range(len(words))]
+            scores = [self._score(w, starts[i]) for i, w in enumerate(words)]
             # highest score first, earlier position breaks ties (stable and deterministic)
             order = sorted(range(len(words)), key=lambda i: (-scores[i], i))[:keep_n]
             out = " ".join(words[i] for i in sorted(order))

@@ -48,7 +48,14 @@ class LightMemConfig:
             raise ValueError(f"lightmem: compress_rate must be in (0, 1], got {self.compress_rate}")
         if self.sim_threshold_step <= 0 or self.sim_threshold_start > self.sim_threshold_max:
             raise ValueError("lightmem: need sim_threshold_step > 0 and sim_threshold_start <= sim_threshold_max")
-        for key in ("sensory_buffer_tokens", "stm_buffer_tokens", "extract_max_tokens", "queue_top_k", "queue_keep", "top_k"):
+        for key in (
+            "sensory_buffer_tokens",
+            "stm_buffer_tokens",
+            "extract_max_tokens",
+            "queue_top_k",
+            "queue_keep",
+            "top_k",
+        ):
             if getattr(self, key) < 1:
                 raise ValueError(f"lightmem: {key} must be >= 1, got {getattr(self, key)}")
         if self.boundary_tolerance < 0:

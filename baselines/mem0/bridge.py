@@ -149,7 +149,9 @@ class DirectLLM(OpenAILLM):
     or retries, but the session date is grounded and calls/tokens/latency are recorded in the
     backbone's usage tracker (through mem0's ``response_callback``)."""
 
-    def __init__(self, config: OpenAIConfig, usage: Any, clock: SessionClock, extra_body: dict[str, Any] | None) -> None:
+    def __init__(
+        self, config: OpenAIConfig, usage: Any, clock: SessionClock, extra_body: dict[str, Any] | None
+    ) -> None:
         config.response_callback = self._record
         super().__init__(config)
         self._usage = usage
@@ -179,7 +181,9 @@ class DirectLLM(OpenAILLM):
         if self._extra_body:
             kwargs.setdefault("extra_body", self._extra_body)
         self._t0.value = time.perf_counter()
-        text = super().generate_response(msgs, response_format=response_format, tools=tools, tool_choice=tool_choice, **kwargs)
+        text = super().generate_response(
+            msgs, response_format=response_format, tools=tools, tool_choice=tool_choice, **kwargs
+        )
         if isinstance(response_format, dict) and isinstance(text, str):
             try:
                 parse_extraction(json.loads(text))

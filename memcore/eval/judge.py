@@ -90,7 +90,9 @@ def label_from_text(raw: str) -> str | None:
 class Judge:
     """Grades answers with ``backbone`` (temperature 0, cacheable). Thread-safe: no mutable state."""
 
-    def __init__(self, backbone: ChatBackbone, *, preset: str = "", max_tokens: int = 128, max_attempts: int = 2) -> None:
+    def __init__(
+        self, backbone: ChatBackbone, *, preset: str = "", max_tokens: int = 128, max_attempts: int = 2
+    ) -> None:
         self.backbone = backbone
         self.preset = preset or str(getattr(backbone, "name", backbone.model))
         self.max_tokens = int(max_tokens)
@@ -123,7 +125,9 @@ class Judge:
             return Verdict(label, reason)
         return Verdict(label_from_text(result.raw) or "WRONG", "unparseable judge reply", parsed=False)
 
-    def judge_item(self, item: QAItem, answer: str | None, protocol: str, *, gold_item: QAItem | None = None) -> Verdict:
+    def judge_item(
+        self, item: QAItem, answer: str | None, protocol: str, *, gold_item: QAItem | None = None
+    ) -> Verdict:
         """Judge ``answer`` to ``item`` against the protocol's gold of ``gold_item`` (default ``item``;
         pass the audited item to grade against corrected gold)."""
         gold, refusal = judge_gold(gold_item or item, protocol)
@@ -151,7 +155,9 @@ def _preset_node(name: str, directory: Path, seen: tuple[str, ...] = ()) -> Dict
         known = ", ".join(sorted(p.stem for p in directory.glob("*.yaml")))
         raise JudgeConfigError(f"eval.judge_backbone={name!r}: no backbone preset {path}; known presets: {known}.")
     if name in seen:
-        raise JudgeConfigError(f"backbone preset {name!r} includes itself through its defaults list ({' -> '.join(seen)}).")
+        raise JudgeConfigError(
+            f"backbone preset {name!r} includes itself through its defaults list ({' -> '.join(seen)})."
+        )
     node = OmegaConf.load(path)
     assert isinstance(node, DictConfig)
     defaults = list(node.pop("defaults", None) or ["_self_"])
@@ -174,7 +180,9 @@ def load_backbone_preset(name: str, directory: Path | None = None) -> Any:
         typed = OmegaConf.merge(OmegaConf.structured(BackboneConfig), node)
         return OmegaConf.to_object(typed)
     except OmegaConfBaseException as exc:
-        raise JudgeConfigError(f"backbone preset {name!r} is not a valid backbone config: {exc}".splitlines()[0]) from None
+        raise JudgeConfigError(
+            f"backbone preset {name!r} is not a valid backbone config: {exc}".splitlines()[0]
+        ) from None
 
 
 def build_judge(

@@ -13,6 +13,7 @@ import re
 import threading
 import time
 from collections.abc import Sequence
+from json import JSONDecodeError
 from typing import Any
 
 from memcore.interfaces import Completion, Message
@@ -201,6 +202,9 @@ class OpenAIChat:
                     resp = self._client.chat.completions.create(**kwargs)
                 except (oa.APIConnectionError, oa.APITimeoutError, oa.RateLimitError, oa.InternalServerError) as exc:
                     last = f"{type(exc).__name__}: {redact(str(exc), self._secrets)}"
+                except (JSONDecodeError, oa.APIResponseValidationError) as exc:
+                    # A 200 whose body is cut or not the completion schema (a proxy or server dying mid-reply).
+                    last = f"malformed response body ({type(exc).__name__})"
                 except oa.AuthenticationError:
                     raise MissingKeyError(
                         f"{self.base_url} rejected the API key (model {self.model}); set the key's environment variable correctly."

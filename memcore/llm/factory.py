@@ -11,7 +11,7 @@ from memcore.config import BackboneConfig, EmbedderConfig
 from memcore.llm.backbone import MissingKeyError, OpenAIChat
 from memcore.llm.cache import ResponseCache
 from memcore.llm.embedders import CachedEmbedder, HashingEmbedder, MiniLMEmbedder, OpenAIEmbedder
-from memcore.llm.local_model import resolve_gguf
+from memcore.llm.local_model import models_dir, resolve_gguf
 from memcore.llm.local_server import LlamaCppServer
 from memcore.llm.usage import UsageTracker
 from memcore.registry import unknown_name_message
@@ -58,7 +58,12 @@ def build_backbone(
     if cfg.kind == "llamacpp":
         gguf = resolve_gguf(cfg.model, cfg.gguf)
         server = LlamaCppServer(
-            gguf, n_ctx=cfg.n_ctx, threads=cfg.server_threads, alias=cfg.model, log_path=log_dir / "llama_server.log"
+            gguf,
+            n_ctx=cfg.n_ctx,
+            threads=cfg.server_threads,
+            alias=cfg.model,
+            log_path=log_dir / "llama_server.log",
+            exclusive_lock=(models_dir() / "llama-server.lock") if cfg.exclusive else None,
         )
         resources.enter_context(server)
         base_url, api_key = server.base_url, "sk-no-key-required"

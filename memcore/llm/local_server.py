@@ -12,6 +12,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
 log = logging.getLogger(__name__)
 
 
@@ -40,6 +42,7 @@ class LlamaCppServer:
         log_path: Path | None = None,
         startup_timeout_s: float = 180.0,
         port: int | None = None,
+        exclusive_lock: Path | None = None,
     ) -> None:
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
@@ -50,6 +53,7 @@ class LlamaCppServer:
         self.port = port or free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self._log_fh = None
+        self._exclusive = FileLock(str(exclusive_lock), thread_local=False) if exclusive_lock is not None else None
 
     @property
     def base_url(self) -> str:
@@ -75,6 +79,15 @@ class LlamaCppServer:
                 "backbone=local needs llama-cpp-python[server]; install the 'local' extra (make install), "
                 "or choose another backbone (backbone=gpt-4o-mini, backbone=qwen3-8b)."
             ) from None
+        if self._exclusive is not None:
+            try:
+                self._exclusive.acquire(timeout=0)
+            except Timeout:
+                log.warning(
+                    "another local llama.cpp server is running on this machine; waiting for it to finish "
+                    "(two would share the same cores; set backbone.exclusive=false to allow it)"
+                )
+                self._exclusive.acquire()
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log_fh = open(self.log_path, "ab")  # noqa: SIM115 — lives as long as the server
@@ -86,7 +99,8 @@ class LlamaCppServer:
             self.threads,
             self.n_ctx,
         )
-        self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        guarded = [sys.executable, "-m", "memcore.llm.server_guard", "--", *self.command()]
+        self.proc = subprocess.Popen(guarded, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -121,6 +135,8 @@ class LlamaCppServer:
         if self._log_fh is not None:
             self._log_fh.close()
             self._log_fh = None
+        if self._exclusive is not None and self._exclusive.is_locked:
+            self._exclusive.release()
 
     def __enter__(self) -> LlamaCppServer:
         return self.start()

@@ -220,13 +220,15 @@ class Constructor:
         return Decision("link" if links else "append", None, links)
 
     # ------------------------------------------------------------------ apply
-    def add(self, turn_raw: RawTurn, ing: IngestResult) -> Note:
-        """Run the gate for one ingested turn and apply its decision; returns the note now holding it."""
+    def add(self, turn_raw: RawTurn, ing: IngestResult, vec: np.ndarray | None = None) -> Note:
+        """Run the gate for one ingested turn and apply its decision; returns the note now holding it.
+        ``vec`` is the embedding of ``ing.context`` when the caller already computed it (batched)."""
         self.counters.turns += 1
         self.counters.llm_calls += ing.llm_calls
         if ing.fallback:
             self.counters.fallbacks[ing.fallback] += 1
-        vec = self.embedder.encode([ing.context])[0]
+        if vec is None:
+            vec = self.embedder.encode([ing.context])[0]
         judgements: list[Judgement] = []
         if self.sw.update and len(self.store):
             judgements = self.judge(ing.context, self.candidates(vec))

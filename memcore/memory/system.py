@@ -30,6 +30,7 @@ ABLATIONS = frozenset(
     {"none", "wo_update", "wo_merge", "wo_link", "wo_denoise", "wo_topic", "wo_keyword", "wo_neighbor", "wo_ier"}
 )
 NEAR_DUP_COSINE = 0.9
+INGEST_BATCH = 32
 
 
 class NotFinalizedError(RuntimeError):
@@ -78,6 +79,7 @@ class MemCoRe:
         self._counters = ConstructionCounters()
         self._ingestor: Ingestor | None = None
         self._recent: list[Turn] = []
+        self._pending: list[Turn] = []
         self._topics_at = 0
         self._topic_recomputes = 0
         self._refiner: Refiner | None = None
@@ -144,16 +146,30 @@ class MemCoRe:
 
     # ------------------------------------------------------------------ build
     def ingest(self, turn: Turn) -> None:
-        """Ingest one turn (in conversation order): ingestion, gate, periodic topic recompute."""
+        """Ingest one turn (in conversation order). Turns are buffered and processed in small batches: a
+        turn's ingestion and context embedding do not depend on the memory, so they are batched; the
+        gate then runs turn by turn in order, exactly as if each turn were processed on arrival."""
+        self._refiner = None  # memory changes: retrieval needs finalize() again
+        self._pending.append(turn)
+        if len(self._pending) >= INGEST_BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
         cons = self._construction()
         assert self._ingestor is not None
-        self._refiner = None  # memory changed: retrieval needs finalize() again
-        ing = self._ingestor.ingest(turn, self._recent)
-        self._recent = [*self._recent, turn][-max(1, self.cfg.context_turns) :]
-        cons.add(RawTurn(turn.dia_id, turn.speaker, turn.text, turn.session_time_raw), ing)
-        every = self.cfg.topic_recompute_every
-        if every and len(self.store) - self._topics_at >= every:
-            self._recompute_topics()
+        batch, self._pending = self._pending, []
+        results = []
+        for turn in batch:
+            results.append(self._ingestor.ingest(turn, self._recent))
+            self._recent = [*self._recent, turn][-max(1, self.cfg.context_turns) :]
+        vecs = self.embedder.encode([r.context for r in results])
+        for turn, ing, vec in zip(batch, results, vecs, strict=True):
+            cons.add(RawTurn(turn.dia_id, turn.speaker, turn.text, turn.session_time_raw), ing, vec)
+            every = self.cfg.topic_recompute_every
+            if every and len(self.store) - self._topics_at >= every:
+                self._recompute_topics()
 
     def _recompute_topics(self) -> None:
         self.topics = compute_topics(
@@ -170,6 +186,7 @@ class MemCoRe:
 
     def finalize(self) -> None:
         """Recompute topics, embed keywords, freeze indices; afterwards ``retrieve`` is thread-safe."""
+        self._flush()
         self._recompute_topics()
         self.kw_embeddings = (
             self.embedder.encode(self.kindex.keywords)

@@ -25,14 +25,25 @@ def _parser() -> argparse.ArgumentParser:
         description="Gather finished runs into the paper's main and ablation table layouts, beside the paper's numbers.",
     )
     p.add_argument("runs", nargs="+", help="run dirs, sweep dirs (searched for metrics.json) or globs")
-    p.add_argument("--out", type=Path, default=None, help="output dir (default: <the one dir given>/report, else ./report)")
-    p.add_argument("--layout", choices=LAYOUTS, default="auto", help="auto: main table, plus ablations when runs differ in ablation")
+    p.add_argument(
+        "--out", type=Path, default=None, help="output dir (default: <the one dir given>/report, else ./report)"
+    )
+    p.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default="auto",
+        help="auto: main table when runs answered, ablation layout when they differ in ablation or are retrieval-only",
+    )
     p.add_argument("--formats", default="md,csv,tex", help="comma list of md, csv, tex (default: all)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
-    p.add_argument("--reference", type=Path, default=None, help="dir with the paper's CSVs (default: results/reference)")
+    p.add_argument(
+        "--reference", type=Path, default=None, help="dir with the paper's CSVs (default: results/reference)"
+    )
     p.add_argument("--no-reference", action="store_true", help="do not show the paper's numbers")
     p.add_argument(
-        "--reference-backbone", default=None, help="compare every run with the paper's numbers for this backbone (e.g. qwen3-8b)"
+        "--reference-backbone",
+        default=None,
+        help="compare every run with the paper's numbers for this backbone (e.g. qwen3-8b)",
     )
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -74,13 +85,17 @@ def run_report(args: argparse.Namespace) -> list[Path]:
     budgets = _int_list(args.budgets, "--budgets")
     runs = load_runs(args.runs, include_old=args.include_old)
     paper = None if args.no_reference else load_paper_numbers(args.reference or default_reference_dir())
-    out: Path = args.out or (Path(args.runs[0]) / "report" if len(args.runs) == 1 and Path(args.runs[0]).is_dir() else Path("report"))
+    out: Path = args.out or (
+        Path(args.runs[0]) / "report" if len(args.runs) == 1 and Path(args.runs[0]).is_dir() else Path("report")
+    )
     out.mkdir(parents=True, exist_ok=True)
     summaries = [summarize_run(r, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha) for r in runs]
     layout = args.layout
-    if layout == "auto":
-        layout = "both" if len({r.ablation for r in runs}) > 1 else "main"
-    kw = {"reference_backbone": args.reference_backbone, "n_boot": args.n_boot, "alpha": args.alpha}
+    if layout == "auto":  # main table when something was answered; ablation layout for ablations or retrieval-only runs
+        main = any(r.answered for r in runs)
+        ablation = len({r.ablation for r in runs}) > 1 or not all(r.answered for r in runs)
+        layout = "both" if main and ablation else ("main" if main else "ablation")
+    kw = {"reference_backbone": args.reference_backbone}
     tables: list[tuple[str, Table]] = []
     if layout in ("main", "both"):
         tables.append(("main_table", main_table(summaries, paper, **kw)))
@@ -94,7 +109,9 @@ def run_report(args: argparse.Namespace) -> list[Path]:
     if not args.no_plots:
         from memcore.report.plots import make_plots
 
-        written += make_plots(summaries, paper, out / "plots", reference_backbone=args.reference_backbone, budgets=budgets)
+        written += make_plots(
+            summaries, paper, out / "plots", reference_backbone=args.reference_backbone, budgets=budgets
+        )
     runs_list = out / "runs.txt"
     runs_list.write_text("".join(f"{r.path}\n" for r in runs))
     written.append(runs_list)

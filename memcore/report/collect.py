@@ -91,15 +91,29 @@ class RunData:
 
     @property
     def method_label(self) -> str:
-        """What the table prints: the method config's ``variant`` if set, else its ``name`` (a variant
-        config such as ``memcore-cheap`` names itself), else the registered method."""
+        """What the table prints: the method config's ``name`` (a variant such as ``memcore-cheap``
+        names itself), else the registered method."""
         mcfg = self.config.get("method") or {}
-        return str(mcfg.get("variant") or mcfg.get("name") or self.method)
+        return str(mcfg.get("name") or self.method)
+
+    @property
+    def variant_of(self) -> str | None:
+        """The method this run is a variant of (``memcore-cheap`` → ``memcore``), or None."""
+        from memcore.methods import METHOD_TABLE
+
+        label = self.method_label
+        bases = [m for m in (*METHOD_TABLE, *PAPER_METHODS) if label != m and label.startswith(m + "-")]
+        return max(bases, key=len) if bases else None
 
     @property
     def is_variant(self) -> bool:
-        """True when this is not one of the paper's methods as configured by default (e.g. memcore-cheap)."""
-        return self.method_label not in PAPER_METHODS
+        """A variant (e.g. memcore-cheap) is labelled as such and never compared with the paper."""
+        return self.variant_of is not None
+
+    @property
+    def is_paper_method(self) -> bool:
+        """One of the paper's methods (its own name, not a variant): gets the paper's numbers beside it."""
+        return self.method_label in PAPER_METHODS
 
     @property
     def ablation(self) -> str:
@@ -179,7 +193,7 @@ def load_runs(paths: Iterable[str | Path], *, include_old: bool = False) -> list
 
 
 def run_sort_key(run: RunData) -> tuple[Any, ...]:
-    from memcore.report.reference import BACKBONE_ORDER, METHOD_ORDER, ABLATION_ORDER
+    from memcore.report.reference import ABLATION_ORDER, BACKBONE_ORDER, METHOD_ORDER
 
     def rank(order: Sequence[str], value: str) -> tuple[int, str]:
         return (order.index(value), "") if value in order else (len(order), value)

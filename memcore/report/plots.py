@@ -34,23 +34,26 @@ def _pyplot() -> Any:
     return plt
 
 
-def _save(fig: Any, out_dir: Path, stem: str) -> list[Path]:
+def _save(fig: Any, out_dir: Path, stem: str, extra_artists: Sequence[Any] = ()) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
-    fig.savefig(paths[0], dpi=DPI, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
+    for path in paths:
+        fig.savefig(path, dpi=DPI, bbox_inches="tight", bbox_extra_artists=list(extra_artists))
     _pyplot().close(fig)
     return paths
 
 
 def _run_label(run: RunData, with_backbone: bool = False) -> str:
-    label = run.label() + (" (variant)" if run.is_variant else "")
+    label = run.label() + (f" (variant of {run.variant_of})" if run.is_variant else "")
     return f"{label} @ {run.backbone}" if with_backbone else label
 
 
 def plot_category_bars(summaries: Sequence[RunSummary], out_dir: Path, stem: str = "category_f1") -> list[Path]:
-    """Grouped bars: categories 1-5 and the weighted overall on x, one bar per run, a panel per backbone."""
+    """Grouped bars: categories 1-5 and the weighted overall on x, one bar per method, a panel per backbone.
+    Ablated runs are left to the ablation figure (unless there is nothing else)."""
     answered = [s for s in summaries if s.values.get("f1") is not None]
+    full = [s for s in answered if s.run.ablation == "none"]
+    answered = full or answered
     if not answered:
         return []
     plt = _pyplot()
@@ -58,15 +61,16 @@ def plot_category_bars(summaries: Sequence[RunSummary], out_dir: Path, stem: str
     groups = [f"{c}\n{category_name(c)}" for c in CATEGORIES] + ["weighted\noverall"]
     keys = [f"cat{c}" for c in CATEGORIES] + ["f1"]
     most = max(sum(1 for s in answered if s.run.backbone == b) for b in backbones)
-    fig, axes = plt.subplots(len(backbones), 1, figsize=(max(8.0, 1.1 * len(groups) * max(1, most) * 0.35 + 3), 3.6 * len(backbones)), squeeze=False)
-    cmap = plt.get_cmap("tab10")
+    width_in = min(15.0, 6.0 + 0.22 * len(groups) * most)
+    fig, axes = plt.subplots(len(backbones), 1, figsize=(width_in, 3.4 * len(backbones)), squeeze=False)
+    cmap = plt.get_cmap("tab20" if most > 10 else "tab10")
     for ax, backbone in zip(axes[:, 0], backbones):
         runs = [s for s in answered if s.run.backbone == backbone]
         width = 0.8 / len(runs)
         x = np.arange(len(groups))
         for i, s in enumerate(runs):
             vals = [s.values.get(k) if s.values.get(k) is not None else np.nan for k in keys]
-            ax.bar(x - 0.4 + width * (i + 0.5), vals, width, label=_run_label(s.run), color=cmap(i % 10))
+            ax.bar(x - 0.4 + width * (i + 0.5), vals, width, label=_run_label(s.run), color=cmap(i % cmap.N))
         ax.set_xticks(x)
         ax.set_xticklabels(groups)
         ax.set_ylabel("F1 (%)")
@@ -96,9 +100,12 @@ def plot_ablation_deltas(
             continue
         ours = {k: _d(s.values.get(k), full.values.get(k)) for k in ("f1", "recall")}
         p_row = _paper_ablation(s, paper, reference_backbone)
-        p_full = paper.ablation_row(reference_backbone or s.run.backbone, "none") if paper is not None and p_row else None
+        p_full = (
+            paper.ablation_row(reference_backbone or s.run.backbone, "none") if paper is not None and p_row else None
+        )
         theirs = {k: _d(p_row.get(k), p_full.get(k)) if p_row and p_full else None for k in ("f1", "recall")}
-        label = s.run.ablation if len({x.run.backbone for x in summaries}) == 1 else f"{s.run.ablation} @ {s.run.backbone}"
+        several = len({x.run.backbone for x in summaries if x.run.ablation != "none"}) > 1
+        label = f"{s.run.ablation} @ {s.run.backbone}" if several else s.run.ablation
         rows.append((label, ours, theirs))
     if not rows:
         return []
@@ -112,13 +119,20 @@ def plot_ablation_deltas(
         if not np.all(np.isnan(theirs)):
             ax.barh(y + 0.2, theirs, 0.4, label="paper", color="#ff7f0e")
         ax.axvline(0, color="black", linewidth=0.8)
+        finite = [v for v in (*ours, *theirs) if not np.isnan(v)]
+        span = max([abs(v) for v in finite] + [1.0])
+        ax.set_xlim(min([*finite, 0.0]) - 0.08 * span, max([*finite, 0.0]) + 0.08 * span)
         ax.set_xlabel(f"Δ {name} vs full model (percentage points)")
         ax.set_title(f"Ablation effect on {name}")
         ax.grid(axis="x", alpha=0.3)
-        ax.legend(loc="lower right", fontsize=8)
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper center", ncol=2, fontsize=9, bbox_to_anchor=(0.5, 1.0))
     axes[0].set_yticks(y)
     axes[0].set_yticklabels([r[0] for r in rows])
     axes[0].invert_yaxis()
+    ablated = {x.run.backbone for x in summaries if x.run.ablation != "none"}
+    backbone = next(iter(ablated)) if len(ablated) == 1 else "several backbones"
+    fig.suptitle(f"Ablations of the full model ({backbone})", y=1.04)
     fig.tight_layout()
     return _save(fig, out_dir, stem)
 
@@ -128,34 +142,59 @@ def _d(a: float | None, b: float | None) -> float | None:
 
 
 def plot_cost_vs_f1(summaries: Sequence[RunSummary], out_dir: Path, stem: str = "cost_vs_f1") -> list[Path]:
-    """Scatter of LLM tokens per conversation (log x) against weighted F1 — or evidence recall when no
-    run answered. Runs that used no LLM tokens sit on the left edge (x clipped to 1)."""
+    """Scatter of LLM tokens per conversation against weighted F1 — or evidence recall when no run
+    answered: colour = method, marker = backbone. x is symlog (linear below 1,000 tokens), so runs
+    without LLM calls sit at 0. Ablated runs are left out unless there is nothing else."""
     points = [s for s in summaries if s.cost.get("tokens_per_conv") is not None]
-    if not points:
-        return []
     metric = "f1" if any(s.values.get("f1") is not None for s in points) else "recall"
     points = [s for s in points if s.values.get(metric) is not None]
+    points = [s for s in points if s.run.ablation == "none"] or points
     if not points:
         return []
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5))
+    from matplotlib.lines import Line2D
+
+    fig, ax = plt.subplots(figsize=(9, 5.5))
     markers = "osD^vP*X"
+    labels = list(dict.fromkeys(_run_label(s.run) for s in points))
     backbones = list(dict.fromkeys(s.run.backbone for s in points))
-    for bi, backbone in enumerate(backbones):
-        group = [s for s in points if s.run.backbone == backbone]
-        xs = [max(1.0, float(s.cost["tokens_per_conv"] or 0.0)) for s in group]
-        ys = [float(s.values[metric] or 0.0) for s in group]
-        ax.scatter(xs, ys, marker=markers[bi % len(markers)], s=60, label=f"backbone {backbone}")
-        for s, x, yv in zip(group, xs, ys):
-            ax.annotate(_run_label(s.run), (x, yv), textcoords="offset points", xytext=(6, 4), fontsize=8)
-    ax.set_xscale("log")
-    ax.set_xlabel("LLM tokens per conversation (prompt + completion, log scale)")
+    cmap = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
+    for s in points:
+        ax.scatter(
+            float(s.cost["tokens_per_conv"] or 0.0),
+            float(s.values[metric] or 0.0),
+            marker=markers[backbones.index(s.run.backbone) % len(markers)],
+            color=cmap(labels.index(_run_label(s.run)) % cmap.N),
+            s=70,
+            edgecolors="black",
+            linewidths=0.5,
+        )
+    top = max(float(s.cost["tokens_per_conv"] or 0.0) for s in points)
+    decades = [10**k for k in range(3, max(4, int(np.ceil(np.log10(max(top, 1.0)))) + 1))]
+    ax.set_xscale("symlog", linthresh=1000)
+    ax.set_xticks([0, *decades])
+    ax.set_xticklabels(["0"] + [f"$10^{{{int(np.log10(d))}}}$" for d in decades])
+    ax.set_xlim(-200, decades[-1] * 1.5)
+    ax.set_ylim(0, min(100.0, max(float(s.values[metric] or 0.0) for s in points) + 15.0))
+    ax.set_xlabel("LLM tokens per conversation (prompt + completion; log scale above 1,000)")
     ax.set_ylabel("weighted F1 (%)" if metric == "f1" else "evidence recall (%)")
-    ax.set_title("Cost against quality" + ("" if metric == "f1" else " (retrieval-only runs: recall)"))
+    ax.set_title("Cost against quality" + ("" if metric == "f1" else " (retrieval-only runs: evidence recall)"))
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    method_handles = [
+        Line2D([], [], marker="o", linestyle="", color=cmap(i % cmap.N), markeredgecolor="black", label=lab)
+        for i, lab in enumerate(labels)
+    ]
+    backbone_handles = [
+        Line2D([], [], marker=markers[i % len(markers)], linestyle="", color="grey", label=b)
+        for i, b in enumerate(backbones)
+    ]
+    first = ax.legend(handles=method_handles, title="method", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax.add_artist(first)
+    second = ax.legend(
+        handles=backbone_handles, title="backbone", loc="lower left", bbox_to_anchor=(1.01, 0.0), fontsize=8
+    )
     fig.tight_layout()
-    return _save(fig, out_dir, stem)
+    return _save(fig, out_dir, stem, extra_artists=[first, second])
 
 
 def recall_budget_curve(run: RunData, budgets: Sequence[int] = DEFAULT_BUDGETS) -> dict[int, float | None]:
@@ -187,24 +226,38 @@ def plot_recall_vs_budget(
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["backbone", "method", "ablation", "dataset", *[f"recall_at_{b}" for b in budgets], "run_dir"])
         for r, c in curves:
-            w.writerow([r.backbone, r.method_label, r.ablation, r.dataset, *["" if c[b] is None else f"{c[b]:.4f}" for b in budgets], r.path])
+            w.writerow(
+                [
+                    r.backbone,
+                    r.method_label,
+                    r.ablation,
+                    r.dataset,
+                    *["" if c[b] is None else f"{c[b]:.4f}" for b in budgets],
+                    r.path,
+                ]
+            )
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5))
-    many_backbones = len({r.backbone for r, _ in curves}) > 1
-    for r, c in curves:
-        xs = [b for b in budgets if c[b] is not None]
-        ax.plot(xs, [c[b] for b in xs], marker="o", label=_run_label(r, many_backbones))
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(list(budgets))
-    ax.set_xticklabels([str(b) for b in budgets])
-    ax.set_xlabel("context budget (tokens of retrieved notes, log scale)")
-    ax.set_ylabel("evidence recall (%)")
-    ax.set_ylim(0, 100)
-    ax.set_title("Evidence recall at equal context-token budgets")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="lower right")
+    backbones = list(dict.fromkeys(r.backbone for r, _ in curves))
+    fig, axes = plt.subplots(len(backbones), 1, figsize=(8.5, 4.4 * len(backbones)), squeeze=False)
+    extra = []
+    for ax, backbone in zip(axes[:, 0], backbones):
+        group = [(r, c) for r, c in curves if r.backbone == backbone]
+        cmap = plt.get_cmap("tab10" if len(group) <= 10 else "tab20")
+        for i, (r, c) in enumerate(group):
+            xs = [b for b in budgets if c[b] is not None]
+            style = "-" if i < 10 else "--"
+            ax.plot(xs, [c[b] for b in xs], marker="o", linestyle=style, color=cmap(i % cmap.N), label=_run_label(r))
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(budgets))
+        ax.set_xticklabels([str(b) for b in budgets])
+        ax.set_xlabel("context budget (tokens of retrieved notes, log scale)")
+        ax.set_ylim(0, 100)
+        ax.set_title(f"Evidence recall at equal context budgets — {backbone}")
+        ax.grid(alpha=0.3, which="both")
+        ax.set_ylabel("evidence recall (%)")
+        extra.append(ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="method"))
     fig.tight_layout()
-    return [*_save(fig, out_dir, stem), csv_path]
+    return [*_save(fig, out_dir, stem, extra_artists=extra), csv_path]
 
 
 def make_plots(

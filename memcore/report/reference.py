@@ -65,7 +65,9 @@ class PaperNumbers:
 
 def _rows(path: Path, required: list[str]) -> list[dict[str, str]]:
     if not path.is_file():
-        raise ReferenceError(f"{path} is missing; the paper's tables live in results/reference/ (pass --reference DIR).")
+        raise ReferenceError(
+            f"{path} is missing; the paper's tables live in results/reference/ (pass --reference DIR)."
+        )
     with open(path, newline="") as fh:
         reader = csv.DictReader(fh)
         missing = [c for c in required if c not in (reader.fieldnames or [])]

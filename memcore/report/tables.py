@@ -123,6 +123,8 @@ class RunSummary:
     audited: dict[str, float | None] | None = None
     audited_ci: dict[str, tuple[float, float] | None] | None = None
     n_audited_changed: int = 0
+    n_boot: int = 1000
+    alpha: float = 0.05
 
     @property
     def comparable(self) -> bool:
@@ -139,6 +141,8 @@ def summarize_run(run: RunData, *, n_boot: int = 1000, seed: int = 0, alpha: flo
         ci=metric_cis(items, values, n_boot=n_boot, seed=seed, alpha=alpha),
         counts=category_counts(run.metrics),
         cost=cost_summary(run),
+        n_boot=n_boot,
+        alpha=alpha,
     )
     if run.has_audited:
         a_values = metric_values(run.metrics["audited"])
@@ -176,8 +180,8 @@ def delta(a: float | None, b: float | None) -> float | None:
 
 
 def category_header(c: int, counts: Sequence[Mapping[int, int]]) -> str:
-    ns = sorted({m[c] for m in counts if c in m})
-    n = "?" if not ns else "/".join(str(v) for v in ns)
+    ns = sorted({m.get(c, 0) for m in counts})
+    n = "/".join(str(v) for v in ns) if ns else "0"
     return f"{c} {category_name(c)} (n={n})"
 
 
@@ -255,18 +259,20 @@ def latex_escape(text: str) -> str:
 # ------------------------------------------------------------------------------------ layouts
 def _method_cell(s: RunSummary) -> str:
     label = s.run.label()
-    return f"{label} (variant)" if s.run.is_variant else label
+    return f"{label} (variant of {s.run.variant_of})" if s.run.is_variant else label
 
 
 def _paper_main(s: RunSummary, paper: PaperNumbers | None, reference_backbone: str | None) -> dict[str, float] | None:
     """The paper's main-table row for this run: only for the paper's own methods, full model."""
-    if paper is None or s.run.is_variant or s.run.ablation != "none":
+    if paper is None or not s.run.is_paper_method or s.run.ablation != "none":
         return None
     return paper.main_row(reference_backbone or s.run.backbone, s.run.method_label)
 
 
-def _paper_ablation(s: RunSummary, paper: PaperNumbers | None, reference_backbone: str | None) -> dict[str, float] | None:
-    if paper is None or s.run.is_variant or s.run.method_label != "memcore":
+def _paper_ablation(
+    s: RunSummary, paper: PaperNumbers | None, reference_backbone: str | None
+) -> dict[str, float] | None:
+    if paper is None or not s.run.is_paper_method or s.run.method_label != "memcore":
         return None
     return paper.ablation_row(reference_backbone or s.run.backbone, s.run.ablation)
 
@@ -278,7 +284,7 @@ def _base_record(s: RunSummary) -> dict[str, Any]:
         "backbone": r.backbone,
         "method": r.method_label,
         "registered_method": r.method,
-        "variant": r.is_variant,
+        "variant_of": r.variant_of or "",
         "ablation": r.ablation,
         "dataset": r.dataset,
         "protocol": r.protocol,
@@ -311,7 +317,7 @@ def _metric_record(
             rec[f"{k}_audited_minus_original"] = delta(a, v)
         for suffix, values in (extra or {}).items():
             rec[f"{k}_{suffix}"] = values.get(k)
-    for k in COST_KEYS + ("build_calls_per_conv", "qa_calls_per_conv", "usd_this_run"):
+    for k in (*COST_KEYS, "build_calls_per_conv", "qa_calls_per_conv", "usd_this_run"):
         rec[k] = s.cost.get(k)
     if s.audited is not None:
         rec["n_items_audited_changed"] = s.n_audited_changed
@@ -334,22 +340,35 @@ def _source_rows(
     def cells(values: Mapping[str, float | None], cis: Mapping[str, tuple[float, float] | None] | None) -> list[str]:
         return [fmt_ci(values.get(k), (cis or {}).get(k)) if k in ci_keys else fmt(values.get(k)) for k in keys]
 
-    rows = [lead + ["ours"] + cells(s.values, s.ci) + tail_ours]
+    rows = [[*lead, "ours", *cells(s.values, s.ci), *tail_ours]]
     if s.audited is not None:
-        rows.append(blank + [f"ours, audited gold ({s.n_audited_changed} items changed)"] + cells(s.audited, s.audited_ci) + tail_other)
+        rows.append(
+            [
+                *blank,
+                f"ours, audited gold ({s.n_audited_changed} item{'' if s.n_audited_changed == 1 else 's'} changed)",
+                *cells(s.audited, s.audited_ci),
+                *tail_other,
+            ]
+        )
     if paper_row is not None:
         mark = "" if s.comparable else f" {NOT_COMPARABLE}"
         rows.append(blank + [paper_label] + [fmt(paper_row.get(k)) for k in keys] + tail_other)
-        rows.append(blank + [f"Δ ours−paper{mark}"] + [fmt_delta(delta(s.values.get(k), paper_row.get(k))) for k in keys] + tail_other)
+        rows.append(
+            blank
+            + [f"Δ ours−paper{mark}"]
+            + [fmt_delta(delta(s.values.get(k), paper_row.get(k))) for k in keys]
+            + tail_other
+        )
     return rows
 
 
-def _common_notes(summaries: Sequence[RunSummary], n_boot: int, alpha: float, reference_backbone: str | None) -> list[str]:
+def _common_notes(summaries: Sequence[RunSummary], reference_backbone: str | None, flagged: bool) -> list[str]:
+    n_boot, alpha = (summaries[0].n_boot, summaries[0].alpha) if summaries else (1000, 0.05)
     notes = [
         f"Percentages. [low, high] = {100 * (1 - alpha):.0f}% bootstrap CI ({n_boot} resamples of whole conversations); "
         "with one conversation it collapses to the point.",
     ]
-    if any(not s.comparable for s in summaries):
+    if flagged:
         notes.append(
             f"{NOT_COMPARABLE} not comparable: the paper's numbers are on all of LoCoMo ({PAPER_DATASET}) with the "
             f"{PAPER_PROTOCOL} protocol; these runs use "
@@ -359,14 +378,24 @@ def _common_notes(summaries: Sequence[RunSummary], n_boot: int, alpha: float, re
     if reference_backbone:
         notes.append(f"Paper rows are the paper's {reference_backbone} numbers, whatever backbone our run used.")
     if any(s.run.is_variant for s in summaries):
-        notes.append("(variant): a configuration of ours that is not one of the paper's methods; never compared with the paper.")
+        notes.append(
+            "(variant of X): our own configuration of X (e.g. memcore-cheap: no LLM calls), not the paper's method; "
+            "never compared with the paper's numbers."
+        )
     if any(not s.run.answered for s in summaries):
-        notes.append("Runs with eval.answer=false have no answers: F1/BLEU-1 are '–', recall and hit rate are measured.")
+        notes.append(
+            "Runs with eval.answer=false have no answers: F1/BLEU-1 are '–', recall and hit rate are measured."
+        )
     notes.append(
         "Cost per conversation: LLM calls and tokens of memory build (from the snapshot manifest, also when reused) "
         "plus retrieval/answer/judge, cached calls included; wall time of this run (cache hits shorten it)."
     )
     return notes
+
+
+def _ci_label(summaries: Sequence[RunSummary]) -> str:
+    alpha = summaries[0].alpha if summaries else 0.05
+    return f"{100 * (1 - alpha):.0f}% CI"
 
 
 def _setting_lead(s: RunSummary, vary: Sequence[str]) -> list[str]:
@@ -378,7 +407,9 @@ def _setting_lead(s: RunSummary, vary: Sequence[str]) -> list[str]:
 
 
 def _varying(summaries: Sequence[RunSummary]) -> list[str]:
-    return [a for a in ("dataset", "protocol", "embedder", "experiment") if len({getattr(s.run, a) for s in summaries}) > 1]
+    return [
+        a for a in ("dataset", "protocol", "embedder", "experiment") if len({getattr(s.run, a) for s in summaries}) > 1
+    ]
 
 
 def main_table(
@@ -386,8 +417,6 @@ def main_table(
     paper: PaperNumbers | None,
     *,
     reference_backbone: str | None = None,
-    n_boot: int = 1000,
-    alpha: float = 0.05,
     title: str = "LoCoMo main table (F1 per category, weighted F1 and BLEU-1)",
 ) -> Table:
     """The paper's main-table layout."""
@@ -396,20 +425,24 @@ def main_table(
     counts = [s.counts for s in summaries]
     columns = ["Backbone", "Method", *[a.capitalize() for a in vary], "Source"]
     columns += [category_header(c, counts) for c in CATEGORIES]
-    columns += [f"{KEY_LABELS[k]} (95% CI)" for k in keys[len(CATEGORIES) :]]
+    columns += [f"{KEY_LABELS[k]} ({_ci_label(summaries)})" for k in keys[len(CATEGORIES) :]]
     columns += [COST_LABELS[k] for k in COST_KEYS]
     rows: list[list[str]] = []
     records: list[dict[str, Any]] = []
+    flagged = False
     for s in summaries:
         paper_row = _paper_main(s, paper, reference_backbone)
+        flagged |= paper_row is not None and not s.comparable
         lead = _setting_lead(s, vary)
         tail_ours = [fmt_cost(k, s.cost.get(k)) for k in COST_KEYS]
         paper_label = f"paper ({reference_backbone})" if reference_backbone else "paper"
-        rows += _source_rows(s, keys, paper_row, paper_label, lead, tail_ours, [""] * len(COST_KEYS), keys[len(CATEGORIES) :])
+        rows += _source_rows(
+            s, keys, paper_row, paper_label, lead, tail_ours, [""] * len(COST_KEYS), keys[len(CATEGORIES) :]
+        )
         rec = _base_record(s)
         _metric_record(rec, s, keys, paper_row)
         records.append(rec)
-    notes = _common_notes(summaries, n_boot, alpha, reference_backbone)
+    notes = _common_notes(summaries, reference_backbone, flagged)
     return Table(title, columns, rows, notes, records, text_columns=3 + len(vary))
 
 
@@ -417,7 +450,13 @@ def _full_model(s: RunSummary, summaries: Sequence[RunSummary]) -> RunSummary | 
     r = s.run
     for other in summaries:
         o = other.run
-        same = (o.backbone, o.method_label, o.dataset, o.protocol, o.embedder) == (r.backbone, r.method_label, r.dataset, r.protocol, r.embedder)
+        same = (o.backbone, o.method_label, o.dataset, o.protocol, o.embedder) == (
+            r.backbone,
+            r.method_label,
+            r.dataset,
+            r.protocol,
+            r.embedder,
+        )
         if same and o.ablation == "none":
             return other
     return None
@@ -428,40 +467,45 @@ def ablation_table(
     paper: PaperNumbers | None,
     *,
     reference_backbone: str | None = None,
-    n_boot: int = 1000,
-    alpha: float = 0.05,
     title: str = "Ablations (F1, BLEU-1, evidence recall, hit rate)",
 ) -> Table:
     """The paper's ablation layout, plus each metric's change against the full model (ablation ``none``)."""
     keys = list(ABLATION_KEYS)
     vary = _varying(summaries)
     columns = ["Backbone", "Method", *[a.capitalize() for a in vary], "Source"]
-    columns += [f"{KEY_LABELS[k]} (95% CI)" for k in keys]
+    columns += [f"{KEY_LABELS[k]} ({_ci_label(summaries)})" for k in keys]
     columns += ["ΔF1 vs full", "ΔRecall vs full"]
     columns += [COST_LABELS[k] for k in COST_KEYS]
     rows: list[list[str]] = []
     records: list[dict[str, Any]] = []
+    flagged = False
     for s in summaries:
         paper_row = _paper_ablation(s, paper, reference_backbone)
+        flagged |= paper_row is not None and not s.comparable
         full = _full_model(s, summaries)
         ours_vs_full = {k: (delta(s.values.get(k), full.values.get(k)) if full else None) for k in keys}
         paper_full = _paper_ablation(full, paper, reference_backbone) if full else None
         if paper_full is None and paper_row is not None and paper is not None:
             paper_full = paper.ablation_row(reference_backbone or s.run.backbone, "none")
-        paper_vs_full = {k: delta(paper_row.get(k), paper_full.get(k)) if paper_row and paper_full else None for k in keys}
-        tail_ours = [fmt_delta(ours_vs_full["f1"]), fmt_delta(ours_vs_full["recall"])]
+        paper_vs_full = {
+            k: delta(paper_row.get(k), paper_full.get(k)) if paper_row and paper_full else None for k in keys
+        }
+        is_full = full is s
+        tail_ours = ["(full)" if is_full else fmt_delta(ours_vs_full[k]) for k in ("f1", "recall")]
         tail_ours += [fmt_cost(k, s.cost.get(k)) for k in COST_KEYS]
         lead = _setting_lead(s, vary)
         paper_label = f"paper ({reference_backbone})" if reference_backbone else "paper"
         block = _source_rows(s, keys, paper_row, paper_label, lead, tail_ours, [""] * (2 + len(COST_KEYS)), keys)
         if paper_row is not None:  # the paper row's own change against the paper's full model
             paper_idx = next(i for i, row in enumerate(block) if row[len(lead)] == paper_label)
-            block[paper_idx][len(lead) + 1 + len(keys)] = fmt_delta(paper_vs_full["f1"])
-            block[paper_idx][len(lead) + 2 + len(keys)] = fmt_delta(paper_vs_full["recall"])
+            for j, k in enumerate(("f1", "recall")):
+                block[paper_idx][len(lead) + 1 + len(keys) + j] = (
+                    "(full)" if s.run.ablation == "none" else fmt_delta(paper_vs_full[k])
+                )
         rows += block
         rec = _base_record(s)
         _metric_record(rec, s, keys, paper_row, {"vs_full": ours_vs_full, "paper_vs_full": paper_vs_full})
         records.append(rec)
-    notes = _common_notes(summaries, n_boot, alpha, reference_backbone)
+    notes = _common_notes(summaries, reference_backbone, flagged)
     notes.append("Δ vs full: the ablation minus the full model (ablation none) of the same backbone, method and data.")
     return Table(title, columns, rows, notes, records, text_columns=3 + len(vary))

@@ -1,0 +1,565 @@
+"""MemGPT (Packer et al. 2023) reimplemented behind memcore's MemorySystem.
+
+Main context = system instructions + core memory (editable blocks: persona and one per speaker) +
+the recursive summary of evicted messages + a FIFO of recent messages. Each ingested turn is
+appended to the FIFO and to recall storage; the agent then runs its heartbeat loop (at most
+``max_steps_per_turn`` steps), each step one function call chosen by the backbone. Past
+``warning_fraction`` of the window the agent gets a memory-pressure alert; past the window the
+oldest ``evict_fraction`` of FIFO tokens is evicted and folded into the summary by one LLM call.
+At question time the agent searches recall and archival storage with its own queries; the evidence
+is its main context (core memory, summary, recent messages) plus every search result.
+
+Function calls use a JSON protocol in the reply text, ``{"function": name, "arguments": {...},
+"request_heartbeat": bool}``, parsed through ``complete_json`` — it works on every
+OpenAI-compatible server (llama.cpp included); MemGPT's own local-LLM wrappers do the same.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from baselines.memgpt.config import CONSTRUCTION_KEYS, MemGPTConfig, config_from_dict
+from baselines.memgpt.stores import (
+    ArchivalEntry,
+    ArchivalMemory,
+    CoreLine,
+    CoreMemory,
+    FunctionError,
+    RecallMemory,
+    RecallMessage,
+)
+from memcore.interfaces import ChatBackbone, Embedder, Message, MethodContext, MethodSpec
+from memcore.llm.json_reply import complete_json
+from memcore.prompts import memgpt as P
+from memcore.text import count_tokens
+from memcore.types import Evidence, EvidenceNote, Turn
+
+STATE_FILE = "memgpt.json"
+VECTORS_FILE = "memgpt_archival.npy"
+
+#: function name → (required string args, optional args); ``new_content`` may be empty.
+FUNCTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "core_memory_append": (("name", "content"), ()),
+    "core_memory_replace": (("name", "old_content"), ("new_content",)),
+    "archival_memory_insert": (("content",), ()),
+    "archival_memory_search": (("query",), ("page",)),
+    "conversation_search": (("query",), ("page",)),
+    "done": ((), ()),
+}
+INGEST_FUNCTIONS = frozenset(FUNCTIONS)
+QA_FUNCTIONS = frozenset({"archival_memory_search", "conversation_search", "done"})
+_ALIASES = {"send_message": "done", "pause_heartbeats": "done", "finish": "done", "none": "done"}
+
+
+@dataclass(frozen=True)
+class Action:
+    """One parsed agent step."""
+
+    function: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    heartbeat: bool = False
+    thought: str = ""
+
+    def render(self) -> str:
+        """Canonical JSON kept in the FIFO as the assistant's message."""
+        d: dict[str, Any] = {"thought": self.thought, "function": self.function, "arguments": self.arguments}
+        if self.heartbeat:
+            d["request_heartbeat"] = True
+        return json.dumps(d, ensure_ascii=False)
+
+
+DONE = Action("done")
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return bool(value)
+
+
+def parse_action(allowed: frozenset[str]) -> Callable[[Any], Action]:
+    """Validator for one agent reply. Accepts ``function``/``name`` (or a nested
+    ``{"function": {"name", "arguments"}}``) and ``arguments``/``args``/``parameters`` (object or
+    JSON string); raises ValueError on an unknown function or a missing required argument."""
+
+    def validate(obj: Any) -> Action:
+        if not isinstance(obj, dict):
+            raise ValueError("reply must be a JSON object")
+        fn = obj.get("function", obj.get("name", obj.get("function_call")))
+        args: Any = obj.get("arguments", obj.get("args", obj.get("parameters")))
+        if isinstance(fn, dict):
+            args = fn.get("arguments", args)
+            fn = fn.get("name")
+        if not isinstance(fn, str) or not fn.strip():
+            raise ValueError('reply needs "function"')
+        name = fn.strip().lower().removeprefix("functions.").strip("()")
+        name = _ALIASES.get(name, name)
+        if name not in allowed:
+            raise ValueError(f"function {name!r} is not available here; use one of {sorted(allowed)}")
+        if isinstance(args, str):
+            args = json.loads(args) if args.strip() else {}
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise ValueError("arguments must be an object")
+        required, optional = FUNCTIONS[name]
+        clean: dict[str, Any] = {}
+        for key in required:
+            value = args.get(key)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{name} needs a non-empty string argument {key!r}")
+            clean[key] = value.strip()
+        for key in optional:
+            if key == "page":
+                try:
+                    clean["page"] = max(0, int(args.get("page", 0) or 0))
+                except (TypeError, ValueError):
+                    clean["page"] = 0
+            elif key in args:
+                clean[key] = "" if args[key] is None else str(args[key])
+        heartbeat = _as_bool(obj.get("request_heartbeat", args.get("request_heartbeat", False)))
+        thought = obj.get("thought", obj.get("inner_thoughts", ""))
+        return Action(name, clean, heartbeat, str(thought)[:300] if thought else "")
+
+    return validate
+
+
+@dataclass
+class FifoMessage:
+    """One message of the main context's FIFO queue."""
+
+    role: str  # user | assistant
+    kind: str  # turn | action | result | alert
+    content: str
+    dia_id: str | None = None
+    timestamp: str | None = None
+    tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.tokens:
+            self.tokens = count_tokens(self.content)
+
+
+@dataclass
+class _Hit:
+    """A search result kept as evidence."""
+
+    note_id: str
+    text: str
+    dia_ids: tuple[str, ...]
+    timestamp: str
+    score: float
+    channel: str
+
+
+class MemGPT:
+    """One conversation's MemGPT agent. ``ingest`` in order, then ``finalize``; ``retrieve`` only
+    reads memory (safe from several threads)."""
+
+    def __init__(
+        self,
+        config: MemGPTConfig,
+        speakers: tuple[str, str],
+        backbone: Callable[[], ChatBackbone],
+        embedder: Callable[[], Embedder],
+    ) -> None:
+        self.cfg = config
+        self.speakers = speakers
+        self._backbone = backbone
+        self._embedder = embedder
+        blocks = {
+            "persona": [
+                CoreLine(f"I am a memory agent observing the conversation between {speakers[0]} and {speakers[1]}.")
+            ]
+        }
+        for s in speakers:
+            blocks.setdefault(s, [])
+        self.core = CoreMemory(config.core_block_chars, blocks)
+        self.archival = ArchivalMemory()
+        self.recall = RecallMemory(config.recall_search)
+        self.fifo: list[FifoMessage] = []
+        self.summary = ""
+        self.summary_dia_ids: tuple[str, ...] = ()
+        self.n_hidden = 0
+        self._alerted = False
+        self._lock = threading.Lock()
+        self.counters: dict[str, Any] = {
+            "turns": 0,
+            "agent_steps": 0,
+            "step_fallbacks": 0,
+            "failed_calls": 0,
+            "evictions": 0,
+            "summary_calls": 0,
+            "alerts": 0,
+            "calls_by_function": {},
+            "qa_questions": 0,
+            "qa_steps": 0,
+            "qa_step_fallbacks": 0,
+            "qa_fallback_searches": 0,
+        }
+        self.system_prompt = P.SYSTEM.format(
+            speaker_a=speakers[0],
+            speaker_b=speakers[1],
+            blocks=", ".join(self.core.blocks),
+            page_size=config.page_size,
+        )
+
+    @property
+    def backbone(self) -> ChatBackbone:
+        return self._backbone()
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder()
+
+    # ------------------------------------------------------------------ main context
+    def _head(self) -> list[Message]:
+        msgs: list[Message] = [{"role": "system", "content": self.system_prompt}]
+        if self.summary:
+            msgs.append({"role": "user", "content": P.SUMMARY_NOTE.format(hidden=self.n_hidden, summary=self.summary)})
+        msgs.extend({"role": m.role, "content": m.content} for m in self.fifo)
+        return msgs
+
+    def _state(self, template: str, **kw: Any) -> str:
+        return template.format(
+            core=self.core.render(),
+            n_archival=len(self.archival.entries),
+            n_recall=len(self.recall.messages),
+            n_hidden=self.n_hidden,
+            **kw,
+        )
+
+    def context_tokens(self) -> int:
+        """Approximate size of the main context (system, summary, FIFO, core memory + stats)."""
+        fixed = count_tokens(self.system_prompt)
+        if self.summary:
+            fixed += count_tokens(P.SUMMARY_NOTE.format(hidden=self.n_hidden, summary=self.summary))
+        state = self._state(P.INGEST_STEP, directive=P.INGEST_NEW_MESSAGE)
+        return fixed + sum(m.tokens for m in self.fifo) + count_tokens(state)
+
+    def _maybe_alert(self) -> None:
+        if not self._alerted and self.context_tokens() > self.cfg.warning_fraction * self.cfg.context_window_tokens:
+            self.fifo.append(FifoMessage("user", "alert", P.PRESSURE_ALERT))
+            self._alerted = True
+            self.counters["alerts"] += 1
+
+    def _maybe_evict(self) -> None:
+        while self.context_tokens() > self.cfg.context_window_tokens and self._evict():
+            pass
+
+    def _evict(self) -> bool:
+        """Move the oldest ``evict_fraction`` of FIFO tokens out of context, folding them into the
+        recursive summary; the kept part starts at a conversation turn when possible."""
+        limit = len(self.fifo) - self.cfg.keep_last_messages
+        if limit <= 0:
+            return False
+        target = self.cfg.evict_fraction * sum(m.tokens for m in self.fifo)
+        cut, acc = 0, 0
+        while cut < limit and acc < target:
+            acc += self.fifo[cut].tokens
+            cut += 1
+        while cut < limit and self.fifo[cut].kind != "turn":
+            cut += 1
+        evicted, self.fifo = self.fifo[:cut], self.fifo[cut:]
+        self.summary = self._summarize(evicted)
+        self.summary_dia_ids = tuple(dict.fromkeys((*self.summary_dia_ids, *(m.dia_id for m in evicted if m.dia_id))))
+        self.n_hidden += len(evicted)
+        self._alerted = False
+        self.counters["evictions"] += 1
+        return True
+
+    def _summarize(self, evicted: list[FifoMessage]) -> str:
+        lines = [f"(summary of earlier messages) {self.summary}"] if self.summary else []
+        for m in evicted:
+            if m.kind == "turn":
+                lines.append(m.content)
+            elif m.kind == "action":
+                lines.append(f"(agent) {m.content}")
+            elif m.kind == "result":
+                lines.append(f"(agent function result) {m.content}")
+        messages = [
+            {
+                "role": "system",
+                "content": P.SUMMARY_SYSTEM.format(
+                    speaker_a=self.speakers[0], speaker_b=self.speakers[1], words=self.cfg.summary_words
+                ),
+            },
+            {"role": "user", "content": P.SUMMARY_USER.format(messages="\n".join(lines))},
+        ]
+        self.counters["summary_calls"] += 1
+        text = self.backbone.complete(
+            messages,
+            stage="ingest",
+            temperature=self.cfg.temperature,
+            max_tokens=self.cfg.summary_max_tokens,
+            prompt_version=P.VERSION,
+        ).text.strip()
+        return text or self.summary
+
+    # ------------------------------------------------------------------ agent steps
+    def _step(
+        self, state: str, allowed: frozenset[str], *, stage: str, extra: list[Message] | None = None
+    ) -> tuple[Action, bool]:
+        messages = [*self._head(), *(extra or []), {"role": "user", "content": state}]
+        kind = "memgpt ingest step → done" if stage == "ingest" else "memgpt question step → done"
+        res = complete_json(
+            self.backbone,
+            messages,
+            stage=stage,
+            validate=parse_action(allowed),
+            fallback=DONE,
+            fallback_kind=kind,
+            prompt_version=P.VERSION,
+            temperature=self.cfg.temperature,
+            max_tokens=self.cfg.max_tokens,
+        )
+        return res.value, res.ok
+
+    def _execute(self, action: Action, turn: Turn | None) -> tuple[bool, str, list[_Hit]]:
+        """Run one function; returns (ok, message for the agent, search hits)."""
+        a = action.arguments
+        ids = (turn.dia_id,) if turn is not None else ()
+        try:
+            if action.function == "core_memory_append":
+                return True, self.core.append(a["name"], a["content"], ids), []
+            if action.function == "core_memory_replace":
+                return True, self.core.replace(a["name"], a["old_content"], a.get("new_content", ""), ids), []
+            if action.function == "archival_memory_insert":
+                vec = np.asarray(self.embedder.encode([a["content"]]), dtype=np.float32)[0]
+                stamp = turn.session_time_raw if turn is not None else ""
+                entry = self.archival.insert(a["content"], ids, stamp, vec)
+                return True, f"stored as {entry.entry_id}", []
+            if action.function == "archival_memory_search":
+                return self._archival_search(a["query"], a.get("page", 0))
+            if action.function == "conversation_search":
+                return self._recall_search(a["query"], a.get("page", 0))
+        except FunctionError as exc:
+            return False, str(exc), []
+        return True, "", []
+
+    def _archival_search(self, query: str, page: int) -> tuple[bool, str, list[_Hit]]:
+        vec = np.asarray(self.embedder.encode([query]), dtype=np.float32)[0]
+        results, total = self.archival.search(vec, page, self.cfg.page_size)
+        hits = [
+            _Hit(f"archival:{e.entry_id}", e.content, e.dia_ids, e.timestamp, s, "archival_search") for e, s in results
+        ]
+        return True, self._format_results(hits, total, page), hits
+
+    def _recall_search(self, query: str, page: int) -> tuple[bool, str, list[_Hit]]:
+        results, total = self.recall.search(query, page, self.cfg.page_size)
+        hits = [
+            _Hit(f"recall:{m.dia_id}", f"{m.speaker}: {m.text}", (m.dia_id,), m.timestamp, s, "conversation_search")
+            for m, s in results
+        ]
+        return True, self._format_results(hits, total, page), hits
+
+    def _format_results(self, hits: list[_Hit], total: int, page: int) -> str:
+        if not hits:
+            return "No results found."
+        pages = max(0, (total - 1) // self.cfg.page_size)
+        body = "\n".join(f"- [{h.timestamp}] {h.text}" for h in hits)
+        return f"Showing {len(hits)} of {total} results (page {page}/{pages}):\n{body}"[
+            : self.cfg.function_result_chars
+        ]
+
+    def _result_message(self, action: Action, ok: bool, message: str) -> str:
+        return P.FUNCTION_RESULT.format(
+            name=action.function, status="OK" if ok else "Failed", message=message or "done"
+        )
+
+    # ------------------------------------------------------------------ ingestion
+    def ingest(self, turn: Turn) -> None:
+        self.counters["turns"] += 1
+        self.recall.add(RecallMessage(turn.dia_id, turn.speaker, turn.text, turn.session_time_raw))
+        self.fifo.append(
+            FifoMessage(
+                "user", "turn", f"[{turn.session_time_raw}] {turn.render()}", turn.dia_id, turn.session_time_raw
+            )
+        )
+        self._maybe_alert()
+        directive = P.INGEST_NEW_MESSAGE
+        for _ in range(self.cfg.max_steps_per_turn):
+            self._maybe_evict()
+            action, ok = self._step(self._state(P.INGEST_STEP, directive=directive), INGEST_FUNCTIONS, stage="ingest")
+            self.counters["agent_steps"] += 1
+            self.counters["step_fallbacks"] += 0 if ok else 1
+            by_fn = self.counters["calls_by_function"]
+            by_fn[action.function] = by_fn.get(action.function, 0) + 1
+            self.fifo.append(FifoMessage("assistant", "action", action.render(), turn.dia_id))
+            if action.function == "done":
+                break
+            success, message, _ = self._execute(action, turn)
+            self.fifo.append(FifoMessage("user", "result", self._result_message(action, success, message), turn.dia_id))
+            if not success:
+                self.counters["failed_calls"] += 1
+            # a failed call returns control to the agent (MemGPT's FUNC_FAILED_HEARTBEAT_MESSAGE)
+            if success and not action.heartbeat:
+                break
+            directive = P.INGEST_CONTINUE
+        self._maybe_alert()
+        self._maybe_evict()
+
+    def finalize(self) -> None:
+        """Nothing is pending: every turn was fully processed in ``ingest``."""
+
+    # ------------------------------------------------------------------ question time
+    def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
+        """The agent's own searches (at most ``qa_max_steps`` steps) over recall and archival
+        storage, plus its main context; ``budget`` caps the number of search-result notes."""
+        local: list[Message] = []
+        hits: dict[str, _Hit] = {}
+        searches: list[dict[str, Any]] = []
+        steps = fallbacks = 0
+        for _ in range(self.cfg.qa_max_steps):
+            action, ok = self._step(self._state(P.QA_STEP, question=query), QA_FUNCTIONS, stage="retrieve", extra=local)
+            steps += 1
+            fallbacks += 0 if ok else 1
+            if action.function == "done":
+                break
+            success, message, found = self._execute(action, None)
+            searches.append({"function": action.function, **action.arguments, "hits": len(found)})
+            for h in found:
+                hits.setdefault(h.note_id, h)
+            local.append({"role": "assistant", "content": action.render()})
+            local.append({"role": "user", "content": self._result_message(action, success, message)})
+            if not action.heartbeat:
+                break
+        fallback_search = False
+        if not searches and self.cfg.qa_fallback_search:
+            fallback_search = True
+            for fn in (self._archival_search, self._recall_search):
+                for h in fn(query, 0)[2]:
+                    hits.setdefault(h.note_id, h)
+        with self._lock:
+            self.counters["qa_questions"] += 1
+            self.counters["qa_steps"] += steps
+            self.counters["qa_step_fallbacks"] += fallbacks
+            self.counters["qa_fallback_searches"] += int(fallback_search)
+        cap = budget or self.cfg.qa_max_results or None
+        evidence = self._evidence(list(hits.values())[:cap] if cap else list(hits.values()))
+        evidence.extra = {
+            "searches": searches,
+            "qa_steps": steps,
+            "fallback_search": fallback_search,
+            "step_fallbacks": fallbacks,
+        }
+        return evidence
+
+    def _evidence(self, hits: list[_Hit]) -> Evidence:
+        notes: list[EvidenceNote] = []
+        index: dict[str, EvidenceNote] = {}
+        core_lines = []
+        for name, lines in self.core.blocks.items():
+            for i, line in enumerate(lines):
+                note = EvidenceNote(f"core:{name}:{i}", f"{name}: {line.text}", line.dia_ids, 1.0, ("core",))
+                notes.append(note)
+                core_lines.append(note.text)
+        if self.summary:
+            # The recursive summary compresses every evicted turn; crediting them all would make
+            # recall meaningless, so it carries no dia_ids (stats() reports its coverage).
+            notes.append(EvidenceNote("summary", self.summary, (), 1.0, ("summary",)))
+        recent = []
+        for m in self.fifo:
+            if m.kind == "turn" and m.dia_id:
+                note = EvidenceNote(f"recall:{m.dia_id}", m.content, (m.dia_id,), 1.0, ("fifo",), m.timestamp)
+                index[note.note_id] = note
+                notes.append(note)
+                recent.append(m.content)
+        found = []
+        for h in hits:
+            if h.note_id in index:  # a search re-found a message that is in context anyway
+                index[h.note_id].channels = (*index[h.note_id].channels, h.channel)
+                continue
+            note = EvidenceNote(h.note_id, h.text, h.dia_ids, h.score, (h.channel,), h.timestamp)
+            index[h.note_id] = note
+            notes.append(note)
+            found.append(f"[{h.timestamp}] {h.text}")
+        sections = [
+            ("Core memory", core_lines),
+            ("Summary of earlier conversation", [self.summary] if self.summary else []),
+        ]
+        sections += [("Recent messages", recent), ("Memory search results", found)]
+        context = "\n\n".join(f"{title}:\n" + "\n".join(body) for title, body in sections if body)
+        return Evidence(notes=notes, context=context)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: Path) -> None:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        state = {
+            "format": 1,
+            "speakers": list(self.speakers),
+            "core": self.core.to_json(),
+            "archival": [asdict(e) for e in self.archival.entries],
+            "recall": [asdict(m) for m in self.recall.messages],
+            "fifo": [asdict(m) for m in self.fifo],
+            "summary": self.summary,
+            "summary_dia_ids": list(self.summary_dia_ids),
+            "n_hidden": self.n_hidden,
+            "alerted": self._alerted,
+            "counters": self.counters,
+        }
+        (path / STATE_FILE).write_text(json.dumps(state, ensure_ascii=False, indent=1))
+        vectors = self.archival.vectors if self.archival.vectors is not None else np.zeros((0, 0), dtype=np.float32)
+        np.save(path / VECTORS_FILE, vectors)
+
+    def load(self, path: Path) -> None:
+        path = Path(path)
+        state = json.loads((path / STATE_FILE).read_text())
+        self.core = CoreMemory.from_json(state["core"])
+        self.archival = ArchivalMemory()
+        self.archival.entries = [
+            ArchivalEntry(e["entry_id"], e["content"], tuple(e["dia_ids"]), e["timestamp"]) for e in state["archival"]
+        ]
+        vectors = np.load(path / VECTORS_FILE)
+        self.archival.vectors = vectors if len(self.archival.entries) else None
+        self.recall = RecallMemory(self.cfg.recall_search)
+        for m in state["recall"]:
+            self.recall.add(RecallMessage(**m))
+        self.fifo = [FifoMessage(**m) for m in state["fifo"]]
+        self.summary = state["summary"]
+        self.summary_dia_ids = tuple(state["summary_dia_ids"])
+        self.n_hidden = int(state["n_hidden"])
+        self._alerted = bool(state["alerted"])
+        self.counters.update(state["counters"])
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            c = json.loads(json.dumps(self.counters))
+        turns = c["turns"] or 1
+        c.update(
+            archival_entries=len(self.archival.entries),
+            recall_messages=len(self.recall.messages),
+            core_lines={n: len(lines) for n, lines in self.core.blocks.items()},
+            core_chars={n: self.core.chars(n) for n in self.core.blocks},
+            fifo_messages=len(self.fifo),
+            hidden_messages=self.n_hidden,
+            summary_covers_turns=len(self.summary_dia_ids),
+            context_tokens=self.context_tokens(),
+            ingest_llm_calls=c["agent_steps"] + c["summary_calls"],
+            ingest_llm_calls_per_turn=round((c["agent_steps"] + c["summary_calls"]) / turns, 4),
+        )
+        return c
+
+
+def _factory(ctx: MethodContext) -> MemGPT:
+    cfg = config_from_dict(ctx.config)
+    conv = ctx.conversation
+    return MemGPT(cfg, (conv.speaker_a, conv.speaker_b), backbone=lambda: ctx.backbone, embedder=lambda: ctx.embedder)
+
+
+SPEC = MethodSpec(
+    name="memgpt",
+    factory=_factory,
+    ingest_uses_llm=lambda c, a: True,
+    retrieve_uses_llm=lambda c, a: True,
+    construction_keys=CONSTRUCTION_KEYS,
+    description="MemGPT: paged main context (core memory, FIFO, recursive summary) + recall/archival storage via function calls",
+)

@@ -1,0 +1,69 @@
+"""MemGPT's knobs, validated from the plain dict the runner hands over."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from baselines.lightmem.config import build_config
+
+RECALL_SEARCH = ("keyword", "substring")
+
+
+@dataclass(frozen=True)
+class MemGPTConfig:
+    """Defaults follow MemGPT's constants (cpacker/MemGPT ``memgpt/constants.py``) where they apply;
+    the main context is smaller than GPT-4's 8k so that paging happens on short slices and each
+    CPU call stays affordable. See baselines/memgpt/README.md."""
+
+    format_version: int = 1
+    context_window_tokens: int = 4096  # main context: system + core memory + summary + FIFO
+    warning_fraction: float = 0.75  # MESSAGE_SUMMARY_WARNING_FRAC: memory-pressure alert
+    evict_fraction: float = 0.75  # MESSAGE_SUMMARY_TRUNC_TOKEN_FRAC: share of FIFO tokens evicted
+    keep_last_messages: int = 3  # MESSAGE_SUMMARY_TRUNC_KEEP_N_LAST
+    core_block_chars: int = 2000  # CORE_MEMORY_{PERSONA,HUMAN}_CHAR_LIMIT
+    max_steps_per_turn: int = 2  # heartbeat chain length while ingesting one message
+    page_size: int = 5  # RETRIEVAL_QUERY_DEFAULT_PAGE_SIZE
+    recall_search: str = "keyword"  # keyword (ranked term overlap) | substring (MemGPT's text_search)
+    function_result_chars: int = 3000  # FUNCTION_RETURN_CHAR_LIMIT
+    summary_words: int = 100  # gpt_summarize.WORD_LIMIT
+    summary_max_tokens: int = 256
+    temperature: float = 0.0
+    max_tokens: int = 256
+    # question time (retrieval only; the snapshot is reused across these)
+    qa_max_steps: int = 3
+    qa_fallback_search: bool = True
+    qa_max_results: int = 0  # cap on search-result notes (0 = none); eval.budget overrides
+
+    def __post_init__(self) -> None:
+        if self.recall_search not in RECALL_SEARCH:
+            raise ValueError(f"memgpt: recall_search must be one of {RECALL_SEARCH}, got {self.recall_search!r}")
+        if not 0.0 < self.warning_fraction <= 1.0 or not 0.0 < self.evict_fraction < 1.0:
+            raise ValueError("memgpt: need 0 < warning_fraction <= 1 and 0 < evict_fraction < 1")
+        for key in (
+            "context_window_tokens",
+            "core_block_chars",
+            "max_steps_per_turn",
+            "page_size",
+            "function_result_chars",
+            "summary_words",
+            "summary_max_tokens",
+            "max_tokens",
+            "qa_max_steps",
+        ):
+            if getattr(self, key) < 1:
+                raise ValueError(f"memgpt: {key} must be >= 1, got {getattr(self, key)}")
+        if self.keep_last_messages < 0 or self.qa_max_results < 0:
+            raise ValueError("memgpt: keep_last_messages and qa_max_results must be >= 0")
+
+
+#: Everything but the ``qa_*`` knobs changes the built memory.
+CONSTRUCTION_KEYS: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(MemGPTConfig) if not f.name.startswith("qa_")
+)
+
+
+def config_from_dict(raw: dict[str, Any]) -> MemGPTConfig:
+    """Validate the Hydra method dict (``name`` is ignored); unknown keys or wrong types are an error."""
+    return build_config(MemGPTConfig, raw, "memgpt")

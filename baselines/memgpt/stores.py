@@ -1,0 +1,175 @@
+"""MemGPT's memory tiers outside the FIFO: core memory (editable blocks, always in context),
+archival storage (agent-written, embedding search) and recall storage (every conversation message,
+text search). Every stored item keeps the dia_ids it came from."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from baselines.lightmem.compress import STOP_WORDS
+
+
+class FunctionError(ValueError):
+    """A function call the agent made with bad arguments; the message is returned to the agent."""
+
+
+@dataclass
+class CoreLine:
+    text: str
+    dia_ids: tuple[str, ...] = ()
+
+
+@dataclass
+class CoreMemory:
+    """Named blocks of lines, each block at most ``char_limit`` characters (lines joined by newlines)."""
+
+    char_limit: int
+    blocks: dict[str, list[CoreLine]] = field(default_factory=dict)
+
+    def block_name(self, name: str) -> str:
+        for known in self.blocks:
+            if known.lower() == str(name).strip().lower():
+                return known
+        raise FunctionError(f"unknown core memory block {name!r}; use one of: {', '.join(self.blocks)}")
+
+    def chars(self, name: str) -> int:
+        return len("\n".join(line.text for line in self.blocks[name]))
+
+    def append(self, name: str, content: str, dia_ids: tuple[str, ...]) -> str:
+        name = self.block_name(name)
+        content = content.strip()
+        if not content:
+            raise FunctionError("content is empty")
+        lines = self.blocks[name]
+        new_len = self.chars(name) + len(content) + (1 if lines else 0)
+        if new_len > self.char_limit:
+            raise FunctionError(
+                f"block {name} would hold {new_len} > {self.char_limit} characters; shorten it with core_memory_replace "
+                "or store the detail with archival_memory_insert"
+            )
+        lines.append(CoreLine(content, dia_ids))
+        return f"appended to {name} ({new_len}/{self.char_limit} characters)"
+
+    def replace(self, name: str, old: str, new: str, dia_ids: tuple[str, ...]) -> str:
+        name = self.block_name(name)
+        if not old:
+            raise FunctionError("old_content is empty; it must be text that appears exactly in the block")
+        lines = self.blocks[name]
+        for i, line in enumerate(lines):
+            if old in line.text:
+                text = line.text.replace(old, new.strip(), 1).strip()
+                if not text:
+                    del lines[i]
+                else:
+                    lines[i] = CoreLine(text, tuple(dict.fromkeys((*line.dia_ids, *dia_ids))))
+                    if self.chars(name) > self.char_limit:
+                        lines[i] = line
+                        raise FunctionError(f"block {name} would exceed {self.char_limit} characters")
+                return f"replaced in {name} ({self.chars(name)}/{self.char_limit} characters)"
+        raise FunctionError(f"old_content not found in block {name}; it must match existing text exactly")
+
+    def render(self) -> str:
+        parts = ["[core memory]"]
+        for name, lines in self.blocks.items():
+            body = "\n".join(line.text for line in lines) or "(empty)"
+            parts.append(f"<{name}>\n{body}\n</{name}>")
+        return "\n".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "char_limit": self.char_limit,
+            "blocks": {
+                n: [{"text": ln.text, "dia_ids": list(ln.dia_ids)} for ln in lines] for n, lines in self.blocks.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> CoreMemory:
+        blocks = {n: [CoreLine(x["text"], tuple(x["dia_ids"])) for x in lines] for n, lines in d["blocks"].items()}
+        return cls(int(d["char_limit"]), blocks)
+
+
+@dataclass
+class ArchivalEntry:
+    entry_id: str
+    content: str
+    dia_ids: tuple[str, ...]
+    timestamp: str
+
+
+class ArchivalMemory:
+    """Agent-written passages with embedding search (cosine, best first), paged."""
+
+    def __init__(self) -> None:
+        self.entries: list[ArchivalEntry] = []
+        self.vectors: np.ndarray | None = None
+
+    def insert(self, content: str, dia_ids: tuple[str, ...], timestamp: str, vector: np.ndarray) -> ArchivalEntry:
+        entry = ArchivalEntry(f"arch{len(self.entries)}", content, dia_ids, timestamp)
+        row = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        self.vectors = row if self.vectors is None else np.vstack([self.vectors, row])
+        self.entries.append(entry)
+        return entry
+
+    def search(
+        self, query_vector: np.ndarray, page: int, page_size: int
+    ) -> tuple[list[tuple[ArchivalEntry, float]], int]:
+        """One page of hits and the total number of entries ranked."""
+        if not self.entries or self.vectors is None:
+            return [], 0
+        scores = self.vectors @ np.asarray(query_vector, dtype=np.float32)
+        order = sorted(range(len(self.entries)), key=lambda i: (-float(scores[i]), i))
+        chosen = order[page * page_size : (page + 1) * page_size]
+        return [(self.entries[i], float(scores[i])) for i in chosen], len(order)
+
+
+@dataclass
+class RecallMessage:
+    dia_id: str
+    speaker: str
+    text: str
+    timestamp: str
+
+    def render(self) -> str:
+        return f"[{self.timestamp}] {self.speaker}: {self.text}"
+
+
+_TOKEN_RE = re.compile(r"[a-z0-9]+")
+
+
+def _terms(text: str) -> list[str]:
+    out = []
+    for tok in _TOKEN_RE.findall(text.lower()):
+        if tok in STOP_WORDS:
+            continue
+        out.append(tok[:-1] if len(tok) > 3 and tok.endswith("s") else tok)
+    return out
+
+
+class RecallMemory:
+    """Every conversation message. ``substring`` search is MemGPT's case-insensitive string match
+    (chronological); ``keyword`` ranks messages by the number of distinct query terms they contain
+    (stop-words dropped, plural -s folded), ties in conversation order."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.messages: list[RecallMessage] = []
+        self._terms: list[set[str]] = []
+
+    def add(self, message: RecallMessage) -> None:
+        self.messages.append(message)
+        self._terms.append(set(_terms(f"{message.speaker} {message.text}")))
+
+    def search(self, query: str, page: int, page_size: int) -> tuple[list[tuple[RecallMessage, float]], int]:
+        if self.mode == "substring":
+            q = query.strip().lower()
+            hits = [(m, 1.0) for m in self.messages if q and q in f"{m.speaker}: {m.text}".lower()]
+        else:
+            terms = set(_terms(query))
+            scored = [(len(terms & t), i) for i, t in enumerate(self._terms)]
+            hits = [(self.messages[i], float(s)) for s, i in sorted(scored, key=lambda x: (-x[0], x[1])) if s > 0]
+        return hits[page * page_size : (page + 1) * page_size], len(hits)

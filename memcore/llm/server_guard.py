@@ -1,0 +1,48 @@
+"""Run a command as a child and stop it when the process that started us dies.
+
+``python -m memcore.llm.server_guard -- CMD…``. The local llama.cpp server runs under this guard,
+so a run killed with SIGKILL (which cannot clean up) never leaves an orphaned server holding
+2–3 GB of memory and both cores. SIGTERM/SIGINT to the guard stop the child too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from types import FrameType
+
+
+def main(argv: list[str]) -> int:
+    if "--" not in argv:
+        print("usage: python -m memcore.llm.server_guard -- CMD...", file=sys.stderr)
+        return 2
+    cmd = argv[argv.index("--") + 1 :]
+    parent = os.getppid()
+    child = subprocess.Popen(cmd)
+
+    def stop(signum: int = signal.SIGTERM, frame: FrameType | None = None) -> None:
+        if child.poll() is None:
+            child.terminate()
+            try:
+                child.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        sys.exit(128 + signum if signum else 0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while True:
+        code = child.poll()
+        if code is not None:
+            return code
+        if os.getppid() != parent:  # re-parented: whoever started us is gone
+            stop(0)
+        time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,289 @@
+"""LightMem baseline: compressor, topic boundaries, batched extraction, sleep-time consolidation,
+retrieval provenance, persistence — scripted backbone and hand-made embedders, no model."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from baselines.lightmem import SPEC, LightMem, LightMemConfig
+from baselines.lightmem.compress import IdfCompressor
+from baselines.lightmem.config import config_from_dict
+from baselines.lightmem.segment import coarse_boundaries, fine_boundaries, propose_boundaries
+from baselines.lightmem.system import parse_facts, parse_update
+from memcore.interfaces import LazyResource, MethodContext
+from memcore.llm.embedders import HashingEmbedder
+from memcore.llm.scripted import ScriptedBackbone
+from memcore.types import Turn
+from tests.helpers import make_conversation
+
+
+class TopicEmbedder:
+    """One axis per topic keyword set, so segment boundaries are known by construction."""
+
+    name = "topic-3"
+    dim = 3
+    TOPICS = (("rex", "puppy", "beagle", "dog"), ("violin", "practise", "music"))
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        rows = []
+        for t in texts:
+            low = t.lower()
+            axis = next((k for k, words in enumerate(self.TOPICS) if any(w in low for w in words)), 2)
+            rows.append(np.eye(3, dtype=np.float32)[axis])
+        return np.stack(rows) if rows else np.zeros((0, 3), dtype=np.float32)
+
+
+def _turn(i: int, speaker: str, text: str) -> Turn:
+    return Turn(f"D1:{i}", speaker, text, 1, datetime(2023, 5, 8, 13, 56), "1:56 pm on 8 May, 2023")
+
+
+def _fact_responder(messages: Sequence[dict[str, str]]) -> str:
+    """Extraction: one fact per listed message, quoting it; update: ignore."""
+    user = messages[-1]["content"]
+    if "Extract the facts" in user:
+        found = re.findall(r"\] (\d+)\.(\w+): (.*)", user)
+        return json.dumps({"data": [{"source_id": int(i), "fact": f"{sp} said: {text}"} for i, sp, text in found]})
+    return json.dumps({"action": "ignore"})
+
+
+# ---------------------------------------------------------------------------------- compressor
+def test_idf_compressor_keeps_informative_words_in_order() -> None:
+    c = IdfCompressor(0.5)
+    # 8 words → keep 4: the number, the mid-sentence name, then the two earliest content words.
+    assert c.compress("I adopted a puppy named Rex in 2021.") == "adopted puppy Rex 2021."
+    assert c.n_docs == 1 and c.df["puppy"] == 1
+    # "puppy" has now been seen (idf 1 + log(2/2) = 1) while "beagle" is new (1 + log(2/1)), so
+    # the 3 kept of 5 words are: the name, the new word, then the earliest of the tied rest.
+    assert c.compress("the puppy is a beagle") == "the puppy beagle"
+    c2 = IdfCompressor(0.6)
+    c2.compress("my puppy")
+    assert c2.compress("puppy beagle walks") == "beagle walks"
+
+
+def test_compress_rate_one_is_identity_and_rate_is_validated() -> None:
+    assert IdfCompressor(1.0).compress("Hey, so um, yeah!") == "Hey, so um, yeah!"
+    with pytest.raises(ValueError, match="compress rate"):
+        IdfCompressor(0.0)
+
+
+# ---------------------------------------------------------------------------------- boundaries
+def test_boundaries_hand_computed() -> None:
+    sims = np.array([0.9, 0.1, 0.8, 0.15, 0.9])
+    assert coarse_boundaries(sims) == [2, 4]
+    assert fine_boundaries(sims, 0.2, 0.5, 0.05) == [2, 4]
+    assert propose_boundaries(sims, start=0.2, maximum=0.5, step=0.05, tolerance=3) == [2, 4]
+    # nothing below 0.2, 0.25 or 0.3; at 0.35 the 0.3 pair is cut
+    assert fine_boundaries(np.array([0.45, 0.3, 0.6]), 0.2, 0.5, 0.05) == [2]
+    assert fine_boundaries(np.array([0.6, 0.7]), 0.2, 0.5, 0.05) == []
+    # a fine cut far from every coarse proposal is dropped when another fine cut is near one
+    sims = np.array([0.1, 0.9, 0.9, 0.9, 0.9, 0.9, 0.8, 0.15, 0.9])
+    assert fine_boundaries(sims, 0.2, 0.5, 0.05) == [1, 8]
+    assert coarse_boundaries(sims) == [8]
+    assert propose_boundaries(sims, start=0.2, maximum=0.5, step=0.05, tolerance=3) == [8]
+
+
+# ---------------------------------------------------------------------------------- parsing
+def test_parse_facts_and_update() -> None:
+    v = parse_facts(3)
+    got = v({"data": [{"source_id": "1", "fact": " A fact. "}, {"source_id": 7, "fact": "B"}, {"fact": ""}, "junk"]})
+    assert got == [(1, "A fact."), (None, "B")]
+    with pytest.raises(ValueError):
+        v({"facts_list": []})
+    assert parse_update({"action": "Delete"}).action == "delete"
+    assert parse_update({"action": "update", "new_memory": {"memory": "x"}}).new_memory == "x"
+    with pytest.raises(ValueError):
+        parse_update({"action": "update"})
+    with pytest.raises(ValueError):
+        parse_update({"action": "merge"})
+
+
+# ---------------------------------------------------------------------------------- pipeline
+def _build(
+    cfg: LightMemConfig, turns: list[Turn], responder=_fact_responder, embedder=None
+) -> tuple[LightMem, ScriptedBackbone]:
+    bb = ScriptedBackbone(responder)
+    emb = embedder or TopicEmbedder()
+    mem = LightMem(cfg, lambda: bb, lambda: emb)
+    for t in turns:
+        mem.ingest(t)
+    mem.finalize()
+    return mem, bb
+
+
+TURNS = [
+    _turn(1, "Alice", "I adopted a puppy named Rex."),
+    _turn(2, "Bob", "What breed is the puppy Rex?"),
+    _turn(3, "Alice", "Rex is a beagle dog."),
+    _turn(4, "Bob", "I started the violin in March."),
+    _turn(5, "Alice", "How is the violin practise?"),
+    _turn(6, "Bob", "We went to Lisbon."),
+]
+
+
+def test_segments_batches_and_provenance() -> None:
+    # no compression; sensory buffer holds everything until finalize → one forced cut
+    cfg = LightMemConfig(compressor="none", sensory_buffer_tokens=1000, stm_buffer_tokens=1000, consolidate=False)
+    mem, bb = _build(cfg, TURNS)
+    # topics: dog (1-3) | violin (4-5) | other (6) → three segments, all in ONE extraction call
+    assert mem.counters["segments"] == 3
+    assert bb.calls_by_stage() == {"ingest": 1}
+    prompt = bb.calls[0][1][1]["content"]
+    assert prompt.count("--- Topic") == 3
+    assert "[2023-05-08 (Mon) 13:56] 0.Alice: I adopted a puppy named Rex." in prompt
+    assert len(mem.entries) == 6
+    by_src = {e.source_dia_ids: e for e in mem.entries}
+    assert by_src[("D1:3",)].segment_dia_ids == ("D1:1", "D1:2", "D1:3")
+    assert by_src[("D1:5",)].segment_dia_ids == ("D1:4", "D1:5")
+    assert by_src[("D1:6",)].segment_dia_ids == ("D1:6",)
+    assert mem.stats()["llm_calls_per_turn"] == round(1 / 6, 4)
+
+    ev = mem.retrieve("violin lessons", budget=2)
+    assert [n.dia_ids for n in ev.notes] == [("D1:4", "D1:5"), ("D1:4", "D1:5")]
+    assert ev.notes[0].timestamp == "1:56 pm on 8 May, 2023" and ev.notes[0].score == pytest.approx(1.0)
+    src = LightMem(LightMemConfig(**{**cfg.__dict__, "provenance": "source"}), lambda: bb, lambda: TopicEmbedder())
+    src.entries, src._vectors = mem.entries, mem._vectors
+    assert [n.dia_ids for n in src.retrieve("violin", budget=2).notes] == [("D1:4",), ("D1:5",)]
+
+
+def test_small_buffers_cut_early_and_batch_by_tokens() -> None:
+    # each turn is 6-8 tokens; a 16-token sensory buffer cuts at topic boundaries as it fills and
+    # the 10-token short-term buffer sends roughly one segment per extraction call
+    cfg = LightMemConfig(compressor="none", sensory_buffer_tokens=16, stm_buffer_tokens=10, consolidate=False)
+    mem, bb = _build(cfg, TURNS)
+    calls = bb.calls_by_stage()["ingest"]
+    assert calls == mem.counters["extraction_calls"] >= 3
+    assert sorted(d for e in mem.entries for d in e.source_dia_ids) == [f"D1:{i}" for i in range(1, 7)]
+
+
+def test_extraction_fallback_stores_compressed_turns_and_is_counted() -> None:
+    cfg = LightMemConfig(compressor="none", consolidate=False)
+    mem, bb = _build(cfg, TURNS[:2], responder=lambda m: "not json at all")
+    assert [e.text for e in mem.entries] == ["Alice: I adopted a puppy named Rex.", "Bob: What breed is the puppy Rex?"]
+    assert all(e.kind == "raw" for e in mem.entries)
+    assert mem.counters["extraction_fallbacks"] == 1
+    usage = bb.usage.to_json()
+    assert usage["parse_failures_by_kind"] == {"ingest": {"lightmem extraction → compressed turns stored verbatim": 1}}
+    assert len(bb.calls) == 2  # one retry, then the fallback
+
+
+def test_sleep_time_update_and_delete() -> None:
+    turns = [
+        _turn(1, "Alice", "Rex is a puppy."),
+        _turn(2, "Bob", "I play the violin."),
+        _turn(3, "Alice", "Rex the dog is a beagle."),
+        _turn(4, "Bob", "I quit the violin music."),
+    ]
+    seen: list[str] = []
+
+    def responder(messages: Sequence[dict[str, str]]) -> str:
+        user = messages[-1]["content"]
+        if "Extract the facts" in user:
+            return _fact_responder(messages)
+        seen.append(user)
+        if "Rex is a puppy" in user.split("\n")[0]:
+            return json.dumps({"action": "update", "new_memory": "Rex is Alice's beagle puppy."})
+        return json.dumps({"action": "delete"})
+
+    cfg = LightMemConfig(compressor="none", sensory_buffer_tokens=1000, stm_buffer_tokens=1000)
+    mem, _ = _build(cfg, turns, responder=responder)
+    # TopicEmbedder: entries 0 & 2 identical vectors (sim 1.0), 1 & 3 too → two targets (the older ones)
+    assert len(seen) == 2 and mem.counters["update_calls"] == 2
+    assert (
+        "TARGET memory: Alice said: Rex is a puppy." in seen[0] and "- Alice said: Rex the dog is a beagle." in seen[0]
+    )
+    texts = [e.text for e in mem.entries]
+    assert texts == [
+        "Rex is Alice's beagle puppy.",
+        "Alice said: Rex the dog is a beagle.",
+        "Bob said: I quit the violin music.",
+    ]
+    assert mem.entries[0].source_dia_ids == ("D1:1", "D1:3")
+    assert mem.counters["updated"] == 1 and mem.counters["deleted"] == 1
+    assert mem._vectors.shape == (3, 3)
+
+
+def test_update_queue_only_looks_backwards() -> None:
+    cfg = LightMemConfig(compressor="none", consolidate=False, queue_keep=5)
+    mem, _ = _build(cfg, TURNS)
+    queues = mem.update_queues()
+    orders = [e.order for e in mem.entries]
+    for j, q in enumerate(queues):
+        assert all(orders[i] <= orders[j] and i != j for i, _ in q)
+    assert queues[0] == []  # the first entry has nothing earlier
+
+
+def test_save_load_roundtrip(tmp_path) -> None:
+    cfg = LightMemConfig(compressor="idf", consolidate=False)
+    mem, _ = _build(cfg, list(make_conversation(n_sessions=2).turns), embedder=HashingEmbedder(64))
+    mem.save(tmp_path)
+    other = LightMem(cfg, lambda: pytest.fail("load must not touch the backbone"), lambda: HashingEmbedder(64))
+    other.load(tmp_path)
+    a, b = mem.retrieve("Rex breed", budget=3), other.retrieve("Rex breed", budget=3)
+    assert [n.note_id for n in a.notes] == [n.note_id for n in b.notes]
+    assert [n.dia_ids for n in a.notes] == [n.dia_ids for n in b.notes]
+    assert other.stats()["entries"] == mem.stats()["entries"] == 6
+
+
+def test_spec_and_config_validation(tmp_path) -> None:
+    assert "top_k" not in SPEC.construction_keys and "provenance" not in SPEC.construction_keys
+    assert {"format_version", "compress_rate", "update_threshold"} <= set(SPEC.construction_keys)
+    with pytest.raises(ValueError, match="unknown config key"):
+        config_from_dict({"name": "lightmem", "topk": 3})
+    with pytest.raises(ValueError, match="compress_rate must be of type float"):
+        config_from_dict({"compress_rate": "high"})
+    with pytest.raises(ValueError, match="provenance"):
+        config_from_dict({"provenance": "turn"})
+    bb = ScriptedBackbone(_fact_responder)
+    ctx = MethodContext(
+        config={"name": "lightmem", "compressor": "none", "consolidate": False},
+        ablation={"name": "none"},
+        conversation=make_conversation(),
+        seed=1,
+        workdir=tmp_path,
+        _backbone=LazyResource(lambda: bb),
+        _embedder=LazyResource(lambda: TopicEmbedder()),
+    )
+    mem = SPEC.factory(ctx)
+    assert not ctx._backbone.built  # building the memory object starts nothing
+    for t in ctx.conversation.turns:
+        mem.ingest(t)
+    mem.finalize()
+    assert ctx._backbone.built and mem.stats()["turns"] == 6
+
+
+def test_runner_builds_once_and_reuses_the_snapshot(tmp_path) -> None:
+    from memcore.data import resolve_locomo_path
+    from memcore.data.errors import DataError
+    from memcore.runner import run_config
+    from tests.runner_utils import compose_run
+
+    try:
+        resolve_locomo_path(None)
+    except DataError:
+        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
+
+    def responder(messages: Sequence[dict[str, str]]) -> str:
+        if "Extract the facts" in messages[-1]["content"]:
+            return _fact_responder(messages)
+        if messages[0]["content"].startswith("You maintain a long-term memory"):
+            return json.dumps({"action": "ignore"})
+        return json.dumps({"answer": "an answer"})  # the runner's answerer
+
+    base = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=lightmem"]
+    bb = ScriptedBackbone(responder)
+    first = run_config(compose_run(tmp_path, base), tmp_path / "run", backbone_override=bb)
+    assert first.n_items == 8
+    build = first.cost["memory_build"]
+    conv = next(iter(first.stats["conversations"].values()))
+    assert build["turns"] == 35 and build["llm_calls"] == conv["memory"]["llm_calls"] >= 1
+    assert build["llm_calls_per_turn"] == round(build["llm_calls"] / 35, 4) < 0.2
+    # a retrieval-only knob reuses the snapshot: no ingest calls the second time
+    again = run_config(compose_run(tmp_path, [*base, "method.top_k=5"]), tmp_path / "run2", backbone_override=bb)
+    assert again.cost["memory_build"]["snapshots_reused"] == 1
+    assert "ingest" not in again.cost["usage"]["by_stage"] or again.cost["usage"]["by_stage"]["ingest"]["calls"] == 0

@@ -1,0 +1,325 @@
+"""MemGPT baseline: function-call protocol, memory tiers, heartbeat loop, eviction with recursive
+summary, question-time searches, provenance and persistence — scripted backbone, hashing embedder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from baselines.memgpt import SPEC, MemGPT, MemGPTConfig, parse_action
+from baselines.memgpt.agent import INGEST_FUNCTIONS, QA_FUNCTIONS
+from baselines.memgpt.config import config_from_dict
+from baselines.memgpt.stores import ArchivalMemory, CoreLine, CoreMemory, FunctionError, RecallMemory, RecallMessage
+from memcore.interfaces import LazyResource, MethodContext
+from memcore.llm.embedders import HashingEmbedder
+from memcore.llm.scripted import ScriptedBackbone
+from memcore.types import Turn
+from tests.helpers import make_conversation
+
+Msgs = Sequence[dict[str, str]]
+
+
+def _turn(i: int, speaker: str, text: str) -> Turn:
+    return Turn(f"D1:{i}", speaker, text, 1, datetime(2023, 5, 8, 13, 0), "1:00 pm on 8 May, 2023")
+
+
+def _call(fn: str, heartbeat: bool = False, **args: object) -> str:
+    return json.dumps({"thought": "t", "function": fn, "arguments": args, "request_heartbeat": heartbeat})
+
+
+def _kind(messages: Msgs) -> str:
+    last = messages[-1]["content"]
+    if messages[0]["content"].startswith("Summarize"):
+        return "summary"
+    if "QUESTION:" in last:
+        return "qa"
+    return "ingest-new" if "A new message arrived" in last else "ingest-continue"
+
+
+def _agent(cfg: MemGPTConfig, responder, embedder=None) -> tuple[MemGPT, ScriptedBackbone]:
+    bb = ScriptedBackbone(responder)
+    emb = embedder or HashingEmbedder(64)
+    return MemGPT(cfg, ("Alice", "Bob"), lambda: bb, lambda: emb), bb
+
+
+# ---------------------------------------------------------------------------------- protocol
+def test_parse_action_variants_and_errors() -> None:
+    v = parse_action(INGEST_FUNCTIONS)
+    a = v(
+        {
+            "function": "archival_memory_insert",
+            "arguments": {"content": " Rex is a beagle. "},
+            "request_heartbeat": "true",
+        }
+    )
+    assert (a.function, a.arguments, a.heartbeat) == ("archival_memory_insert", {"content": "Rex is a beagle."}, True)
+    # OpenAI-style name/arguments-as-string, and a nested function object
+    assert v({"name": "conversation_search", "arguments": '{"query": "Rex", "page": "2"}'}).arguments == {
+        "query": "Rex",
+        "page": 2,
+    }
+    assert (
+        v({"function": {"name": "core_memory_append", "arguments": {"name": "Alice", "content": "x"}}}).function
+        == "core_memory_append"
+    )
+    assert v({"function": "send_message", "arguments": {"message": "hi"}}).function == "done"
+    assert v({"function": "conversation_search", "arguments": {"query": "Rex", "page": "bad"}}).arguments["page"] == 0
+    with pytest.raises(ValueError, match="non-empty string argument 'content'"):
+        v({"function": "archival_memory_insert", "arguments": {}})
+    with pytest.raises(ValueError, match="not available"):
+        parse_action(QA_FUNCTIONS)({"function": "archival_memory_insert", "arguments": {"content": "x"}})
+    with pytest.raises(ValueError, match='needs "function"'):
+        v({"thought": "hmm"})
+
+
+# ---------------------------------------------------------------------------------- stores
+def test_core_memory_rules() -> None:
+    core = CoreMemory(40, {"persona": [], "Alice": []})
+    assert core.append("alice", "Has a dog, Rex.", ("D1:1",)) == "appended to Alice (15/40 characters)"
+    with pytest.raises(FunctionError, match="would hold 42 > 40"):
+        core.append("Alice", "Lives in sunny Lisbon.....", ("D1:2",))  # 15 + 1 + 26 = 42
+    assert core.replace("Alice", "a dog", "a beagle", ("D1:3",)) == "replaced in Alice (18/40 characters)"
+    assert core.blocks["Alice"] == [CoreLine("Has a beagle, Rex.", ("D1:1", "D1:3"))]
+    with pytest.raises(FunctionError, match="not found"):
+        core.replace("Alice", "a cat", "x", ())
+    with pytest.raises(FunctionError, match="unknown core memory block 'human'"):
+        core.append("human", "x", ())
+    core.replace("Alice", "Has a beagle, Rex.", "", ("D1:4",))
+    assert core.blocks["Alice"] == []
+    assert "<Alice>\n(empty)\n</Alice>" in core.render()
+
+
+def test_recall_keyword_and_substring_search() -> None:
+    msgs = [
+        RecallMessage("D1:1", "Alice", "I adopted a puppy named Rex.", "t"),
+        RecallMessage("D1:2", "Bob", "Puppies are great, what breed?", "t"),
+        RecallMessage("D1:3", "Alice", "Rex is a beagle puppy.", "t"),
+    ]
+    kw, sub = RecallMemory("keyword"), RecallMemory("substring")
+    for m in msgs:
+        kw.add(m)
+        sub.add(m)
+    # query terms {rex, puppy}: D1:3 has both, D1:1 both, D1:2 "puppies"→"puppie" none → order D1:1, D1:3
+    hits, total = kw.search("Rex the puppy", 0, 5)
+    assert [m.dia_id for m, _ in hits] == ["D1:1", "D1:3"] and total == 2 and hits[0][1] == 2.0
+    hits, total = kw.search("beagle", 0, 5)
+    assert [m.dia_id for m, _ in hits] == ["D1:3"]
+    hits, total = sub.search("PUPP", 0, 1)
+    assert [m.dia_id for m, _ in hits] == ["D1:1"] and total == 3
+    assert sub.search("PUPP", 1, 1)[0][0][0].dia_id == "D1:2"
+
+
+def test_archival_search_pages_by_cosine() -> None:
+    arch = ArchivalMemory()
+    eye = np.eye(3, dtype=np.float32)
+    for i in range(3):
+        arch.insert(f"e{i}", (f"D1:{i}",), "t", eye[i])
+    q = np.array([0.1, 0.9, 0.4], dtype=np.float32)
+    page0, total = arch.search(q, 0, 2)
+    assert [e.content for e, _ in page0] == ["e1", "e2"] and total == 3
+    assert [e.content for e, _ in arch.search(q, 1, 2)[0]] == ["e0"]
+
+
+# ---------------------------------------------------------------------------------- ingestion
+def test_heartbeat_loop_stores_with_provenance() -> None:
+    def responder(messages: Msgs) -> str:
+        kind = _kind(messages)
+        if kind == "ingest-new":
+            return _call("core_memory_append", True, name="Alice", content="Alice has a puppy.")
+        if kind == "ingest-continue":
+            return _call("archival_memory_insert", True, content="Alice adopted Rex on 8 May 2023.")
+        return _call("done")
+
+    agent, bb = _agent(MemGPTConfig(max_steps_per_turn=2), responder)
+    agent.ingest(_turn(1, "Alice", "I adopted a puppy named Rex."))
+    # two steps, the heartbeat chain is cut at max_steps_per_turn even though it asked for more
+    assert bb.calls_by_stage() == {"ingest": 2}
+    assert [m.kind for m in agent.fifo] == ["turn", "action", "result", "action", "result"]
+    assert agent.fifo[0].content == "[1:00 pm on 8 May, 2023] Alice: I adopted a puppy named Rex."
+    assert agent.core.blocks["Alice"] == [CoreLine("Alice has a puppy.", ("D1:1",))]
+    assert [(e.content, e.dia_ids, e.timestamp) for e in agent.archival.entries] == [
+        ("Alice adopted Rex on 8 May 2023.", ("D1:1",), "1:00 pm on 8 May, 2023")
+    ]
+    # the second step saw the first function's result in its context
+    second = bb.calls[1][1]
+    assert any(m["content"].startswith("[function result: core_memory_append] OK") for m in second)
+    assert "Alice has a puppy." in second[-1]["content"]  # core memory is in the step's state
+    assert agent.stats()["calls_by_function"] == {"core_memory_append": 1, "archival_memory_insert": 1}
+
+
+def test_failed_call_returns_control_and_done_ends_the_turn() -> None:
+    replies = iter([_call("core_memory_replace", False, name="Bob", old_content="nothing"), _call("done")])
+    agent, bb = _agent(MemGPTConfig(max_steps_per_turn=3), lambda m: next(replies))
+    agent.ingest(_turn(1, "Bob", "Hi"))
+    assert bb.calls_by_stage() == {"ingest": 2}  # failure → another step without a heartbeat
+    assert agent.fifo[2].content.startswith("[function result: core_memory_replace] Failed: old_content not found")
+    assert agent.counters["failed_calls"] == 1
+
+
+def test_unparseable_step_falls_back_to_done_and_is_counted() -> None:
+    agent, bb = _agent(MemGPTConfig(), lambda m: "I will remember that!")
+    agent.ingest(_turn(1, "Bob", "Hi"))
+    assert len(bb.calls) == 2 and agent.counters["step_fallbacks"] == 1
+    assert bb.usage.to_json()["parse_failures_by_kind"] == {"ingest": {"memgpt ingest step → done": 1}}
+
+
+def test_eviction_summarises_recursively_and_keeps_recent_messages() -> None:
+    summaries: list[str] = []
+
+    def responder(messages: Msgs) -> str:
+        if _kind(messages) == "summary":
+            summaries.append(messages[1]["content"])
+            return f"S{len(summaries)}"
+        return _call("done")
+
+    cfg = MemGPTConfig(context_window_tokens=700, keep_last_messages=3)
+    agent, bb = _agent(cfg, responder)
+    for i in range(1, 25):
+        agent.ingest(
+            _turn(i, "Alice" if i % 2 else "Bob", f"Message number {i} talks about topic {i} in some detail here.")
+        )
+        assert agent.context_tokens() <= cfg.context_window_tokens
+    assert agent.counters["evictions"] == len(summaries) >= 2
+    assert bb.calls_by_stage() == {"ingest": 24 + len(summaries)}  # one step per turn + one call per eviction
+    assert agent.summary == f"S{len(summaries)}"
+    # recursive: the second summary call starts from the first summary
+    assert summaries[1].startswith("Messages to summarize:\n(summary of earlier messages) S1")
+    assert agent.counters["alerts"] >= 1
+    kept = [m.dia_id for m in agent.fifo if m.kind == "turn"]
+    hidden = set(agent.summary_dia_ids)
+    assert kept and kept[-1] == "D1:24" and not hidden & set(kept)
+    assert hidden | set(kept) == {f"D1:{i}" for i in range(1, 25)}
+    assert agent.stats()["hidden_messages"] == agent.n_hidden > 0
+
+
+# ---------------------------------------------------------------------------------- question time
+def _built_agent() -> tuple[MemGPT, ScriptedBackbone, list[Msgs]]:
+    qa_calls: list[Msgs] = []
+
+    def responder(messages: Msgs) -> str:
+        kind = _kind(messages)
+        if kind == "ingest-new":
+            text = next(m["content"] for m in reversed(messages) if m["content"].startswith("[1:00 pm"))
+            if "beagle" in text:
+                return _call("archival_memory_insert", content="Rex, Alice's dog, is a beagle.")
+            if "violin" in text:
+                return _call("core_memory_append", name="Bob", content="Bob plays the violin.")
+            return _call("done")
+        if kind == "qa":
+            qa_calls.append(messages)
+            if "[function result: archival_memory_search]" in messages[-2]["content"]:
+                return _call("conversation_search", False, query="Rex breed")
+            return _call("archival_memory_search", True, query="Rex breed")
+        return _call("done")
+
+    agent, bb = _agent(MemGPTConfig(), responder)
+    for t in make_conversation(n_sessions=2).turns:
+        agent.ingest(t)
+    agent.finalize()
+    return agent, bb, qa_calls
+
+
+def test_retrieve_uses_the_agents_searches_and_main_context() -> None:
+    agent, bb, qa_calls = _built_agent()
+    assert bb.calls_by_stage() == {"ingest": 6}
+    ev = agent.retrieve("What breed is Rex?")
+    assert len(qa_calls) == 2 and bb.calls_by_stage()["retrieve"] == 2
+    assert [s["function"] for s in ev.extra["searches"]] == ["archival_memory_search", "conversation_search"]
+    by_id = {n.note_id: n for n in ev.notes}
+    assert by_id["core:Bob:0"].dia_ids == ("D2:1",) and by_id["core:Bob:0"].channels == ("core",)
+    assert by_id["archival:arch0"].dia_ids == ("D1:3",) and by_id["archival:arch0"].channels == ("archival_search",)
+    # all six turns are still in the FIFO (window not reached); the recall hit on D1:3 merges into it
+    assert by_id["recall:D1:3"].channels == ("fifo", "conversation_search")
+    assert set(ev.dia_ids) == {f"D{s}:{i}" for s in (1, 2) for i in (1, 2, 3)}
+    assert "Core memory:\npersona: I am a memory agent" in ev.context and "Memory search results:\n" in ev.context
+    assert "Rex, Alice's dog, is a beagle." in ev.context
+
+
+def test_budget_caps_search_hits_and_fallback_search() -> None:
+    agent, _, _ = _built_agent()
+    agent.fifo = []  # as if everything had been evicted, so search hits are the only turn notes
+    ev = agent.retrieve("What breed is Rex?", budget=1)
+    assert [n.note_id for n in ev.notes if n.channels[0] != "core"] == ["archival:arch0"]
+
+    done_first, bb = _agent(MemGPTConfig(), lambda m: _call("done"))
+    done_first.ingest(_turn(1, "Alice", "Rex is a beagle."))
+    ev = done_first.retrieve("Is Rex a beagle?")
+    assert ev.extra["fallback_search"] is True and ev.extra["searches"] == []
+    assert "recall:D1:1" in {n.note_id for n in ev.notes}
+    no_fallback = MemGPT(
+        MemGPTConfig(qa_fallback_search=False), ("Alice", "Bob"), lambda: bb, lambda: HashingEmbedder(64)
+    )
+    assert no_fallback.retrieve("Is Rex a beagle?").notes[0].note_id == "core:persona:0"
+
+
+def test_save_load_roundtrip(tmp_path) -> None:
+    agent, bb, _ = _built_agent()
+    agent.save(tmp_path)
+    other = MemGPT(MemGPTConfig(), ("Alice", "Bob"), lambda: bb, lambda: HashingEmbedder(64))
+    other.load(tmp_path)
+    a, b = agent.retrieve("What breed is Rex?"), other.retrieve("What breed is Rex?")
+    assert [(n.note_id, n.dia_ids, n.channels) for n in a.notes] == [
+        (n.note_id, n.dia_ids, n.channels) for n in b.notes
+    ]
+    assert a.context == b.context
+    assert other.stats()["archival_entries"] == 1 and other.stats()["turns"] == 6
+
+
+def test_spec_and_config_validation(tmp_path) -> None:
+    assert not any(k.startswith("qa_") for k in SPEC.construction_keys)
+    assert {"format_version", "context_window_tokens", "max_steps_per_turn", "recall_search"} <= set(
+        SPEC.construction_keys
+    )
+    assert SPEC.retrieve_uses_llm({}, {}) and SPEC.ingest_uses_llm({}, {})
+    with pytest.raises(ValueError, match="unknown config key"):
+        config_from_dict({"name": "memgpt", "window": 10})
+    with pytest.raises(ValueError, match="recall_search"):
+        config_from_dict({"recall_search": "vector"})
+    ctx = MethodContext(
+        config={"name": "memgpt", "qa_max_steps": 1},
+        ablation={"name": "none"},
+        conversation=make_conversation(),
+        seed=1,
+        workdir=tmp_path,
+        _backbone=LazyResource(lambda: ScriptedBackbone(lambda m: _call("done"))),
+        _embedder=LazyResource(lambda: HashingEmbedder(64)),
+    )
+    agent = SPEC.factory(ctx)
+    assert not ctx._backbone.built and agent.speakers == ("Alice", "Bob")
+    assert set(agent.core.blocks) == {"persona", "Alice", "Bob"}
+
+
+def test_runner_end_to_end_with_scripted_agent(tmp_path) -> None:
+    from memcore.data import resolve_locomo_path
+    from memcore.data.errors import DataError
+    from memcore.runner import run_config
+    from tests.runner_utils import compose_run
+
+    try:
+        resolve_locomo_path(None)
+    except DataError:
+        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
+
+    def responder(messages: Msgs) -> str:
+        if not messages[0]["content"].startswith("You are MemGPT"):
+            return json.dumps({"answer": "a short answer"})  # the runner's answerer
+        if _kind(messages) == "qa":
+            question = messages[-1]["content"].split("QUESTION: ")[1].splitlines()[0]
+            return _call("conversation_search", False, query=question)
+        return _call("done")
+
+    base = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=memgpt"]
+    bb = ScriptedBackbone(responder)
+    result = run_config(compose_run(tmp_path, base), tmp_path / "run", backbone_override=bb)
+    assert result.n_items == 8
+    assert result.cost["memory_build"]["llm_calls_per_turn"] == 1.0  # one agent step per turn, no eviction
+    assert bb.calls_by_stage() == {"ingest": 35, "retrieve": 8, "answer": 8}  # one search step per question
+    from memcore.itemlog import read_items
+
+    items = read_items(tmp_path / "run" / "items.jsonl")
+    assert all(r["extra"]["searches"][0]["function"] == "conversation_search" for r in items)
+    assert all(r["hit"] == 1 for r in items if r["hit"] is not None)  # all 35 turns are still in the FIFO

@@ -1,0 +1,110 @@
+"""Real end-to-end runs: llama.cpp server on the small GGUF + MiniLM embeddings + a LoCoMo slice,
+through the ``memcore-run`` CLI. No mocked LLM. Slow (minutes): ``make test`` runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memcore.itemlog import read_items
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
+SMALL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
+
+
+def _require_env() -> None:
+    from memcore.data import resolve_locomo_path
+    from memcore.data.errors import DataError
+    from memcore.llm.local_model import ModelNotFoundError, resolve_gguf
+
+    try:
+        resolve_locomo_path(None)
+    except DataError:
+        pytest.skip("LoCoMo data not found")
+    try:
+        resolve_gguf(SMALL)
+    except ModelNotFoundError:
+        pytest.fail(f"small GGUF missing: run python scripts/get_local_model.py --model {SMALL} (make test does)")
+
+
+def _cmd(tmp_path: Path, run_dir: Path, *overrides: str) -> list[str]:
+    return [
+        sys.executable, "-m", "memcore.cli",
+        "backbone=local-small", "embedder=minilm", "dataset=locomo-tiny", "progress=false",
+        f"paths.root={tmp_path / 'results'}", f"hydra.run.dir={run_dir}", *overrides,
+    ]  # fmt: skip
+
+
+def _run(cmd: list[str], timeout: float = 1500) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"exit {proc.returncode}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def _server_processes() -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "llama_cpp.server" in line and "server_guard" not in line]
+
+
+@pytest.mark.parametrize("method", ["rag_hybrid", "full_context"])
+def test_end_to_end_local_backbone(tmp_path: Path, method: str) -> None:
+    _require_env()
+    run_dir = tmp_path / "run"
+    proc = _run(_cmd(tmp_path, run_dir, f"method={method}"))
+    assert "1 multi-hop" in proc.stdout and "Overall" in proc.stdout  # the printed table
+    items = read_items(run_dir / "items.jsonl")
+    assert len(items) == 8 and len({r["item_id"] for r in items}) == 8
+    assert all(isinstance(r["answer"], str) for r in items)
+    assert sum(bool(r["answer"].strip()) for r in items) >= 6  # a real model answers
+    assert all(0.0 <= r["scores"]["f1"] <= 1.0 and 0.0 <= r["scores"]["bleu1"] <= 1.0 for r in items)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["overall"]["n"] == 8
+    assert set(metrics["by_category"]) <= {"1", "2", "3", "4", "5"}
+    assert metrics["overall"]["recall"] is not None and 0.0 <= metrics["overall"]["recall"] <= 1.0
+    cost = json.loads((run_dir / "cost.json").read_text())
+    answer = cost["usage"]["by_stage"]["answer"]
+    assert answer["calls"] == 8 and answer["prompt_tokens"] > 0 and answer["completion_tokens"] > 0
+    assert cost["resources"]["backbone_started"] is True
+    if method == "full_context":
+        assert all(r["recall"] == 1.0 for r in items if r["recall"] is not None)  # the slice fits the budget
+    assert "sk-" not in (run_dir / "config.yaml").read_text()
+    assert not _server_processes(), "the llama.cpp server outlived the run"
+
+
+def test_sigkill_midway_then_resume_matches_uninterrupted(tmp_path: Path) -> None:
+    _require_env()
+    ref_dir, cut_dir = tmp_path / "ref", tmp_path / "cut"
+    _run(_cmd(tmp_path, ref_dir, "method=rag_bm25", "concurrency=1", "protocol=locomo"))
+    reference = json.loads((ref_dir / "metrics.json").read_text())
+
+    # Same config (greedy decoding), a separate results root so no cache is shared: kill after 3 items.
+    cmd = _cmd(tmp_path / "second", cut_dir, "method=rag_bm25", "concurrency=1", "protocol=locomo")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    items_path = cut_dir / "items.jsonl"
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        if items_path.exists() and len(read_items(items_path)) >= 3:
+            break
+        assert proc.poll() is None, "run ended before it could be killed"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    n_before = len(read_items(items_path))
+    assert 3 <= n_before < 8
+    time.sleep(2)  # the server guard notices its parent is gone
+    assert not _server_processes(), "SIGKILL left an orphaned llama.cpp server"
+
+    _run(cmd)
+    items = read_items(items_path)
+    assert len(items) == 8 and len({r["item_id"] for r in items}) == 8
+    resumed = json.loads((cut_dir / "metrics.json").read_text())
+    assert resumed["by_category"] == reference["by_category"]
+    assert resumed["overall"] == reference["overall"]

@@ -1,0 +1,88 @@
+"""FluxMem through the real runner (scripted backbone, hashing embedder, locomo-tiny): the
+self-answering path, provenance in items.jsonl, per-stage cost, resume, and the variants."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from memcore.data import resolve_locomo_path
+from memcore.data.errors import DataError
+from memcore.itemlog import read_items
+from memcore.llm.scripted import ScriptedBackbone
+from memcore.prompts import fluxmem as P
+from memcore.runner import run_config
+from tests.runner_utils import compose_run
+
+BASE = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted"]
+
+
+def _data_or_skip() -> None:
+    try:
+        resolve_locomo_path(None)
+    except DataError:
+        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
+
+
+def responder(messages: Sequence[dict[str, str]]) -> str:
+    """Facts = the turn itself; verification keeps candidate 1; no answer is ever judged supported."""
+    system, user = messages[0]["content"], messages[-1]["content"]
+    if system == P.FACTS_SYSTEM:
+        line = user.split("):\n", 1)[1].split("\n", 1)[0]
+        return json.dumps({"facts": [line]})
+    if system == P.VERIFY_SYSTEM:
+        return json.dumps({"relevant": [1]})
+    if system == P.CHECK_SYSTEM:
+        return json.dumps({"supported": False, "failure": "under_connection", "missing": "date"})
+    if system in (P.SKILL_EXTRACT_SYSTEM, P.SKILL_REFINE_SYSTEM):
+        return json.dumps({"skill": "Look for the dated fact."})
+    if system == P.SKILL_RERUN_SYSTEM:
+        return json.dumps({"answer": "x", "success": True})
+    if system == P.RESHAPE_SYSTEM:
+        return json.dumps({"mode": "expand", "text": "x"})
+    return json.dumps({"answer": "a guess"})  # the protocol's answer prompt
+
+
+def test_fluxmem_runs_through_the_runner_and_resumes(tmp_path: Path) -> None:
+    _data_or_skip()
+    backbone = ScriptedBackbone(responder)
+    result = run_config(compose_run(tmp_path, [*BASE, "method=fluxmem"]), tmp_path / "run", backbone_override=backbone)
+    items = read_items(tmp_path / "run" / "items.jsonl")
+    assert len(items) == 8 == result.n_items
+    for rec in items:
+        info = rec["extra"]["fluxmem"]
+        assert rec["rounds"] == len(info["answers"]) == 3 and info["attributions"] == ["under_connection"] * 2
+        assert rec["retrieved_dia_ids"] and rec["recall"] is not None
+        assert all(
+            n["dia_ids"] for n in rec["notes"] if not n["channels"] or n["channels"][0] not in ("episode", "skill")
+        )
+    calls = backbone.calls_by_stage()
+    # per item: 3 answers; 1 verification + 3 support checks; facts: 1 call per turn
+    assert calls["answer"] == 3 * 8 and calls["retrieve"] == 4 * 8
+    cost = json.loads((tmp_path / "run" / "cost.json").read_text())
+    assert cost["memory_build"]["llm_calls_per_turn"] == 1.0
+    stats = json.loads((tmp_path / "run" / "stats.json").read_text())
+    conv = next(iter(stats["conversations"].values()))
+    assert conv["memory"]["episodes"] == 0 and conv["memory_after_qa"]["episodes"] == 8
+    assert conv["memory"]["semantic_nodes"] == conv["turns"]
+
+    n_calls = len(backbone.calls)
+    again = run_config(compose_run(tmp_path, [*BASE, "method=fluxmem"]), tmp_path / "run", backbone_override=backbone)
+    assert len(backbone.calls) == n_calls and again.metrics["overall"] == result.metrics["overall"]
+
+
+def test_variants_run_and_skip_their_stage(tmp_path: Path) -> None:
+    _data_or_skip()
+    for name in ("fluxmem-no-refine", "fluxmem-no-consolidate"):
+        backbone = ScriptedBackbone(responder)
+        run_config(compose_run(tmp_path, [*BASE, f"method={name}"]), tmp_path / name, backbone_override=backbone)
+        items = read_items(tmp_path / name / "items.jsonl")
+        stats = json.loads((tmp_path / name / "stats.json").read_text())
+        after = next(iter(stats["conversations"].values()))["memory_after_qa"]
+        if name == "fluxmem-no-refine":
+            assert all(r["rounds"] == 1 for r in items) and after["attributions"] == {}
+        else:
+            assert after["skills"] == 0 and not any(k.startswith("calls_skill") for k in after["counters"])

@@ -1,0 +1,497 @@
+"""FluxMem end to end with a ScriptedBackbone and the HashingEmbedder: construction, Stage 1–3, switches,
+spec wiring and the save/load round trip."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from baselines.fluxmem import SPEC, SPEC_NO_CONSOLIDATE, SPEC_NO_REFINE, FluxMem, FluxMemConfig
+from memcore.config import ConfigError
+from memcore.interfaces import LazyResource, MethodContext, SelfAnsweringMemory
+from memcore.llm.embedders import HashingEmbedder
+from memcore.llm.scripted import ScriptedBackbone
+from memcore.methods import get_method
+from memcore.prompts import fluxmem as P
+from memcore.types import Category, QAItem
+from tests.helpers import make_conversation
+
+TURN_RE = re.compile(r"Turn to record \((?P<dia>[^)]+)\):\n(?P<speaker>[^:]+): (?P<text>.+)")
+
+
+class Script:
+    """Routes each call by its system prompt; records (purpose, user text) in ``log``."""
+
+    def __init__(
+        self,
+        *,
+        relevant: list[int] | None = None,
+        checks: list[dict[str, Any]] | None = None,
+        reshape: str = "Rex is a beagle puppy adopted by Alice.",
+        skills: list[str] | None = None,
+        rerun: dict[str, list[bool]] | None = None,
+        bad_facts: bool = False,
+        empty_facts: bool = False,
+    ) -> None:
+        self.relevant = relevant if relevant is not None else [1]
+        self.checks = list(checks or [])
+        self.reshape = reshape
+        self.skills = list(skills or ["S0"])
+        self.rerun = rerun or {}
+        self.bad_facts = bad_facts
+        self.empty_facts = empty_facts
+        self.log: list[tuple[str, str]] = []
+        self._rerun_i: dict[str, int] = {}
+
+    def __call__(self, messages: Sequence[dict[str, str]]) -> str:
+        system, user = messages[0]["content"], messages[1]["content"]
+        if system == P.FACTS_SYSTEM:
+            self.log.append(("facts", user))
+            if self.bad_facts:
+                return "sorry, no JSON"
+            if self.empty_facts:
+                return json.dumps({"facts": []})
+            m = TURN_RE.search(user)
+            assert m is not None
+            facts = [f"{m['speaker']} says: {m['text']}"]
+            if "puppy" in m["text"]:
+                facts.append("Alice has a dog named Rex.")
+            return json.dumps({"facts": facts})
+        if system == P.VERIFY_SYSTEM:
+            self.log.append(("verify", user))
+            return json.dumps({"relevant": self.relevant})
+        if system == P.CHECK_SYSTEM:
+            self.log.append(("check", user))
+            reply = self.checks.pop(0) if self.checks else {"supported": True}
+            return json.dumps(reply)
+        if system == P.RESHAPE_SYSTEM:
+            self.log.append(("reshape", user))
+            return json.dumps({"mode": "expand", "text": self.reshape})
+        if system == P.SKILL_EXTRACT_SYSTEM:
+            self.log.append(("skill_extract", user))
+            return json.dumps({"skill": self.skills.pop(0)})
+        if system == P.SKILL_REFINE_SYSTEM:
+            self.log.append(("skill_refine", user))
+            return json.dumps({"skill": self.skills.pop(0)})
+        if system == P.SKILL_RERUN_SYSTEM:
+            self.log.append(("skill_rerun", user))
+            skill = re.search(r"Procedure: (.*)", user)
+            assert skill is not None
+            key = skill.group(1)
+            i = self._rerun_i.get(key, 0)
+            self._rerun_i[key] = i + 1
+            pattern = self.rerun.get(key, [True])
+            return json.dumps({"answer": "x", "success": pattern[i % len(pattern)]})
+        raise AssertionError(f"unexpected prompt: {system[:60]}")
+
+    def purposes(self) -> list[str]:
+        return [p for p, _ in self.log]
+
+
+def build(script: Script, tmp_path: Path, **overrides: Any) -> tuple[FluxMem, ScriptedBackbone]:
+    conv = make_conversation(n_sessions=3)
+    backbone = ScriptedBackbone(script)
+    embedder = HashingEmbedder(256)
+    ctx = MethodContext(
+        config={"name": "fluxmem", **overrides},
+        ablation={"name": "none"},
+        conversation=conv,
+        seed=1,
+        workdir=tmp_path,
+        _backbone=LazyResource(lambda: backbone),
+        _embedder=LazyResource(lambda: embedder),
+    )
+    system = SPEC.factory(ctx)
+    assert isinstance(system, FluxMem)
+    for turn in conv.turns:
+        system.ingest(turn)
+    system.finalize()
+    return system, backbone
+
+
+def item(question: str, index: int = 0, answer: str = "GOLD-SENTINEL") -> QAItem:
+    return QAItem("conv-x", index, question, Category.SINGLE_HOP, answer, None, ("D1:3",))
+
+
+class Answerer:
+    def __init__(self, reply: str = "beagle") -> None:
+        self.contexts: list[str] = []
+        self.reply = reply
+
+    def __call__(self, context: str) -> str:
+        self.contexts.append(context)
+        return self.reply
+
+
+# ---------------------------------------------------------------- construction
+def test_construction_facts_provenance_and_associations(tmp_path: Path) -> None:
+    script = Script()
+    mem, backbone = build(script, tmp_path)
+    g = mem.graph
+    assert len(g.turns) == 9 and script.purposes().count("facts") == 9
+    assert len(g.semantic) == 10  # one fact per turn + the extra dog fact of D1:1
+    assert [n.dia_ids for n in g.semantic[:3]] == [("D1:1",), ("D1:1",), ("D1:2",)]
+    assert g.semantic[1].text == "Alice has a dog named Rex." and g.semantic[1].time == "1:00 pm on 1 May, 2023"
+    same_turn = [e for e in g.edges if e.label == "same_turn"]
+    assert [(e.src, e.dst) for e in same_turn] == [("s0", "s1")]
+    assert g.neighbours("s0")["s1"] == 1.0
+    assert g.sem_vecs.shape == (10, 256)
+    assert backbone.calls_by_stage() == {"ingest": 9}
+    # the previous turn of the same session is shown, the first turn of a session has none
+    assert "(none)" in script.log[0][1] and "Alice: I adopted a puppy" in script.log[1][1]
+
+
+def test_unparseable_facts_keep_the_raw_turn_and_are_counted(tmp_path: Path) -> None:
+    mem, backbone = build(Script(bad_facts=True), tmp_path)
+    assert [n.origin for n in mem.graph.semantic] == ["turn"] * 9
+    assert mem.graph.semantic[0].text == "Alice: I adopted a puppy named Rex last week."
+    assert backbone.usage.to_json()["by_stage"]["ingest"]["parse_failures"] == 9
+    assert mem.stats()["counters"]["fallback_facts"] == 9
+
+
+def test_a_memory_without_facts_still_answers(tmp_path: Path) -> None:
+    script = Script(empty_facts=True, checks=[{"supported": False, "failure": "under_connection"}] * 3)
+    mem, _ = build(script, tmp_path)
+    assert mem.graph.semantic == [] and mem.stats()["turns_without_nodes"] == 9
+    ans = Answerer()
+    text, ev = mem.answer(item("What breed is Rex?"), ans)
+    assert text == "beagle" and ev.notes == [] and len(ans.contexts) == 1
+    assert ans.contexts[0] == "Memory facts (date, fact):"
+    assert mem.stats()["counters"]["edits_without_change"] == 1
+
+
+def test_no_llm_at_ingest_without_fact_extraction(tmp_path: Path) -> None:
+    script = Script()
+    mem, backbone = build(script, tmp_path, extract_facts=False)
+    assert backbone.calls_by_stage() == {} and len(mem.graph.semantic) == 9
+    assert not SPEC.ingest_uses_llm({"extract_facts": False}, {}) and SPEC.ingest_uses_llm({}, {})
+
+
+# ---------------------------------------------------------------- Stage 1
+def test_stage1_hybrid_ranking_with_llm_verification(tmp_path: Path) -> None:
+    script = Script(relevant=[3])
+    mem, _ = build(script, tmp_path, extract_facts=False, k=2, verify_pool=4)
+    q = "What breed is Rex?"
+    q_vec = mem.embedder.encode([q])[0]
+    pre, dn, sn = mem._pre_scores(q, q_vec)
+    pool = np.argsort(-pre, kind="stable")[:4]
+    v = np.array([0.0, 0.0, 1.0, 0.0])
+    expected = (0.4 * dn[pool] + 0.3 * sn[pool] + 0.3 * v) / 1.0
+    best = pool[np.argsort(-expected, kind="stable")[:2]]
+    ev = mem.retrieve(q)
+    assert [n.note_id for n in ev.notes] == [f"s{i}" for i in best]
+    assert [n.score for n in ev.notes] == pytest.approx(sorted(expected, reverse=True)[:2])
+    third = f"s{pool[2]}"
+    assert third in [n.note_id for n in ev.notes] and "llm" in next(n.channels for n in ev.notes if n.note_id == third)
+    assert script.purposes()[-1] == "verify" and "[4]" in script.log[-1][1] and "[5]" not in script.log[-1][1]
+    assert ev.dia_ids == [mem.graph.node(n.note_id).dia_ids[0] for n in ev.notes]
+
+
+def test_verification_fallback_ranks_by_dense_and_bm25(tmp_path: Path) -> None:
+    mem, backbone = build(Script(), tmp_path, extract_facts=False, k=3)
+    backbone.responder = lambda messages: "not json"
+    ev = mem.retrieve("What breed is Rex?")
+    q_vec = mem.embedder.encode(["What breed is Rex?"])[0]
+    pre, _, _ = mem._pre_scores("What breed is Rex?", q_vec)
+    assert [n.score for n in ev.notes] == pytest.approx(sorted(pre, reverse=True)[:3])
+    assert mem.stats()["counters"]["fallback_verify"] == 1
+
+
+# ---------------------------------------------------------------- Stage 2
+def test_refinement_honours_T_and_records_attributions(tmp_path: Path) -> None:
+    unsupported = {"supported": False, "failure": "under_connection", "missing": "violin"}
+    script = Script(checks=[unsupported] * 10)
+    mem, _ = build(script, tmp_path, extract_facts=False, k=2, T=2, consolidate=False)
+    ans = Answerer()
+    text, ev = mem.answer(item("What breed is Rex?"), ans)
+    assert text == "beagle" and len(ans.contexts) == 3 and ev.rounds == 3
+    assert script.purposes().count("check") == 3  # T rounds + the check of the final answer
+    info = ev.extra["fluxmem"]
+    assert info["attributions"] == ["under_connection", "under_connection"] and info["supported"] is False
+    assert len(info["added"]) == 7  # 5 in round 1, then the 2 nodes still unlinked
+    assert len(ev.notes) == 2 + len(info["added"])
+    assert mem.graph.episodes[0].attributions == info["attributions"] and mem.graph.episodes[0].rounds == 3
+
+    script0 = Script(checks=[unsupported] * 10)
+    mem0, _ = build(script0, tmp_path / "t0", extract_facts=False, k=2, T=0, consolidate=False)
+    ans0 = Answerer()
+    _, ev0 = mem0.answer(item("What breed is Rex?"), ans0)
+    assert (
+        len(ans0.contexts) == 1
+        and script0.purposes().count("check") == 1
+        and ev0.extra["fluxmem"]["attributions"] == []
+    )
+
+
+def test_refinement_stops_once_supported(tmp_path: Path) -> None:
+    script = Script(checks=[{"supported": False, "failure": "under_connection"}, {"supported": True}])
+    mem, _ = build(script, tmp_path, extract_facts=False, k=2, T=5, consolidate=False)
+    ans = Answerer()
+    _, ev = mem.answer(item("What breed is Rex?"), ans)
+    assert len(ans.contexts) == 2 and ev.extra["fluxmem"]["supported"] is True
+    assert mem.graph.episodes[0].supported is True
+
+
+def test_under_connection_expands_links(tmp_path: Path) -> None:
+    script = Script(checks=[{"supported": False, "failure": "under_connection", "missing": "violin March"}])
+    mem, _ = build(script, tmp_path, extract_facts=False, k=2, T=1, expand_n=1, consolidate=False)
+    ans = Answerer()
+    _, ev = mem.answer(item("What breed is Rex?"), ans)
+    added = ev.extra["fluxmem"]["added"]
+    assert added == ["s3"]  # "Bob: I started learning the violin in March."
+    line = "(1:00 pm on 8 May, 2023) Bob: I started learning the violin in March."
+    assert line not in ans.contexts[0] and line in ans.contexts[1]
+    assert next(n for n in ev.notes if n.note_id == "s3").channels == ("expansion",)
+    assert "D2:1" in ev.dia_ids
+
+
+def test_over_connection_prunes_named_links(tmp_path: Path) -> None:
+    script = Script(checks=[{"supported": False, "failure": "over_connection", "distracting": [2]}])
+    mem, _ = build(script, tmp_path, extract_facts=False, k=4, T=1, min_keep=1, consolidate=False)
+    ans = Answerer()
+    before = mem.retrieve("What breed is Rex?")
+    _, ev = mem.answer(item("What breed is Rex?"), ans)
+    dropped = before.notes[1].note_id
+    assert ev.extra["fluxmem"]["pruned"] == [dropped]
+    assert [n.note_id for n in ev.notes] == [n.note_id for n in before.notes if n.note_id != dropped]
+
+
+def test_an_edit_that_changes_nothing_ends_refinement(tmp_path: Path) -> None:
+    script = Script(checks=[{"supported": False, "failure": "over_connection", "distracting": [1]}] * 3)
+    mem, _ = build(script, tmp_path, extract_facts=False, k=3, T=2, min_keep=3, consolidate=False)
+    ans = Answerer()
+    _, ev = mem.answer(item("What breed is Rex?"), ans)
+    assert len(ans.contexts) == 1 and ev.extra["fluxmem"]["attributions"] == ["over_connection"]
+    assert mem.stats()["counters"]["edits_without_change"] == 1 and len(ev.notes) == 3
+
+
+def test_granularity_reshapes_a_node_with_provenance(tmp_path: Path) -> None:
+    script = Script(checks=[{"supported": False, "failure": "granularity", "reshape": [1]}])
+    mem, _ = build(script, tmp_path, extract_facts=False, k=3, T=1, consolidate=False)
+    ans = Answerer()
+    top = mem.retrieve("What breed is Rex?").notes[0]
+    n_before = len(mem.graph.semantic)
+    _, ev = mem.answer(item("What breed is Rex?"), ans)
+    new_id = ev.extra["fluxmem"]["reshaped"][top.note_id]
+    new = mem.graph.node(new_id)
+    assert (
+        new.origin == "reshaped" and new.parent == top.note_id and new.text == "Rex is a beagle puppy adopted by Alice."
+    )
+    assert (
+        new.dia_ids == top.dia_ids
+        and len(mem.graph.semantic) == n_before + 1
+        and mem.graph.sem_vecs.shape[0] == n_before + 1
+    )
+    assert ev.notes[0].note_id == new_id and ev.notes[0].dia_ids == top.dia_ids
+    assert any(e.src == new_id and e.dst == top.note_id and e.label == "refines" for e in mem.graph.edges)
+    assert "Rex is a beagle puppy adopted by Alice." in ans.contexts[1]
+    # the reshaped unit stays in memory and is found by BM25 for later questions
+    assert mem.graph.bm25.scores("beagle puppy adopted")[mem.graph.row(new_id)] > 0
+
+
+def test_gold_answer_never_reaches_a_prompt(tmp_path: Path) -> None:
+    script = Script(checks=[{"supported": False, "failure": "under_connection"}] * 3)
+    mem, backbone = build(
+        script, tmp_path, extract_facts=False, consolidate_every=1, cluster_min_sim=-1.0, min_cluster_size=1
+    )
+    mem.answer(item("What breed is Rex?", answer="ZZGOLD"), Answerer())
+    mem.after_qa()
+    assert backbone.calls and all("ZZGOLD" not in m["content"] for _, msgs in backbone.calls for m in msgs)
+
+
+# ---------------------------------------------------------------- Stage 3
+QUESTIONS = ["What breed is Rex?", "What breed is the dog Rex?", "What breed is Rex the dog?"]
+
+
+def test_consolidation_makes_a_skill_and_stops_on_threshold(tmp_path: Path) -> None:
+    # PEMS reduced to the success rate (length and drift weights 0) so the scores are exact
+    script = Script(skills=["S0", "S1", "S2"], rerun={"S0": [False, False], "S1": [True, False], "S2": [True, False]})
+    mem, _ = build(
+        script,
+        tmp_path,
+        extract_facts=False,
+        refine=False,
+        consolidate_every=0,
+        cluster_min_sim=0.3,
+        rerun_episodes=2,
+        pems_w_length=0.0,
+        pems_w_drift=0.0,
+        pems_threshold=0.2,
+    )
+    for i, q in enumerate(QUESTIONS):
+        mem.answer(item(q, i), Answerer())
+    assert script.purposes().count("check") == 3  # outcome judged for PEMS even without Stage 2
+    assert not mem.graph.skills
+    mem.after_qa()
+    assert len(mem.graph.skills) == 1
+    skill = mem.graph.skills[0]
+    # S0: 0/2 → 0.0; S1: 1/2 → 0.5 (gain 0.5 ≥ 0.2, kept, go on); S2: 1/2 → gain 0 < 0.2: stop
+    assert skill.text == "S1" and skill.version == 1 and skill.pems == pytest.approx(0.5)
+    assert [h["pems"] for h in skill.history] == [0.0, 0.5, 0.5]
+    assert [h["accepted"] for h in skill.history] == [True, True, False]
+    assert script.purposes().count("skill_refine") == 2 and script.purposes().count("skill_rerun") == 6
+    assert skill.episodes == ["e0", "e1", "e2"]
+    assert all(mem.graph.skills_of(e) == ["k0"] for e in skill.episodes)
+    assert mem.stats()["extraction_edges"] == 3
+
+
+def test_skills_reach_later_questions_through_similar_episodes(tmp_path: Path) -> None:
+    script = Script(skills=["Find the fact naming the breed."], rerun={"Find the fact naming the breed.": [True]})
+    mem, _ = build(script, tmp_path, extract_facts=False, consolidate_every=2, cluster_min_sim=0.3, episode_min_sim=0.3)
+    for i, q in enumerate(QUESTIONS[:2]):
+        mem.answer(item(q, i), Answerer())
+    assert len(mem.graph.skills) == 1 and mem.stats()["counters"]["consolidations"] == 1
+    ans = Answerer()
+    _, ev = mem.answer(item(QUESTIONS[2], 2), ans)
+    info = ev.extra["fluxmem"]
+    assert info["skills"] == ["k0"] and set(info["episodes"]) == {"e0", "e1"}
+    assert "Answering skills learned from earlier questions:\n- Find the fact naming the breed." in ans.contexts[0]
+    assert "Q: What breed is Rex? A: beagle" in ans.contexts[0]
+    assert [n.dia_ids for n in ev.notes if n.channels in (("episode",), ("skill",))] == [(), (), ()]
+
+
+def test_small_clusters_make_no_skill(tmp_path: Path) -> None:
+    script = Script()
+    mem, _ = build(script, tmp_path, extract_facts=False, consolidate_every=0, cluster_min_sim=0.99)
+    mem.answer(item("What breed is Rex?"), Answerer())
+    mem.answer(item("Where did Alice move?", 1), Answerer())
+    mem.after_qa()
+    assert mem.graph.skills == [] and "skill_extract" not in script.purposes()
+
+
+# ---------------------------------------------------------------- switches
+def test_switches_remove_their_stage(tmp_path: Path) -> None:
+    checks = [{"supported": False, "failure": "under_connection"}] * 20
+    full = Script(checks=list(checks))
+    mem, _ = build(full, tmp_path / "full", extract_facts=False, consolidate_every=0, cluster_min_sim=-1.0)
+    for i, q in enumerate(QUESTIONS):
+        mem.answer(item(q, i), Answerer())
+    mem.after_qa()
+    assert {"verify", "check", "skill_extract"} <= set(full.purposes())
+
+    no_stage2 = Script(checks=list(checks))
+    mem2, _ = build(no_stage2, tmp_path / "s2", extract_facts=False, refine=False, consolidate=False)
+    ans = Answerer()
+    for i, q in enumerate(QUESTIONS):
+        mem2.answer(item(q, i), ans)
+    mem2.after_qa()
+    assert len(ans.contexts) == 3 and set(no_stage2.purposes()) == {"verify"}
+    assert all(e.supported is None for e in mem2.graph.episodes)
+
+    no_stage3 = Script(checks=list(checks))
+    mem3, _ = build(no_stage3, tmp_path / "s3", extract_facts=False, consolidate=False, consolidate_every=1)
+    for i, q in enumerate(QUESTIONS):
+        mem3.answer(item(q, i), Answerer())
+    mem3.after_qa()
+    assert not {"skill_extract", "skill_rerun", "skill_refine"} & set(no_stage3.purposes()) and mem3.graph.skills == []
+
+    no_stage1 = Script()
+    mem1, _ = build(
+        no_stage1, tmp_path / "s1", extract_facts=False, connect=False, refine=False, consolidate=False, k=3
+    )
+    ev = mem1.retrieve("What breed is Rex?")
+    q_vec = mem1.embedder.encode(["What breed is Rex?"])[0]
+    dense = mem1.graph.sem_vecs @ q_vec
+    assert [n.score for n in ev.notes] == pytest.approx(sorted(dense, reverse=True)[:3])
+    assert all(n.channels == ("dense",) for n in ev.notes) and no_stage1.purposes() == []
+
+    no_verify = Script()
+    memv, _ = build(no_verify, tmp_path / "v", extract_facts=False, llm_verify=False)
+    memv.retrieve("What breed is Rex?")
+    assert no_verify.purposes() == []
+
+
+# ---------------------------------------------------------------- persistence
+def test_save_load_round_trip(tmp_path: Path) -> None:
+    script = Script(
+        checks=[{"supported": False, "failure": "granularity", "reshape": [1]}] + [{"supported": True}] * 10,
+        skills=["Find the breed."],
+    )
+    mem, backbone = build(script, tmp_path, consolidate_every=0, cluster_min_sim=0.3)
+    for i, q in enumerate(QUESTIONS):
+        mem.answer(item(q, i), Answerer())
+    mem.after_qa()
+    assert mem.graph.episodes and mem.graph.skills and any(n.origin == "reshaped" for n in mem.graph.semantic)
+    out = tmp_path / "snap"
+    out.mkdir()
+    mem.save(out)
+    other = SPEC.factory(
+        MethodContext(
+            config={"name": "fluxmem", "consolidate_every": 0, "cluster_min_sim": 0.3},
+            ablation={"name": "none"},
+            conversation=make_conversation(n_sessions=3),
+            seed=1,
+            workdir=tmp_path / "w",
+            _backbone=LazyResource(lambda: backbone),
+            _embedder=LazyResource(lambda: HashingEmbedder(256)),
+        )
+    )
+    other.load(out)
+    a, b = mem.graph, other.graph
+    assert a.semantic == b.semantic and a.episodes == b.episodes and a.skills == b.skills and a.edges == b.edges
+    assert a.turns == b.turns
+    for x, y in (
+        (a.sem_vecs, b.sem_vecs),
+        (a.ep_q_vecs, b.ep_q_vecs),
+        (a.ep_traj_vecs, b.ep_traj_vecs),
+        (a.skill_vecs, b.skill_vecs),
+    ):
+        assert np.array_equal(x, y)
+    assert np.array_equal(a.bm25.scores("beagle Rex"), b.bm25.scores("beagle Rex"))
+    assert a.neighbours("s0") == b.neighbours("s0") and b.skills_of("e0") == ["k0"]
+    assert [n.to_json() for n in mem.retrieve("Where did Alice move?").notes] == [
+        n.to_json() for n in other.retrieve("Where did Alice move?").notes
+    ]
+    stats = {k: v for k, v in mem.stats().items() if k not in ("attributions", "counters")}
+    assert stats == {k: v for k, v in other.stats().items() if k not in ("attributions", "counters")}
+    # saving the loaded memory gives byte-identical files (snapshot checksums stay stable)
+    again = tmp_path / "snap2"
+    again.mkdir()
+    other.save(again)
+    for f in sorted(out.iterdir()):
+        assert f.read_bytes() == (again / f.name).read_bytes(), f.name
+
+
+def test_construction_snapshot_has_empty_episodic_layers(tmp_path: Path) -> None:
+    mem, _ = build(Script(), tmp_path, extract_facts=False)
+    out = tmp_path / "snap"
+    out.mkdir()
+    mem.save(out)
+    assert (out / "episodes.jsonl").read_text() == "" and (out / "skills.jsonl").read_text() == ""
+    assert np.load(out / "semantic.npy").shape == (9, 256)
+
+
+# ---------------------------------------------------------------- spec wiring
+def test_specs_and_variants(tmp_path: Path) -> None:
+    for name, spec in (
+        ("fluxmem", SPEC),
+        ("fluxmem-no-refine", SPEC_NO_REFINE),
+        ("fluxmem-no-consolidate", SPEC_NO_CONSOLIDATE),
+    ):
+        got = get_method(name)
+        assert got is spec and got.name == name and got.sequential_qa and got.retrieve_uses_llm({}, {})
+        assert "format_version" in got.construction_keys and "k" not in got.construction_keys
+    ctx = MethodContext(
+        config={"name": "fluxmem-no-refine", "refine": False},
+        ablation={"name": "none"},
+        conversation=make_conversation(),
+        seed=0,
+        workdir=tmp_path,
+        _backbone=LazyResource(lambda: pytest.fail("backbone touched at construction time")),
+        _embedder=LazyResource(lambda: HashingEmbedder(64)),
+    )
+    mem = SPEC_NO_REFINE.factory(ctx)
+    assert isinstance(mem, SelfAnsweringMemory) and mem.cfg.refine is False
+    with pytest.raises(ConfigError, match="fluxmem-no-refine runs with refine=False"):
+        SPEC_NO_REFINE.factory(replace(ctx, config={"name": "fluxmem-no-refine", "refine": True}))
+    assert SPEC_NO_CONSOLIDATE.factory(replace(ctx, config={"name": "fluxmem-no-consolidate"})).cfg.consolidate is False
+    with pytest.raises(ConfigError, match="unknown config key"):
+        SPEC.factory(replace(ctx, config={"name": "fluxmem", "T_max": 3}))
+    assert FluxMemConfig().construction()["format_version"] == 1

@@ -1,0 +1,151 @@
+"""One test per ablation switch: it removes its component and nothing else (DESIGN §4 table)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memcore.memory.ingestion import clean_text
+from memcore.memory.system import MemCoRe
+from tests.test_memory_fixtures import TAGGED_TURNS, ScriptedLLM, build, make_conversation, make_memory
+
+CONV = make_conversation(TAGGED_TURNS)
+
+
+def counts(mem: MemCoRe) -> tuple[int, int, int]:
+    c = mem.stats()["construction"]
+    return c["merges"], len(mem.store.edges), len(mem.store)
+
+
+def test_full_model_on_tagged_turns(tmp_path: Path) -> None:
+    mem, _, _ = build(CONV, tmp_path)
+    # t2 merges into t1; t3 links to the merged note; t5 links to t4
+    assert counts(mem) == (1, 2, 4)
+    assert mem.store.notes[0].dia_ids == ("D1:1", "D1:2")
+    assert mem.stats()["construction"]["neighbour_updates"] == 2
+
+
+def test_wo_merge_zero_merges_links_kept(tmp_path: Path) -> None:
+    mem, _, _ = build(CONV, tmp_path, abl="wo_merge")
+    merges, edges, notes = counts(mem)
+    assert merges == 0 and notes == len(CONV.turns)
+    # the redundant pair is appended without an edge; t3 links to both t1 and t2, t5 to t4
+    assert sorted(mem.store.edges) == [(0, 2), (1, 2), (3, 4)]
+
+
+def test_wo_link_zero_edges_merges_kept(tmp_path: Path) -> None:
+    mem, _, _ = build(CONV, tmp_path, abl="wo_link")
+    assert counts(mem) == (1, 0, 4)
+    assert mem.stats()["construction"]["neighbour_updates"] == 0
+    assert not any(n.context.endswith("(followed up later)") for n in mem.store.notes)
+
+
+def test_wo_update_every_turn_its_own_note(tmp_path: Path) -> None:
+    mem, backbone, _ = build(CONV, tmp_path, abl="wo_update")
+    assert counts(mem) == (0, 0, len(CONV.turns))
+    assert [n.dia_ids for n in mem.store.notes] == [(t.dia_id,) for t in CONV.turns]
+    assert backbone is not None
+    prompts = [m[1]["content"] for _, m in backbone.calls]
+    assert not any("Existing notes:" in p for p in prompts)  # no gate call at all
+    assert all("Turn to record" in p for p in prompts)  # ingestion (keywords) still runs
+    assert all(n.denoised for n in mem.store.notes)  # denoising untouched
+
+
+def test_wo_denoise_context_is_raw(tmp_path: Path) -> None:
+    mem, _, _ = build(CONV, tmp_path, abl="wo_denoise")
+    assert counts(mem) == (1, 2, 4)  # the gate works as before
+    merged = mem.store.notes[0]
+    assert merged.context == "\n".join(clean_text(r.render()) for r in merged.raws)
+    for note in mem.store.notes[1:]:
+        assert note.context == clean_text(note.raws[0].render())
+        assert not note.denoised
+    assert mem.stats()["construction"]["neighbour_updates"] == 0  # c = r: nothing rewrites a context
+    # keywords still come from ingestion
+    assert "adopted" in mem.store.notes[0].keywords
+
+
+# --------------------------------------------------------------- retrieval switches (reuse one snapshot)
+TOPIC_TURNS = (
+    [f"tagA: I adopted a dog named Rex, note {i} about walks in the park {i}" for i in range(8)]
+    + [f"tagB: painting landscapes with watercolors, lesson {i} at the studio {i}" for i in range(8)]
+    + [f"tagC: my guitar band rehearses songs, session {i} downtown {i}" for i in range(8)]
+)
+QUESTIONS = ["What is the name of the dog?", "Where are the painting lessons?", "What does the guitar band rehearse?"]
+
+
+def _snapshot(tmp_path: Path, cheap: bool) -> Path:
+    mem, _, _ = build(make_conversation(TOPIC_TURNS), tmp_path / "build", cheap=cheap, topic_min=2, topic_max=8)
+    snap = tmp_path / "snap"
+    mem.save(snap)
+    return snap
+
+
+def _evidence(tmp_path: Path, snap: Path, abl: str, cheap: bool, budget: int = 8, questions: list[str] = QUESTIONS) -> list:
+    mem, backbone, ctx = make_memory(
+        make_conversation(TOPIC_TURNS), tmp_path / abl, abl=abl, cheap=cheap, topic_min=2, topic_max=8
+    )
+    mem.load(snap)
+    return [mem.retrieve(q, budget=budget) for q in questions]
+
+
+def _channels(evs: list) -> set[str]:
+    return {c for ev in evs for n in ev.notes for c in n.channels}
+
+
+def test_wo_topic_no_note_found_by_topic(tmp_path: Path) -> None:
+    snap = _snapshot(tmp_path, cheap=True)
+    full = _evidence(tmp_path, snap, "none", True)
+    wo = _evidence(tmp_path, snap, "wo_topic", True)
+    assert "topic" in _channels(full)
+    assert "topic" not in _channels(wo) and "keyword" in _channels(wo)
+
+
+def test_wo_keyword_no_note_found_by_keyword(tmp_path: Path) -> None:
+    snap = _snapshot(tmp_path, cheap=True)
+    full = _evidence(tmp_path, snap, "none", True)
+    wo = _evidence(tmp_path, snap, "wo_keyword", True)
+    assert "keyword" in _channels(full)
+    assert "keyword" not in _channels(wo) and "topic" in _channels(wo)
+
+
+def test_wo_neighbor_no_note_found_by_neighbour(tmp_path: Path) -> None:
+    snap = _snapshot(tmp_path, cheap=False)
+    pools = {}
+    for abl in ("none", "wo_neighbor"):
+        mem, _, _ = make_memory(
+            make_conversation(TOPIC_TURNS), tmp_path / abl, abl=abl, topic_min=2, topic_max=8, channel_depth=3
+        )
+        mem.load(snap)
+        assert mem._refiner is not None
+        pools[abl] = [mem._refiner.retrieve(q, 3) for q in QUESTIONS]  # whole pools, before truncation
+        evs = [mem.retrieve(q, budget=3) for q in QUESTIONS]
+        assert ("neighbor" in _channels(evs)) == (abl == "none")
+    for full, wo in zip(pools["none"], pools["wo_neighbor"], strict=True):
+        assert any("neighbor" in c for c in full.channels.values())
+        assert not any("neighbor" in c for c in wo.channels.values())
+        # nothing else changes: the notes the topic and keyword channels found are the same
+        found_full = {(n, c) for n, cs in full.channels.items() for c in cs if c != "neighbor"}
+        found_wo = {(n, c) for n, cs in wo.channels.items() for c in cs}
+        assert found_full == found_wo
+
+
+def test_wo_ier_one_round(tmp_path: Path) -> None:
+    snap = _snapshot(tmp_path, cheap=True)
+    q = ["Did the dog Rex meet the guitar band?"]
+    full = _evidence(tmp_path, snap, "none", True, budget=2, questions=q)
+    wo = _evidence(tmp_path, snap, "wo_ier", True, budget=2, questions=q)
+    assert full[0].rounds >= 2  # an entity the top-2 pool misses triggers a sub-query
+    assert wo[0].rounds == 1
+    assert len(wo[0].extra["rounds_log"]) == 1
+
+
+def test_llm_ier_rounds_follow_the_judge(tmp_path: Path) -> None:
+    plan = [
+        {"sufficient": False, "sub_queries": [{"query": "guitar band songs", "entities": ["guitar band"]}]},
+        {"sufficient": True, "sub_queries": []},
+    ]
+    mem, backbone, _ = build(make_conversation(TOPIC_TURNS), tmp_path, llm=ScriptedLLM(ier_plan=plan))
+    ev = mem.retrieve("What is the name of the dog?")
+    assert ev.rounds == 2
+    assert ev.extra["rounds_log"][1]["sub_queries"][0]["entities"] == ["guitar band"]
+    assert any("tagC" in n.text for n in ev.notes)  # the sub-query's evidence entered the pool
+    assert mem.stats()["retrieval"]["ier_rounds"] == {2: 1}

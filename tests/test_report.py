@@ -1,0 +1,298 @@
+"""memcore-report on synthetic run dirs: the numbers in Markdown / CSV / LaTeX equal hand-computed values."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from memcore.eval.aggregate import aggregate
+from memcore.report import ReportInputError, find_run_dirs, load_paper_numbers, load_runs, summarize_run
+from memcore.report.cli import main as report_main
+from memcore.report.reference import default_reference_dir
+from memcore.report.tables import ablation_table, cost_summary, main_table
+
+
+def item(conv: str, idx: int, cat: int, f1: float | None, bleu: float | None, **kw: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "item_id": f"{conv}#{idx}",
+        "conv_id": conv,
+        "category": cat,
+        "scores": {} if f1 is None else {"f1": f1, "bleu1": bleu},
+        "recall": kw.pop("recall", None),
+        "hit": kw.pop("hit", None),
+        "evidence": kw.pop("evidence", []),
+        "notes": kw.pop("notes", []),
+    }
+    rec.update(kw)
+    return rec
+
+
+def write_run(
+    root: Path,
+    *,
+    backbone: str,
+    method: str,
+    items: list[dict[str, Any]],
+    ablation: str = "none",
+    dataset: str = "locomo",
+    protocol: str = "amem",
+    cost: dict[str, Any] | None = None,
+    stats: dict[str, Any] | None = None,
+    answered: bool = True,
+) -> Path:
+    """A run dir as the runner writes it (metrics = aggregate(items) + run info [+ audited])."""
+    path = root / dataset / backbone / protocol / method / ablation
+    path.mkdir(parents=True)
+    with open(path / "items.jsonl", "w") as fh:
+        for r in items:
+            fh.write(json.dumps(r) + "\n")
+    metrics = aggregate(items)
+    convs = sorted({r["conv_id"] for r in items})
+    metrics["run"] = {
+        "method": method,
+        "ablation": ablation,
+        "backbone": backbone,
+        "embedder": "minilm",
+        "dataset": dataset,
+        "protocol": protocol,
+        "n_conversations": len(convs),
+        "answered": answered,
+    }
+    if any("audited" in r for r in items):
+        metrics["audited"] = aggregate(
+            [
+                dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"])
+                if "audited" in r
+                else r
+                for r in items
+            ]
+        )
+    (path / "metrics.json").write_text(json.dumps(metrics))
+    (path / "cost.json").write_text(json.dumps(cost or {"usage": {"by_stage": {}}, "wall_s": {"total": 0.0}}))
+    (path / "stats.json").write_text(json.dumps(stats or {"conversations": {}}))
+    (path / "config.yaml").write_text(yaml.safe_dump({"experiment_name": "synthetic", "method": {"name": method}}))
+    return path
+
+
+COST = {
+    "usage": {
+        "by_stage": {
+            "ingest": {"calls": 30, "prompt_tokens": 3000, "completion_tokens": 300},
+            "retrieve": {"calls": 10, "prompt_tokens": 300, "completion_tokens": 30},
+            "answer": {"calls": 5, "prompt_tokens": 500, "completion_tokens": 50},
+        }
+    },
+    "wall_s": {"total": 40.0},
+    "usd_estimate_this_run": 0.0012,
+}
+STATS = {
+    "conversations": {
+        "c1": {"ingest_usage": {"total": {"calls": 10, "prompt_tokens": 1000, "completion_tokens": 100}}},
+        "c2": {"ingest_usage": {"total": {"calls": 20, "prompt_tokens": 2000, "completion_tokens": 200}}},
+    }
+}
+
+
+def main_items(audited: bool = False) -> list[dict[str, Any]]:
+    # weighted F1 = (0.5 + 1 + 0 + 1 + 1) / 5 = 0.70; BLEU-1 = (0.4 + 1 + 0 + 0.5 + 1) / 5 = 0.58
+    # category 1 F1 = (0.5 + 0) / 2 = 0.25
+    rows = [
+        item("c1", 0, 1, 0.5, 0.4),
+        item("c1", 1, 4, 1.0, 1.0),
+        item("c2", 0, 1, 0.0, 0.0),
+        item("c2", 1, 2, 1.0, 0.5),
+        item("c2", 2, 5, 1.0, 1.0),
+    ]
+    if audited:  # the audit corrects c2#0's gold: the same answer now scores F1 1.0
+        rows[2]["audited"] = {"scores": {"f1": 1.0, "bleu1": 1.0}, "recall": None, "hit": None}
+    return rows
+
+
+@pytest.fixture
+def paper():
+    return load_paper_numbers(default_reference_dir())
+
+
+def test_main_table_numbers_deltas_and_cis(tmp_path: Path, paper) -> None:
+    write_run(tmp_path, backbone="gpt-4o-mini", method="memcore", items=main_items(), cost=COST, stats=STATS)
+    (run,) = load_runs([tmp_path])
+    s = summarize_run(run, n_boot=1000, seed=0)
+    assert s.values["f1"] == pytest.approx(70.0)
+    assert s.values["bleu1"] == pytest.approx(58.0)
+    assert s.values["cat1"] == pytest.approx(25.0)
+    assert s.values["cat3"] is None
+    # Two conversations: a resample is {c1,c1} → 1.5/2, {c2,c2} → 2/3 or mixed → 3.5/5; each pure draw has p=1/4.
+    low, high = s.ci["f1"]
+    assert low == pytest.approx(200 / 3) and high == pytest.approx(75.0)
+    assert low <= s.values["f1"] <= high
+    # cost: (build 30 calls + retrieve 10 + answer 5) / 2 conversations; tokens (3300 + 330 + 550) / 2
+    assert s.cost["llm_calls_per_conv"] == pytest.approx(22.5)
+    assert s.cost["tokens_per_conv"] == pytest.approx(2090.0)
+    assert s.cost["wall_s_per_conv"] == pytest.approx(20.0)
+
+    table = main_table([s], paper)
+    md = table.to_markdown()
+    assert (
+        "| 1 multi-hop (n=2) | 2 temporal (n=1) | 3 open-domain (n=0) | 4 single-hop (n=1) | 5 adversarial (n=1) |"
+        in md
+    )
+    ours = next(line for line in md.splitlines() if "| ours |" in line)
+    assert "| 25.00 | 100.00 | – | 100.00 | 100.00 | 70.00 [66.67, 75.00] | 58.00 [" in ours
+    assert "| 22.5 | 2,090 | 20.0 |" in ours
+    # paper (gpt-4o-mini, memcore): 32.11 46.61 23.98 44.74 51.48 | 43.76 37.27
+    assert "| paper | 32.11 | 46.61 | 23.98 | 44.74 | 51.48 | 43.76 | 37.27 |" in md
+    assert "| Δ ours−paper | -7.11 | +53.39 | – | +55.26 | +48.52 | +26.24 | +20.73 |" in md
+
+    rec = next(csv.DictReader(io.StringIO(table.to_csv())))
+    assert rec["f1"] == "70.0000" and rec["f1_paper"] == "43.7600" and rec["f1_delta"] == "26.2400"
+    assert rec["cat1_delta"] == "-7.1100" and rec["cat3"] == "" and rec["cat3_paper"] == "23.9800"
+    assert float(rec["f1_ci_low"]) == pytest.approx(66.6667, abs=1e-4) and rec["f1_ci_high"] == "75.0000"
+    assert rec["llm_calls_per_conv"] == "22.5000" and rec["method"] == "memcore" and rec["variant_of"] == ""
+
+    tex = table.to_latex()
+    assert "\\toprule" in tex and "\\bottomrule" in tex
+    assert "70.00 [66.67, 75.00]" in tex and "$\\Delta$ ours$-$paper" in tex and "+26.24" in tex
+
+
+def test_not_comparable_runs_are_flagged(tmp_path: Path, paper) -> None:
+    write_run(tmp_path, backbone="qwen3-8b", method="memcore", items=main_items(), dataset="locomo-mini")
+    md = main_table([summarize_run(r, n_boot=50) for r in load_runs([tmp_path])], paper).to_markdown()
+    assert "Δ ours−paper †" in md and "locomo-mini/amem" in md
+    assert "| paper | 28.24 | 38.39 | 15.43 | 42.09 | 43.79 | 38.62 | 34.51 |" in md
+
+
+def test_variant_is_labelled_and_never_compared(tmp_path: Path, paper) -> None:
+    write_run(tmp_path, backbone="gpt-4o-mini", method="memcore", items=main_items())
+    write_run(tmp_path, backbone="gpt-4o-mini", method="memcore-cheap", items=main_items())
+    write_run(tmp_path, backbone="gpt-4o-mini", method="rag_bm25", items=main_items())
+    runs = load_runs([tmp_path])
+    assert [r.method_label for r in runs] == ["memcore", "memcore-cheap", "rag_bm25"]
+    assert [r.variant_of for r in runs] == [None, "memcore", None]
+    table = main_table([summarize_run(r, n_boot=50) for r in runs], paper)
+    md = table.to_markdown()
+    assert "memcore-cheap (variant of memcore)" in md
+    assert md.count("| paper |") == 1  # only the real memcore run
+    recs = list(csv.DictReader(io.StringIO(table.to_csv())))
+    cheap = next(r for r in recs if r["method"] == "memcore-cheap")
+    assert cheap["variant_of"] == "memcore" and cheap["f1_paper"] == "" and cheap["f1"] == "70.0000"
+    rag = next(r for r in recs if r["method"] == "rag_bm25")
+    assert rag["variant_of"] == "" and rag["f1_paper"] == ""
+
+
+def test_audited_shown_beside_original(tmp_path: Path, paper) -> None:
+    write_run(tmp_path, backbone="gpt-4o-mini", method="memcore", items=main_items(audited=True))
+    (s,) = [summarize_run(r, n_boot=200) for r in load_runs([tmp_path])]
+    assert s.audited is not None and s.n_audited_changed == 1
+    assert s.audited["f1"] == pytest.approx(90.0) and s.audited["cat1"] == pytest.approx(75.0)
+    table = main_table([s], paper)
+    md = table.to_markdown()
+    audited = next(line for line in md.splitlines() if "audited gold" in line)
+    assert "ours, audited gold (1 item changed) | 75.00 | 100.00 | – | 100.00 | 100.00 | 90.00 [" in audited
+    rec = next(csv.DictReader(io.StringIO(table.to_csv())))
+    assert rec["f1"] == "70.0000" and rec["f1_audited"] == "90.0000" and rec["f1_audited_minus_original"] == "20.0000"
+
+
+def ablation_items(f1: float, recall: float) -> list[dict[str, Any]]:
+    return [
+        item(c, i, 4, f1, f1, recall=recall, hit=1.0 if recall > 0 else 0.0, evidence=["D1:1"])
+        for c in ("c1", "c2")
+        for i in range(2)
+    ]
+
+
+def test_ablation_table_deltas_vs_full_and_paper(tmp_path: Path, paper) -> None:
+    write_run(tmp_path, backbone="qwen3-8b", method="memcore", items=ablation_items(0.4, 0.6))
+    write_run(tmp_path, backbone="qwen3-8b", method="memcore", ablation="wo_ier", items=ablation_items(0.3, 0.5))
+    runs = load_runs([tmp_path])
+    assert [r.ablation for r in runs] == ["none", "wo_ier"]
+    table = ablation_table([summarize_run(r, n_boot=50) for r in runs], paper)
+    md = table.to_markdown()
+    lines = md.splitlines()
+    wo = lines.index(next(line for line in lines if "memcore [wo_ier]" in line))
+    # ours: F1 30, recall 50; 10 points below the full model on both
+    assert (
+        "| ours | 30.00 [30.00, 30.00] | 30.00 [30.00, 30.00] | 50.00 [50.00, 50.00] | 100.00 [100.00, 100.00] | -10.00 | -10.00 |"
+        in lines[wo]
+    )
+    # paper wo_ier 32.94 / 30.86 / 46.29 / 51.26; vs the paper's full model: F1 -5.68, recall -15.93
+    assert "| paper | 32.94 | 30.86 | 46.29 | 51.26 | -5.68 | -15.93 |" in lines[wo + 1]
+    assert "| Δ ours−paper | -2.94 | -0.86 | +3.71 | +48.74 |" in lines[wo + 2]
+    full_row = next(line for line in lines if "| qwen3-8b | memcore | ours |" in line)
+    assert "(full) | (full)" in full_row
+    recs = {r["ablation"]: r for r in csv.DictReader(io.StringIO(table.to_csv()))}
+    assert recs["wo_ier"]["f1_vs_full"] == "-10.0000" and recs["wo_ier"]["recall_paper_vs_full"] == "-15.9300"
+    assert recs["none"]["recall_paper"] == "62.2200"
+
+
+def test_cost_falls_back_to_memory_build_without_stats(tmp_path: Path) -> None:
+    cost = {
+        "usage": {"by_stage": {"answer": {"calls": 4, "prompt_tokens": 40, "completion_tokens": 4}}},
+        "memory_build": {"llm_calls": 6, "prompt_tokens": 60, "completion_tokens": 6},
+        "wall_s": {"total": 3.0},
+    }
+    write_run(tmp_path, backbone="local", method="amem", items=[item("c1", 0, 1, 1.0, 1.0)], cost=cost)
+    (run,) = load_runs([tmp_path])
+    c = cost_summary(run)
+    assert (c["llm_calls_per_conv"], c["tokens_per_conv"], c["wall_s_per_conv"]) == (10.0, 110.0, 3.0)
+
+
+def test_find_run_dirs_globs_and_errors(tmp_path: Path) -> None:
+    a = write_run(tmp_path / "x", backbone="local", method="amem", items=[item("c1", 0, 1, 1.0, 1.0)])
+    b = write_run(tmp_path / "y", backbone="local", method="mem0", items=[item("c1", 0, 1, 1.0, 1.0)])
+    old = a.with_name("none.old-20260101-120000")
+    old.mkdir()
+    (old / "metrics.json").write_text((a / "metrics.json").read_text())
+    assert find_run_dirs([tmp_path]) == sorted([a.resolve(), b.resolve()])
+    assert len(find_run_dirs([tmp_path], include_old=True)) == 3
+    assert find_run_dirs([str(tmp_path / "*" / "locomo" / "local" / "amem" / "mem0" / "none")]) == [b.resolve()]
+    assert find_run_dirs([b / "metrics.json"]) == [b.resolve()]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ReportInputError, match="no run found"):
+        find_run_dirs([empty])
+    with pytest.raises(ReportInputError, match="does not exist"):
+        find_run_dirs([tmp_path / "missing"])
+    with pytest.raises(ReportInputError, match="no file or directory matches"):
+        find_run_dirs([str(tmp_path / "nope*")])
+
+
+def test_cli_writes_all_formats_and_plots(tmp_path: Path, capsys) -> None:
+    write_run(tmp_path / "runs", backbone="qwen3-8b", method="memcore", items=ablation_items(0.4, 0.6))
+    write_run(
+        tmp_path / "runs", backbone="qwen3-8b", method="memcore", ablation="wo_ier", items=ablation_items(0.3, 0.5)
+    )
+    out = tmp_path / "report"
+    assert report_main([str(tmp_path / "runs"), "--out", str(out), "--n-boot", "50"]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [
+        "ablation_table.csv",
+        "ablation_table.md",
+        "ablation_table.tex",
+        "main_table.csv",
+        "main_table.md",
+        "main_table.tex",
+        "plots",
+        "runs.txt",
+    ]
+    assert "-10.00" in (out / "ablation_table.md").read_text()
+    assert len((out / "runs.txt").read_text().splitlines()) == 2
+    assert "### Ablations" in capsys.readouterr().out
+    assert report_main([str(tmp_path / "missing"), "--out", str(out)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert report_main([str(tmp_path / "runs"), "--formats", "md,xls"]) == 2
+
+
+def test_reference_backbone_compares_a_local_run_with_the_papers_row(tmp_path: Path, paper) -> None:
+    write_run(tmp_path, backbone="local", method="memcore", items=main_items(), dataset="locomo-mini")
+    (s,) = [summarize_run(r, n_boot=50) for r in load_runs([tmp_path])]
+    assert "| paper" not in main_table([s], paper).to_markdown()  # the paper has no 'local' backbone
+    md = main_table([s], paper, reference_backbone="qwen3-8b").to_markdown()
+    assert "| paper (qwen3-8b) | 28.24 | 38.39 | 15.43 | 42.09 | 43.79 | 38.62 | 34.51 |" in md
+    assert "| Δ ours−paper † | -3.24 |" in md  # 25.00 - 28.24, flagged: locomo-mini is not the paper's setting
+    assert "Paper rows are the paper's qwen3-8b numbers" in md

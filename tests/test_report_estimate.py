@@ -1,0 +1,61 @@
+"""Full-LoCoMo cost estimates from a measured slice: per-turn and per-question rates × 5,882 / 1,986."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memcore.report import load_runs
+from memcore.report.estimate import LOCOMO_QUESTIONS, LOCOMO_TURNS, estimate, estimate_table, measured_rates, usd
+from tests.test_report import item, write_run
+
+COST = {
+    "usage": {
+        "by_stage": {
+            "ingest": {"calls": 40, "prompt_tokens": 20000, "completion_tokens": 4000},
+            "retrieve": {"calls": 8, "prompt_tokens": 2400, "completion_tokens": 400},
+            "answer": {"calls": 4, "prompt_tokens": 4000, "completion_tokens": 40},
+        }
+    },
+    "wall_s": {"total": 10.0},
+}
+STATS = {
+    "conversations": {
+        "c1": {"turns": 20, "ingest_usage": {"total": {"calls": 40, "prompt_tokens": 20000, "completion_tokens": 4000}}}
+    }
+}
+
+
+def _run(tmp_path: Path):
+    items = [item("c1", i, 4, 1.0, 1.0, context_tokens=500) for i in range(4)]
+    write_run(tmp_path, backbone="local", method="memcore", items=items, cost=COST, stats=STATS, dataset="locomo-mini")
+    (run,) = load_runs([tmp_path])
+    return run
+
+
+def test_rates_and_full_locomo_totals(tmp_path: Path) -> None:
+    r = measured_rates(_run(tmp_path))
+    assert (r.calls_per_turn, r.prompt_per_turn, r.completion_per_turn) == (2.0, 1000.0, 200.0)
+    assert r.calls_per_question == {"retrieve": 2.0, "answer": 1.0, "judge": 0.0}
+    assert (r.prompt_per_question, r.completion_per_question, r.mean_context_tokens) == (1600.0, 110.0, 500.0)
+    t = estimate(r, method="memcore")
+    assert t["build_calls"] == 2 * LOCOMO_TURNS and t["qa_calls"] == 3 * LOCOMO_QUESTIONS
+    assert t["prompt_tokens"] == 1000 * LOCOMO_TURNS + 1600 * LOCOMO_QUESTIONS
+    assert t["completion_tokens"] == 200 * LOCOMO_TURNS + 110 * LOCOMO_QUESTIONS
+    # gpt-4o-mini list price: 0.15 $/M in, 0.60 $/M out
+    expected = (1000 * 5882 + 1600 * 1986) * 0.15 / 1e6 + (200 * 5882 + 110 * 1986) * 0.60 / 1e6
+    assert usd(t, 0.15, 0.60) == pytest.approx(expected)
+    # full_context swaps the slice's context for a whole conversation's
+    fc = estimate(r, method="full_context", full_context_tokens=20500.0)
+    assert fc["prompt_tokens"] == t["prompt_tokens"] + 20000 * LOCOMO_QUESTIONS
+
+
+def test_estimate_table_prices_each_preset(tmp_path: Path) -> None:
+    md = estimate_table([_run(tmp_path)], ["gpt-4o-mini", "gpt-4o"])
+    row = md.splitlines()[2]
+    assert "| memcore | locomo-mini / local (20 turns, 4 q) | 2.00 | 2.00 + 1.00 + 0.00 |" in row
+    assert "| 1,200 | 1,710 | 17,722 |" in row  # 2*5882 + 3*1986 calls
+    mini = (1000 * 5882 + 1600 * 1986) * 0.15 / 1e6 + (200 * 5882 + 110 * 1986) * 0.60 / 1e6
+    big = (1000 * 5882 + 1600 * 1986) * 2.5 / 1e6 + (200 * 5882 + 110 * 1986) * 10.0 / 1e6
+    assert row.endswith(f"| {mini:,.2f} | {big:,.2f} |")

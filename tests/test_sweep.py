@@ -1,0 +1,225 @@
+"""Experiment sweeps: the paper_* sweep definitions, a real joblib multirun sharing snapshots and caches
+across processes, and memcore-report over the sweep dir (tables and plots checked by content)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from memcore.cli import CONFIG_PATH
+from memcore.data import resolve_locomo_path
+from memcore.data.errors import DataError
+from memcore.report.cli import main as report_main
+
+PAPER_BACKBONES = ["gpt-4o-mini", "gpt-4o", "qwen3-8b", "qwen3-14b"]
+PAPER_METHODS = ["full_context", "memgpt", "amem", "mem0", "lightmem", "memcore"]
+ABLATIONS = [
+    "none",
+    "wo_update",
+    "wo_merge",
+    "wo_link",
+    "wo_denoise",
+    "wo_topic",
+    "wo_keyword",
+    "wo_neighbor",
+    "wo_ier",
+]
+
+
+def sweep_jobs(experiment: str, cli: list[str]) -> list[dict[str, str]]:
+    """The jobs ``memcore-run -m experiment=<experiment> <cli…>`` launches, computed the way Hydra's
+    BasicSweeper does (config params first, then the command line; a CLI key replaces a config list)."""
+    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
+        cfg = compose(config_name="run", overrides=[f"experiment={experiment}", *cli], return_hydra_config=True)
+    params = [f"{k}={v}" for k, v in cfg.hydra.sweeper.params.items()]
+    overrides = OverridesParser.create().parse_overrides([*params, f"experiment={experiment}", *cli])
+    (batch,) = BasicSweeper.split_arguments(overrides, None)
+    return [dict(o.split("=", 1) for o in job) for job in batch]
+
+
+def test_paper_main_sweeps_backbones_by_methods() -> None:
+    jobs = sweep_jobs("paper_main", [])
+    assert len(jobs) == 24
+    assert {(j["backbone"], j["method"]) for j in jobs} == {(b, m) for b in PAPER_BACKBONES for m in PAPER_METHODS}
+    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
+        cfg = compose(config_name="run", overrides=["experiment=paper_main"])
+    assert (cfg.experiment_name, cfg.dataset.name, cfg.protocol.name) == ("paper_main", "locomo", "amem")
+
+
+def test_one_cli_override_repoints_a_sweep() -> None:
+    jobs = sweep_jobs("paper_main", ["backbone=local"])
+    assert len(jobs) == 6 and {j["backbone"] for j in jobs} == {"local"}
+    jobs = sweep_jobs("paper_ablation", ["backbone=gpt-4o-mini"])
+    assert len(jobs) == 9 and {j["ablation"] for j in jobs} == set(ABLATIONS)
+    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
+        cfg = compose(config_name="run", overrides=["experiment=paper_ablation", "backbone=gpt-4o-mini"])
+    assert (cfg.backbone.name, cfg.method.name, cfg.experiment_name) == ("gpt-4o-mini", "memcore", "paper_ablation")
+
+
+def test_paper_ablation_sweeps_nine_settings_on_qwen3_8b() -> None:
+    jobs = sweep_jobs("paper_ablation", [])
+    assert [j["ablation"] for j in jobs] == ABLATIONS
+    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
+        cfg = compose(config_name="run", overrides=["experiment=paper_ablation"])
+    assert (cfg.backbone.name, cfg.method.name) == ("qwen3-8b", "memcore")
+
+
+def test_launcher_configs_compose() -> None:
+    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
+        jl = compose(config_name="run", overrides=["hydra/launcher=joblib"], return_hydra_config=True).hydra.launcher
+        sl = compose(
+            config_name="run",
+            overrides=["hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu"],
+            return_hydra_config=True,
+        ).hydra.launcher
+    assert jl._target_.endswith("JoblibLauncher") and jl.n_jobs == 2
+    assert sl._target_.endswith("SlurmLauncher") and sl.partition == "gpu" and sl.timeout_min == 360 and sl.mem_gb == 16
+
+
+def _data_or_skip() -> None:
+    try:
+        resolve_locomo_path(None)
+    except DataError:
+        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
+
+
+def run_sweep(results: Path, args: list[str], timeout: int) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, MEMCORE_RESULTS=str(results), PYTHONPATH=str(Path(CONFIG_PATH).parent))
+    cmd = [
+        sys.executable,
+        "-c",
+        "from memcore.cli import run_main; run_main()",
+        "-m",
+        *args,
+        "progress=false",
+        "print_table=false",
+    ]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=results.parent)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path) -> None:
+    _data_or_skip()
+    results = tmp_path / "results"
+    run_sweep(
+        results,
+        [
+            "experiment=quickstart",
+            "experiment_name=sweep_demo",
+            "dataset=locomo-tiny",
+            "embedder=hashing",
+            "eval.answer=false",
+            "method=rag_bm25,rag_dense",
+            "protocol=amem,locomo",
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2",
+        ],
+        timeout=600,
+    )
+    sweep = results / "runs" / "sweep_demo"
+    runs = sorted(p.parent for p in sweep.rglob("metrics.json"))
+    assert [r.relative_to(sweep).parts for r in runs] == [
+        ("locomo-tiny", "local", protocol, method, "none")
+        for protocol in ("amem", "locomo")
+        for method in ("rag_bm25", "rag_dense")
+    ]
+    # The two protocols share one memory per method: built once, loaded once, even when both jobs ran at once.
+    for method in ("rag_bm25", "rag_dense"):
+        costs = [
+            json.loads((sweep / "locomo-tiny" / "local" / p / method / "none" / "cost.json").read_text())
+            for p in ("amem", "locomo")
+        ]
+        assert sorted((c["memory_build"]["snapshots_built"], c["memory_build"]["snapshots_reused"]) for c in costs) == [
+            (0, 1),
+            (1, 0),
+        ]
+        snaps = [p for p in (results / "snapshots" / method).iterdir() if p.is_dir() and not p.name.endswith(".work")]
+        assert len(snaps) == 1 and (snaps[0] / "MANIFEST.json").is_file()
+    # Same memory, same retrieval: the protocol changes nothing without answers.
+    for method in ("rag_bm25", "rag_dense"):
+        a, b = (
+            json.loads((sweep / "locomo-tiny" / "local" / p / method / "none" / "metrics.json").read_text())
+            for p in ("amem", "locomo")
+        )
+        assert a["overall"]["recall"] == b["overall"]["recall"]
+
+    out = tmp_path / "report"
+    assert report_main([str(sweep), "--out", str(out), "--n-boot", "200", "--quiet"]) == 0
+    assert not (out / "main_table.md").exists()  # nothing answered: the ablation layout (recall, hit rate) only
+    md = (out / "ablation_table.md").read_text()
+    rows = list(csv.DictReader((out / "ablation_table.csv").open()))
+    assert len(rows) == 4
+    assert sorted(Path(r["run_dir"]) for r in rows) == [r.resolve() for r in runs]
+    for row in rows:
+        run = Path(row["run_dir"])
+        metrics = json.loads((run / "metrics.json").read_text())
+        recall = 100 * metrics["overall"]["recall"]
+        assert float(row["recall"]) == pytest.approx(recall, abs=1e-4)
+        assert row["f1"] == "" and row["method"] == run.parts[-2] and row["protocol"] == run.parts[-3]
+        assert float(row["recall_ci_low"]) <= float(row["recall"]) <= float(row["recall_ci_high"])
+        assert f"{recall:.2f} [" in md
+    assert "| Protocol |" in md  # the varying setting gets its own column
+    curve = list(csv.DictReader((out / "plots" / "recall_vs_budget.csv").open()))
+    assert len(curve) == 4
+    for row in curve:
+        values = [float(row[f"recall_at_{b}"]) for b in (250, 500, 1000, 2000, 4000)]
+        assert values == sorted(values)  # a bigger budget never loses evidence
+    for stem in ("recall_vs_budget", "cost_vs_f1"):
+        img = mpimg.imread(out / "plots" / f"{stem}.png")
+        assert img.shape[0] >= 500 and img.shape[1] >= 800 and img.std() > 0.01
+        assert (out / "plots" / f"{stem}.pdf").read_bytes()[:4] == b"%PDF"
+
+
+@pytest.mark.slow
+def test_local_backbone_sweep_two_methods_two_ablations(tmp_path: Path) -> None:
+    """memcore and memcore-cheap × none / wo_ier on conv-26's first session (18 turns, 4 QA) with the
+    local 0.5B model (one llama.cpp server per run, one run after another; wo_ier reuses the full model's
+    snapshot), then the report: main table, ablation table, all plots. A few minutes on an idle 2-core box."""
+    _data_or_skip()
+    results = tmp_path / "results"
+    run_sweep(
+        results,
+        [
+            "experiment=quickstart",
+            "experiment_name=sweep_local",
+            "backbone=local-small",
+            "dataset=locomo-tiny",
+            "dataset.max_sessions=1",
+            "embedder=hashing",
+            "method=memcore,memcore-cheap",
+            "ablation=none,wo_ier",
+        ],
+        timeout=5400,
+    )
+    sweep = results / "runs" / "sweep_local"
+    runs = sorted(p.parent for p in sweep.rglob("metrics.json"))
+    assert len(runs) == 4
+    out = tmp_path / "report"
+    assert report_main([str(sweep), "--out", str(out), "--n-boot", "200", "--quiet"]) == 0
+    main = list(csv.DictReader((out / "main_table.csv").open()))
+    assert {(r["method"], r["ablation"]) for r in main} == {
+        (m, a) for m in ("memcore", "memcore-cheap") for a in ("none", "wo_ier")
+    }
+    for row in main:
+        metrics = json.loads((Path(row["run_dir"]) / "metrics.json").read_text())
+        assert float(row["f1"]) == pytest.approx(100 * metrics["overall"]["f1"], abs=1e-4)
+        assert float(row["f1_ci_low"]) <= float(row["f1"]) <= float(row["f1_ci_high"])
+        assert row["variant_of"] == ("memcore" if row["method"] == "memcore-cheap" else "")
+    assert "memcore-cheap (variant of memcore)" in (out / "main_table.md").read_text()
+    abl = {(r["method"], r["ablation"]): r for r in csv.DictReader((out / "ablation_table.csv").open())}
+    for m in ("memcore", "memcore-cheap"):
+        d = float(abl[(m, "wo_ier")]["f1"]) - float(abl[(m, "none")]["f1"])
+        assert float(abl[(m, "wo_ier")]["f1_vs_full"]) == pytest.approx(d, abs=1e-3)
+    for stem in ("category_f1", "ablation_deltas", "cost_vs_f1", "recall_vs_budget"):
+        assert mpimg.imread(out / "plots" / f"{stem}.png").std() > 0.01
