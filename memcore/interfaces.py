@@ -133,6 +133,9 @@ class MethodSpec:
     backbone (the snapshot key then includes the backbone); ``construction_keys`` lists the config
     keys (and ablation switches) whose values change the built memory — they form the snapshot key,
     so retrieval-only changes reuse a snapshot. ``ablations`` lists the ablation names it accepts.
+    ``build_cpu_bound``: when set and ``ingest_uses_llm`` is false, the runner builds each conversation's
+    memory in a worker process (threads would share one core under the GIL); cheap builds stay in threads,
+    where starting a process would cost more than the build.
     """
 
     name: str
@@ -144,6 +147,7 @@ class MethodSpec:
     retrieve_uses_llm: Callable[[dict[str, Any], dict[str, Any]], bool] = lambda c, a: False
     sequential_qa: bool = False
     description: str = ""
+    build_cpu_bound: bool = False  # building costs seconds of CPU per conversation (not LLM waits): see below
 
 
 @runtime_checkable

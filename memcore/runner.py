@@ -223,7 +223,7 @@ class Runner:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="conv") as pool:
                 futures = [pool.submit(process, c) for c in pending_convs]
                 for fut in futures:
-                    if fut.exception() is not None:
+                    if not fut.cancelled() and fut.exception() is not None:
                         for other in futures:
                             other.cancel()  # conversations not started yet; running ones see self._stop
             bars.close()
@@ -259,6 +259,7 @@ class Runner:
             backbone_model=str(self.cfg.backbone.model),
             embedder_name=str(self.cfg.embedder.name),
             conversation=conv,
+            seed=int(self.cfg.seed),
         )
 
         extras = {"context_budget_tokens": int(self.cfg.backbone.context_budget_tokens)}
@@ -439,14 +440,19 @@ class Runner:
         return RequestLimiter(client, int(self.cfg.concurrency))
 
     def _build_pool(self, n_convs: int) -> ProcessPoolExecutor | None:
-        """Worker processes for builds that call no LLM (CPU-bound; threads would share one core under the
-        GIL). None when the method's ingestion uses the LLM, an embedder is injected (it could not reach a
-        worker), fewer than two builds can overlap, or ``build_processes=0``."""
+        """Worker processes for CPU-bound builds that call no LLM (threads would share one core under the GIL).
+        None unless the method declares ``build_cpu_bound``; also None when its ingestion uses the LLM, an
+        embedder is injected (it could not reach a worker), fewer than two builds can overlap, or
+        ``build_processes=0``."""
         setting = self.cfg.build_processes
         method_cfg = OmegaConf.to_container(self.cfg.method, resolve=True)
         ablation = OmegaConf.to_container(self.cfg.ablation, resolve=True)
         assert isinstance(method_cfg, dict) and isinstance(ablation, dict)
-        if self.embedder_override is not None or self.spec.ingest_uses_llm(method_cfg, ablation):
+        if (
+            not self.spec.build_cpu_bound
+            or self.embedder_override is not None
+            or self.spec.ingest_uses_llm(method_cfg, ablation)
+        ):
             return None
         cap = int(self.cfg.concurrency) if setting is None else int(setting)
         workers = min(cap, os.cpu_count() or 1, n_convs)

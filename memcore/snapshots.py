@@ -43,8 +43,12 @@ def construction_fields(
     backbone_model: str | None,
     embedder_name: str,
     conversation: Conversation,
+    seed: int | None = None,
 ) -> dict[str, Any]:
-    """Everything that determines the built memory (and nothing that only affects retrieval)."""
+    """Everything that determines the built memory (and nothing that only affects retrieval).
+
+    The seed counts only for methods whose construction calls the LLM (their sampled calls are seeded)."""
+    uses_llm = spec.ingest_uses_llm(method_cfg, ablation)
     turns_digest = hashlib.sha256(
         "\n".join(f"{t.dia_id}\t{t.speaker}\t{t.session_time_raw}\t{t.text}" for t in conversation.turns).encode()
     ).hexdigest()
@@ -53,7 +57,8 @@ def construction_fields(
         "method": spec.name,
         "construction": {k: method_cfg.get(k) for k in spec.construction_keys},
         "switches": {k: ablation.get(k, True) for k in spec.construction_switches},
-        "backbone": backbone_model if spec.ingest_uses_llm(method_cfg, ablation) else None,
+        "backbone": backbone_model if uses_llm else None,
+        "seed": seed if uses_llm else None,
         "embedder": embedder_name,
         "conversation": conversation.conv_id,
         "turns": turns_digest,

@@ -41,7 +41,8 @@ def test_unparseable_merge_concatenates(tmp_path: Path) -> None:
     conv = make_conversation(TAGGED_TURNS)
     mem, _, _ = build(conv, tmp_path, llm=ScriptedLLM(garbage=["merge"]))
     merged = mem.store.notes[0]
-    assert merged.context == "Alice said that tagA: I adopted a dog named Rex from the shelter " + (
+    assert merged.context.startswith(  # (a later strong link appends its clause to it)
+        "Alice said that tagA: I adopted a dog named Rex from the shelter "
         "Bob said that tagA dup: I adopted a dog named Rex from the shelter last week"
     )
     assert mem.stats()["fallbacks"]["merge:concatenated_contexts"] == 1

@@ -62,7 +62,7 @@ def test_save_load_round_trip_is_equal(tmp_path: Path) -> None:
 def test_retrieval_only_changes_reuse_the_snapshot(tmp_path: Path) -> None:
     mem, _, _ = build(CONV, tmp_path / "a", cheap=True)
     mem.save(tmp_path / "snap")
-    other, _, _ = make_memory(CONV, tmp_path / "b", cheap=True, abl="wo_topic", k_final=5, k_key=3)
+    other, _, _ = make_memory(CONV, tmp_path / "b", cheap=True, abl="wo_neighbor", k_final=5, k_topic=2)
     other.load(tmp_path / "snap")
     assert len(other.retrieve(QUESTIONS[0]).notes) == 5
 

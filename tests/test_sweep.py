@@ -15,6 +15,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import open_dict
 
 from memcore.cli import CONFIG_PATH
 from memcore.data import resolve_locomo_path
@@ -54,6 +55,27 @@ def test_paper_main_sweeps_backbones_by_methods() -> None:
     with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
         cfg = compose(config_name="run", overrides=["experiment=paper_main"])
     assert (cfg.experiment_name, cfg.dataset.name, cfg.protocol.name) == ("paper_main", "locomo", "amem")
+
+
+@pytest.mark.parametrize("experiment", ["paper_main", "paper_ablation"])
+def test_every_job_of_the_paper_sweeps_composes_and_validates(experiment: str) -> None:
+    """What Hydra's validate_batch_is_legal does before launching: each job's config composes (every
+    method / ablation / backbone file exists) and passes the run schema."""
+    from memcore.config import validate
+
+    jobs = sweep_jobs(experiment, [])
+    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
+        for job in jobs:
+            cfg = compose(config_name="run", overrides=[f"{k}={v}" for k, v in job.items()])
+            with open_dict(cfg):
+                cfg.run_dir = "unused"
+            checked = validate(cfg)
+            assert (checked.backbone.name, checked.method.name, checked.ablation.name) == (
+                job.get("backbone", "qwen3-8b"),
+                job.get("method", "memcore"),
+                job.get("ablation", "none"),
+            )
+            assert checked.dataset.name == "locomo" and checked.experiment_name == experiment
 
 
 def test_one_cli_override_repoints_a_sweep() -> None:

@@ -7,7 +7,7 @@ import logging
 import os
 from pathlib import Path
 
-from memcore.config import BackboneConfig, EmbedderConfig
+from memcore.config import BackboneConfig, ConfigError, EmbedderConfig
 from memcore.llm.backbone import MissingKeyError, OpenAIChat
 from memcore.llm.cache import ResponseCache
 from memcore.llm.embedders import CachedEmbedder, HashingEmbedder, MiniLMEmbedder, OpenAIEmbedder
@@ -75,7 +75,7 @@ def build_backbone(
 
         return ScriptedBackbone(echo_responder, latency_s=cfg.scripted_latency_s, usage=usage, model="scripted")  # type: ignore[return-value]
     else:
-        raise ValueError(unknown_name_message("backbone kind", cfg.kind, list(BACKBONE_KINDS)))
+        raise ConfigError(unknown_name_message("backbone kind", cfg.kind, list(BACKBONE_KINDS)))
     client = OpenAIChat(
         model=cfg.model,
         base_url=base_url,
@@ -103,5 +103,5 @@ def build_embedder(cfg: EmbedderConfig, *, cache_path: Path | None) -> CachedEmb
     elif cfg.kind == "hashing":
         inner = HashingEmbedder(cfg.dim)
     else:
-        raise ValueError(unknown_name_message("embedder kind", cfg.kind, list(EMBEDDER_KINDS)))
+        raise ConfigError(unknown_name_message("embedder kind", cfg.kind, list(EMBEDDER_KINDS)))
     return CachedEmbedder(inner, cache_path)

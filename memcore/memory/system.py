@@ -392,5 +392,6 @@ SPEC_CHEAP = dataclasses.replace(
     SPEC,
     name="memcore-cheap",
     factory=_factory(expected_cheap=True),
+    build_cpu_bound=True,  # YAKE keywords per turn + Leiden: seconds of CPU per conversation (issue 7)
     description="MemCoRe cheap variant (not the paper's method): cosine gate, YAKE keywords, rule-based decomposition and IER; no LLM",
 )

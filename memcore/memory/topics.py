@@ -158,8 +158,8 @@ def _fold_small(comms: list[np.ndarray], vecs: np.ndarray, cfg_min: int, cfg_max
                 if not np.isfinite(cand).any():
                     break
                 cur = int(np.argmax(cand))
-        if pool:  # the last undersized group joins the nearest survivor, or stands alone if it is all there is
-            survivors = [i for i in range(len(groups)) if alive[i]]
+        if pool:  # the last undersized group joins the nearest survivor with room, else stands alone
+            survivors = [i for i in range(len(groups)) if alive[i] and len(groups[i]) + len(pool) <= cfg_max]
             if survivors:
                 pv = l2_normalise(vecs[np.asarray(pool)].sum(axis=0, keepdims=True))
                 sc = l2_normalise(np.stack([vecs[np.asarray(groups[i])].sum(axis=0) for i in survivors]))
