@@ -6,7 +6,7 @@ MODEL   ?= qwen2.5-coder-1.5b-instruct-q4_k_m
 CI_MODEL ?= qwen2.5-coder-0.5b-instruct-q4_k_m
 ARGS    ?=
 
-.PHONY: install model run test test-fast lint format clean-cache
+.PHONY: install model run test test-all test-fast lint format clean-cache
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -26,8 +26,13 @@ run: install
 	$(BIN)/python scripts/get_local_model.py --model $(MODEL)
 	$(BIN)/memcore-run experiment=quickstart $(ARGS)
 
-## Every test, including the real end-to-end run on the small local model (what CI runs).
+## Unit tests + the real end-to-end runs (llama.cpp on the small model, MiniLM, a LoCoMo slice). CI runs this.
 test: install
+	$(BIN)/python scripts/get_local_model.py --model $(CI_MODEL)
+	$(BIN)/pytest -q --runslow -m "not slow or e2e" $(ARGS)
+
+## Everything, including the slow real-model tests of each baseline (tens of minutes on 2 cores).
+test-all: install
 	$(BIN)/python scripts/get_local_model.py --model $(CI_MODEL)
 	$(BIN)/pytest -q --runslow $(ARGS)
 

@@ -14,6 +14,7 @@ METHOD_TABLE: dict[str, str] = {
     "rag_hybrid": "baselines.rag:RAG_HYBRID",
     "memcore": "memcore.memory.system:SPEC",
     "memcore-cheap": "memcore.memory.system:SPEC_CHEAP",
+    "memcore-batched": "memcore.memory.batched:SPEC_BATCHED",
     "amem": "baselines.amem:SPEC",
     "mem0": "baselines.mem0:SPEC",
     "memgpt": "baselines.memgpt:SPEC",

@@ -495,8 +495,9 @@ class Runner:
         from memcore.eval.aggregate import aggregate, format_table
 
         items = read_items(self.run_dir / "items.jsonl")
-        wanted = {q.item_id for c in convs for q in c.qa}
-        items = [r for r in items if r["item_id"] in wanted]
+        # Dataset order, not completion order: float sums then do not depend on threads or on resuming.
+        order = {q.item_id: i for i, q in enumerate(q for c in convs for q in c.qa)}
+        items = sorted((r for r in items if r["item_id"] in order), key=lambda r: order[r["item_id"]])
         metrics = aggregate(items)
         metrics["run"] = {
             "method": self.spec.name,

@@ -247,7 +247,9 @@ class FakeUpstream(_BoundedServer):
                 if owner.api_key is None or auth == f"Bearer {owner.api_key}":
                     return True
                 detail = f" (got {auth})" if owner.echo_key_in_errors else ""
-                self._reply(401, {"error": {"message": f"Incorrect API key provided{detail}", "code": "invalid_api_key"}})
+                self._reply(
+                    401, {"error": {"message": f"Incorrect API key provided{detail}", "code": "invalid_api_key"}}
+                )
                 return False
 
             def do_GET(self) -> None:
@@ -431,7 +433,9 @@ class FaultProxy(_BoundedServer):
                 if name == "html":
                     return self._send(200, "text/html", b"<html><body>Welcome to the network</body></html>")
                 if name == "empty_choices":
-                    return self._send(200, "application/json", b'{"id": "x", "object": "chat.completion", "choices": []}')
+                    return self._send(
+                        200, "application/json", b'{"id": "x", "object": "chat.completion", "choices": []}'
+                    )
                 if name == "delay":
                     time.sleep(min(arg, MAX_DELAY_S))
                 status, ctype, payload = owner._forward(method, self.path, body, headers)

@@ -108,7 +108,7 @@ def test_exhausted_retries_name_the_server_and_say_rerun(upstream: FakeUpstream)
 def test_client_error_is_not_retried(upstream: FakeUpstream) -> None:
     with FaultProxy(upstream.base_url, ["status:400"], lifetime_s=60) as proxy:
         c = client(proxy.base_url)
-        with pytest.raises(BackboneError, match="refused the request .* HTTP 400"):
+        with pytest.raises(BackboneError, match=r"refused the request .* HTTP 400"):
             c.complete(QUESTION, stage="answer")
         assert len(proxy.log) == 1
     assert c.usage.to_json()["by_stage"] == {}
@@ -188,8 +188,12 @@ def test_garbage_reply_is_not_served_again_from_cache(upstream: FakeUpstream, tm
         c = OpenAIChat(
             model="fake-model", base_url=proxy.base_url, api_key="k", backoff_base_s=0.01, timeout_s=2, cache=cache
         )
-        first = complete_json(c, QUESTION, stage="answer", validate=_validate, fallback="", fallback_kind="x", prompt_version="v")
-        again = complete_json(c, QUESTION, stage="answer", validate=_validate, fallback="", fallback_kind="x", prompt_version="v")
+        first = complete_json(
+            c, QUESTION, stage="answer", validate=_validate, fallback="", fallback_kind="x", prompt_version="v"
+        )
+        again = complete_json(
+            c, QUESTION, stage="answer", validate=_validate, fallback="", fallback_kind="x", prompt_version="v"
+        )
     assert first.ok and first.attempts == 2
     assert again.ok and again.attempts == 2 and again.value == "dog called"  # cached garbage, then cached retry
     assert len(proxy.log) == 2  # the rerun is served entirely from the cache

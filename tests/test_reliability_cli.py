@@ -27,7 +27,9 @@ REPO = Path(__file__).resolve().parents[1]
 OFFLINE = ["backbone=scripted", "embedder=hashing", "method=rag_bm25"]  # no model: the data layer is under test
 
 
-def cli(tmp_path: Path, *overrides: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def cli(
+    tmp_path: Path, *overrides: str, env: dict[str, str] | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
     cmd = [
         sys.executable, "-m", "memcore.cli", "progress=false", "print_table=false",
         f"paths.root={tmp_path / 'results'}", f"hydra.run.dir={tmp_path / 'run'}", *overrides,
@@ -38,7 +40,9 @@ def cli(tmp_path: Path, *overrides: str, env: dict[str, str] | None = None, time
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> str:
-    assert proc.returncode == 2, f"exit {proc.returncode}\nSTDOUT:\n{proc.stdout[-2000:]}\nSTDERR:\n{proc.stderr[-2000:]}"
+    assert proc.returncode == 2, (
+        f"exit {proc.returncode}\nSTDOUT:\n{proc.stdout[-2000:]}\nSTDERR:\n{proc.stderr[-2000:]}"
+    )
     assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
@@ -92,7 +96,9 @@ BAD_INPUT: list[tuple[str, bytes | None, int, tuple[str, ...]]] = [
 
 
 @pytest.mark.parametrize(("case", "content", "code", "expected"), BAD_INPUT, ids=[c[0] for c in BAD_INPUT])
-def test_bad_input_from_the_cli(tmp_path: Path, case: str, content: bytes | None, code: int, expected: tuple[str, ...]) -> None:
+def test_bad_input_from_the_cli(
+    tmp_path: Path, case: str, content: bytes | None, code: int, expected: tuple[str, ...]
+) -> None:
     path = tmp_path / "data.json"
     if content is not None:
         path.write_bytes(content)
@@ -106,7 +112,7 @@ def test_bad_input_from_the_cli(tmp_path: Path, case: str, content: bytes | None
     assert "Traceback" not in proc.stderr
     log = proc.stdout + proc.stderr
     for frag in expected:
-        assert f"LoCoMo cleaning applied: " in log and frag in log, log[-2000:]
+        assert "LoCoMo cleaning applied: " in log and frag in log, log[-2000:]
     stats = json.loads((tmp_path / "run" / "stats.json").read_text())
     kind, _, count = expected[0].partition("=")
     assert stats["data_cleaning"][kind]["count"] == int(count)
@@ -163,7 +169,13 @@ def _fake(url: str, *extra: str) -> list[str]:
 
 def test_unreachable_server_at_start_is_one_line_naming_the_url(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{unused_port()}/v1"
-    proc = cli(tmp_path, *_fake(url, "++backbone.api_key_required=false"), "dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25")
+    proc = cli(
+        tmp_path,
+        *_fake(url, "++backbone.api_key_required=false"),
+        "dataset=locomo-tiny",
+        "embedder=hashing",
+        "method=rag_bm25",
+    )
     line = assert_one_line_error(proc, f"cannot reach the chat backbone at {url}", "backbone.base_url")
     assert "gpt-4o-mini" in line
     assert not (tmp_path / "run" / "items.jsonl").read_text()  # nothing was answered, nothing half-written
@@ -203,7 +215,14 @@ def _assert_absent(key: str, *texts: str, roots: tuple[Path, ...] = ()) -> None:
 def test_api_key_never_written_anywhere(tmp_path: Path) -> None:
     key = f"sk-test-{secrets.token_hex(16)}"
     with FakeUpstream(api_key=key, lifetime_s=120) as up:
-        proc = cli(tmp_path, *_fake(up.base_url), "dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25", env={"OPENAI_API_KEY": key})
+        proc = cli(
+            tmp_path,
+            *_fake(up.base_url),
+            "dataset=locomo-tiny",
+            "embedder=hashing",
+            "method=rag_bm25",
+            env={"OPENAI_API_KEY": key},
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert up.auth_seen == {f"Bearer {key}"}  # the key was really used for every request
         assert up.chat_requests == 8
@@ -226,7 +245,12 @@ def test_api_key_absent_from_errors_even_when_the_server_echoes_it(
         lifetime_s=120,
     )
     with server as up:
-        overrides = [*_fake(up.base_url, "++backbone.max_attempts=2"), "dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25"]
+        overrides = [
+            *_fake(up.base_url, "++backbone.max_attempts=2"),
+            "dataset=locomo-tiny",
+            "embedder=hashing",
+            "method=rag_bm25",
+        ]
         proc = cli(tmp_path, *overrides, env={"OPENAI_API_KEY": key})
         assert up.auth_seen == {f"Bearer {key}"}
         assert_one_line_error(proc, "rejected the API key" if status == 401 else up.base_url)

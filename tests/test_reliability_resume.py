@@ -108,7 +108,9 @@ def kill_and_resume(tmp_path: Path, point: str, rng: random.Random) -> tuple[int
 
 @pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("point", ["ingest", "qa"])
-def test_sigkill_then_rerun_matches_uninterrupted(tmp_path: Path, reference: dict[str, Any], point: str, seed: int) -> None:
+def test_sigkill_then_rerun_matches_uninterrupted(
+    tmp_path: Path, reference: dict[str, Any], point: str, seed: int
+) -> None:
     before, run_dir = kill_and_resume(tmp_path, point, random.Random(f"{point}-{seed}"))
     items = read_items(run_dir / "items.jsonl")
     ids = [r["item_id"] for r in items]

@@ -5,6 +5,7 @@ snapshots. "Correct" means: one line per QA item and the same metrics as a fault
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import sqlite3
 import subprocess
@@ -91,7 +92,18 @@ def upstream() -> Iterator[FakeUpstream]:
 
 
 # ---------------------------------------------------------------- faults on the wire
-MIXED = ["drop", "status:429", "status:500", "delay:2", "truncate", "cut", "empty_choices", "reset", "html", "null_content"]
+MIXED = [
+    "drop",
+    "status:429",
+    "status:500",
+    "delay:2",
+    "truncate",
+    "cut",
+    "empty_choices",
+    "reset",
+    "html",
+    "null_content",
+]
 
 
 def test_every_transport_fault_is_retried_and_the_run_is_exact(tmp_path, upstream, reference) -> None:
@@ -144,6 +156,33 @@ def test_exhausted_retries_stop_the_run_and_a_rerun_finishes_it(tmp_path, upstre
     assert resumed.cost["usage"]["by_stage"]["answer"]["calls"] == N_ITEMS - 3
 
 
+def test_a_dead_backbone_stops_every_conversation_promptly(tmp_path, upstream) -> None:
+    """After retries are exhausted no further item is tried (in this or another conversation): the run
+    stops at once instead of grinding through every pending item against a dead server."""
+    two_convs = [
+        "dataset=locomo",
+        "dataset.conversations=[conv-26,conv-30]",
+        "dataset.max_sessions=2",
+        "dataset.max_qa=4",
+    ]
+    overrides = ["embedder=hashing", "method=rag_bm25", "concurrency=1", *two_convs]
+
+    def schedule(k: int) -> str:
+        return "pass" if k < 2 else "status:503"
+
+    with FaultProxy(upstream.base_url, schedule, lifetime_s=60) as proxy:
+        cfg = compose_run(tmp_path, [*overrides, *fake_backbone(proxy.base_url, attempts=2)])
+        with pytest.raises(BackboneError):
+            run_config(cfg, tmp_path / "run")
+        assert len(proxy.log) == 4  # two answers, then one item's two attempts; nothing after
+    assert len(read_items(tmp_path / "run" / "items.jsonl")) == 2
+    with FaultProxy(upstream.base_url, lifetime_s=60) as proxy:
+        cfg = compose_run(tmp_path, [*overrides, *fake_backbone(proxy.base_url, attempts=2)])
+        result = run_config(cfg, tmp_path / "run")
+        assert len(proxy.log) == 6
+    assert result.n_items == 8 and len({r["item_id"] for r in read_items(tmp_path / "run" / "items.jsonl")}) == 8
+
+
 def test_server_killed_and_restarted_mid_run(tmp_path, reference) -> None:
     """The upstream dies after its 3rd answer (in-flight requests reset, port closed) and is back 1 s later."""
     restarted = threading.Event()
@@ -166,6 +205,27 @@ def test_server_killed_and_restarted_mid_run(tmp_path, reference) -> None:
     assert up.kills == 2 and restarted.is_set()  # the crash, then the final stop
     assert_complete_and_identical(tmp_path / "run", reference)
     assert result.cost["usage"]["by_stage"]["answer"]["errors_retried"] >= 1
+
+
+def test_metrics_do_not_depend_on_the_order_items_finished(tmp_path, upstream) -> None:
+    """Threads and resumes change the order of items.jsonl; metrics are summed in dataset order, so they
+    stay bit-identical (float addition is not associative: summed in file order they would differ)."""
+    from memcore.eval.aggregate import aggregate
+
+    overrides = ["dataset=locomo-mini", "embedder=hashing", "method=rag_bm25", *fake_backbone(upstream.base_url)]
+    first = run_config(compose_run(tmp_path, overrides), tmp_path / "run")
+    path = tmp_path / "run" / "items.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    file_order_differs = False
+    for seed in range(5):
+        random.Random(seed).shuffle(lines)
+        path.write_text("".join(lines))
+        file_order_differs |= aggregate(read_items(path))["by_category"] != first.metrics["by_category"]
+        again = run_config(compose_run(tmp_path, overrides), tmp_path / "run")  # nothing to do: re-aggregates
+        assert again.cost["usage"]["total"]["calls"] == 0
+        assert again.metrics["overall"] == first.metrics["overall"]
+        assert again.metrics["by_category"] == first.metrics["by_category"]
+    assert file_order_differs  # the hazard is real on this slice
 
 
 # ---------------------------------------------------------------- damaged cache and snapshot

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from memcore.interfaces import Message
 from memcore.prompts import answer as ANSWER_PROMPT
+from memcore.prompts import batch as BATCH_PROMPT
 from memcore.prompts import decompose as DECOMPOSE_PROMPT
 from memcore.prompts import gate as GATE_PROMPT
 from memcore.prompts import ier as IER_PROMPT
@@ -18,6 +19,9 @@ from memcore.prompts import merge as MERGE_PROMPT
 
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'\-]+")
 _CANDIDATE_RE = re.compile(r"^\[(\d+)\]\s*(.*)$", re.MULTILINE)
+_BATCH_TURN_RE = re.compile(r"^\[([^\]]+)\] \([^)]*\) (.*)$", re.MULTILINE)
+_LABEL_RE = re.compile(r"^\[([EN]\d+)\] (.*)$", re.MULTILINE)
+_REFS_RE = re.compile(r"^\[(N\d+)\] .*\n\s+candidates: (.*)$", re.MULTILINE)
 _STOP = frozenset(
     ["the", "and", "that", "this", "with", "have", "from", "they", "them", "what", "when", "where", "which", "would"]
 )
@@ -88,6 +92,25 @@ def structured_responder(messages: Sequence[Message]) -> str:
             return json.dumps({"sufficient": True, "sub_queries": []})
         ents = _keywords(q, 2)
         return json.dumps({"sufficient": False, "sub_queries": [{"query": e, "entities": [e]} for e in ents]})
+    if system == BATCH_PROMPT.INGEST_SYSTEM:
+        turns = _BATCH_TURN_RE.findall(_field(user, "Turns to record", "For EVERY turn"))
+        notes = [
+            {"id": tid, "context": " ".join(text.split()[:40]) or "no fact", "keywords": _keywords(text)}
+            for tid, text in turns
+        ]
+        return json.dumps({"notes": notes})
+    if system == BATCH_PROMPT.GATE_SYSTEM:
+        texts = dict(_LABEL_RE.findall(user))
+        judgements = []
+        for new, refs in _REFS_RE.findall(user):
+            for ref in [r.strip() for r in refs.split(",") if r.strip() in texts]:
+                s = min(1.0, 2.5 * _overlap(texts[new], texts[ref]))
+                if s >= 0.5:
+                    rel = "redundant" if s >= 0.7 else "complementary"
+                    judgements.append(
+                        {"new": new, "candidate": ref, "relation": rel, "strength": round(s, 3), "edge": "Related_To"}
+                    )
+        return json.dumps({"judgements": judgements})
     if system == ANSWER_PROMPT.AMEM_SYSTEM:
         q = _field(user, "Question:", "Short answer:")
         return json.dumps({"answer": " ".join(q.split()[:4])})

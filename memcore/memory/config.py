@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
+from memcore.memory.notes import INDEX_KINDS
+
 JUDGES = ("llm", "embedding")
 EVIDENCE_TEXT = ("raw", "context", "both")
 SWITCHES = ("update", "merge", "link", "denoise", "topic", "keyword", "neighbor", "ier")
@@ -52,6 +54,7 @@ class MemCoReConfig:
     ier_max_subqueries: int = 3
     evidence_text: Literal["raw", "context", "both"] = "both"
     ann_threshold: int = 200_000
+    index: Literal["auto", "flat", "ivf", "hnsw"] = "auto"
     # LLM sampling (deterministic by default so the response cache applies)
     temperature: float = 0.0
     max_tokens: int = 384
@@ -59,14 +62,16 @@ class MemCoReConfig:
     def __post_init__(self) -> None:
         if self.judge not in JUDGES:
             raise ConfigError(f"method.judge must be one of {JUDGES}, got {self.judge!r}")
+        if self.index not in INDEX_KINDS:
+            raise ConfigError(f"method.index must be one of {INDEX_KINDS}, got {self.index!r}")
         if self.evidence_text not in EVIDENCE_TEXT:
             raise ConfigError(f"method.evidence_text must be one of {EVIDENCE_TEXT}, got {self.evidence_text!r}")
         if not 0.0 <= self.tau_link <= self.tau_merge <= 1.0:
             raise ConfigError(
                 f"need 0 <= tau_link <= tau_merge <= 1, got tau_link={self.tau_link} tau_merge={self.tau_merge}"
             )
-        if not self.tau_link <= self.strong_link:
-            raise ConfigError(f"method.strong_link ({self.strong_link}) must be >= tau_link ({self.tau_link})")
+        if not 0.0 <= self.strong_link <= 1.0:
+            raise ConfigError(f"method.strong_link must be in [0, 1], got {self.strong_link}")
         if not 1 <= self.topic_min <= self.topic_max:
             raise ConfigError(f"need 1 <= topic_min <= topic_max, got {self.topic_min}, {self.topic_max}")
         for key in (

@@ -9,6 +9,21 @@ from typing import Any
 import numpy as np
 
 EDGE_TYPES = ("Supports", "Conflicts", "Related_To")
+#: Below this many rows an exact numpy product beats a faiss call (whose OpenMP threads only add
+#: overhead for one query on a small matrix); the faiss index serves larger matrices.
+NUMPY_EXACT_LIMIT = 20_000
+#: ``index`` knob: ``flat`` = exact faiss inner product; ``ivf`` / ``hnsw`` = approximate; ``auto`` = flat below
+#: ``ann_threshold`` rows, IVF from there on (issue 7: IVF builds in seconds where HNSW takes minutes, at
+#: recall@20 >= 0.99 on the benchmark's synthetic memories; results/benchmarks/retrieval_scale.md).
+INDEX_KINDS = ("auto", "flat", "ivf", "hnsw")
+IVF_NPROBE = 16
+HNSW_M = 32
+HNSW_EF_SEARCH = 128
+
+
+def ivf_nlist(n: int) -> int:
+    """Inverted lists for ``n`` rows: 2·sqrt(n), with at least 39 training rows per list (faiss's minimum)."""
+    return max(1, min(int(2 * n**0.5), n // 39))
 
 
 @dataclass(frozen=True)
@@ -84,12 +99,15 @@ class VectorMatrix:
     """Rows of L2-normalised float32 vectors in one contiguous, growable matrix.
 
     ``search`` is exact inner product (numpy) while rows keep changing; ``freeze`` builds a faiss
-    index (``IndexFlatIP``, or HNSW above ``ann_threshold`` rows) used until the next write.
+    index of kind ``index`` (see ``INDEX_KINDS``) used until the next write.
     """
 
-    def __init__(self, dim: int, *, ann_threshold: int = 200_000) -> None:
+    def __init__(self, dim: int, *, ann_threshold: int = 200_000, index: str = "auto") -> None:
+        if index not in INDEX_KINDS:
+            raise ValueError(f"index must be one of {INDEX_KINDS}, got {index!r}")
         self.dim = dim
         self.ann_threshold = ann_threshold
+        self.index_kind = index
         self._data = np.zeros((64, dim), dtype=np.float32)
         self._n = 0
         self._index: Any = None
@@ -115,23 +133,48 @@ class VectorMatrix:
             return self._n - 1
 
     def extend(self, vecs: np.ndarray) -> None:
-        for v in np.asarray(vecs, dtype=np.float32):
-            self.append(v)
+        """Append many rows with one copy (a row-by-row loop took seconds per million rows on load)."""
+        block = np.asarray(vecs, dtype=np.float32).reshape(-1, self.dim)
+        with self._lock:
+            need = self._n + len(block)
+            if need > self._data.shape[0]:
+                grown = np.zeros((max(need, 2 * self._data.shape[0]), self.dim), dtype=np.float32)
+                grown[: self._n] = self._data[: self._n]
+                self._data = grown
+            self._data[self._n : need] = block
+            self._n = need
+            self._index = None
 
     def set(self, row: int, vec: np.ndarray) -> None:
         with self._lock:
             self._data[row] = vec
             self._index = None
 
+    def resolved_index(self) -> str:
+        """The index kind ``freeze`` builds for the current number of rows."""
+        if self.index_kind != "auto":
+            return self.index_kind
+        return "ivf" if self._n >= self.ann_threshold else "flat"
+
     def freeze(self) -> None:
-        """Build the read-only faiss index over the current rows."""
+        """Build the read-only faiss index over the current rows (only for matrices large enough to use it)."""
+        if self._n < NUMPY_EXACT_LIMIT:
+            self._index = None
+            return
         import faiss
 
         with self._lock:
             mat = np.ascontiguousarray(self._data[: self._n])
-            if self._n >= self.ann_threshold:
-                index = faiss.IndexHNSWFlat(self.dim, 32, faiss.METRIC_INNER_PRODUCT)
-                index.hnsw.efSearch = 128
+            kind = self.resolved_index() if self._n else "flat"
+            if kind == "hnsw":
+                index = faiss.IndexHNSWFlat(self.dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+                index.hnsw.efSearch = HNSW_EF_SEARCH
+            elif kind == "ivf":
+                nlist = ivf_nlist(self._n)
+                index = faiss.IndexIVFFlat(faiss.IndexFlatIP(self.dim), self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
+                index.cp.niter = 10  # k-means iterations: recall barely moves beyond this, build time does
+                index.train(mat)
+                index.nprobe = min(nlist, IVF_NPROBE)
             else:
                 index = faiss.IndexFlatIP(self.dim)
             if self._n:
@@ -145,7 +188,7 @@ class VectorMatrix:
         if k == 0:
             return np.zeros((len(q), 0), dtype=np.float32), np.zeros((len(q), 0), dtype=np.int64)
         index = self._index
-        if index is not None and index.ntotal == self._n:
+        if index is not None and index.ntotal == self._n and self._n >= NUMPY_EXACT_LIMIT:
             scores, rows = index.search(q, k)
             return scores, rows.astype(np.int64)
         sims = q @ self.matrix.T
@@ -229,5 +272,7 @@ class NoteStore:
         return self._csr
 
     def freeze(self) -> None:
-        self.vectors.freeze()
+        """Cache the edge CSR for retrieval. The note vectors get no faiss index: retrieval never searches
+        them (channels rank candidate rows exactly), and the gate's pre-screen appends right after, which
+        drops any index; building one (HNSW at 1M notes: minutes) on every load was wasted (issue 7)."""
         self.neighbours_csr()

@@ -167,9 +167,9 @@ class MemCoRe:
         vecs = self.embedder.encode([r.context for r in results])
         for turn, ing, vec in zip(batch, results, vecs, strict=True):
             cons.add(RawTurn(turn.dia_id, turn.speaker, turn.text, turn.session_time_raw), ing, vec)
-            every = self.cfg.topic_recompute_every
-            if every and len(self.store) - self._topics_at >= every:
-                self._recompute_topics()
+        # No periodic topic recompute here (issue 7): nothing reads topics before finalize() (the gate uses the
+        # embedding pre-screen; retrieval needs finalize), and Leiden restarts from scratch each time, so a
+        # recompute every topic_recompute_every notes was dead work (~25% of a cheap-mode LoCoMo run).
 
     def _recompute_topics(self) -> None:
         self.topics = compute_topics(
@@ -197,7 +197,7 @@ class MemCoRe:
 
     def _freeze(self) -> None:
         self.store.freeze()
-        kw_vectors = VectorMatrix(self.store.dim, ann_threshold=self.cfg.ann_threshold)
+        kw_vectors = VectorMatrix(self.store.dim, ann_threshold=self.cfg.ann_threshold, index=self.cfg.index)
         kw_vectors.extend(self.kw_embeddings)
         kw_vectors.freeze()
         indptr, ids = self.kindex.posting_arrays()

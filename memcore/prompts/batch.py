@@ -1,0 +1,48 @@
+"""MemCoRe batched construction (memcore-batched, issue 7): several turns per LLM call, LightMem-style.
+
+``INGEST_USER``: one call turns a chunk of consecutive turns into one note each (context + keywords).
+``GATE_USER``: one call judges every new note of the chunk against its embedding-nearest candidates, which
+may be existing notes (``E<k>``) or earlier new notes of the same chunk (``N<j>``).
+"""
+
+INGEST_VERSION = "memcore-ingest-batch-v1"
+
+INGEST_SYSTEM = (
+    "You write memory notes for a long-term conversational memory. You turn each dialogue turn into a short, "
+    "self-contained factual note. Reply with a single JSON object and nothing else."
+)
+
+INGEST_USER = """Earlier turns, for reference only:
+{previous}
+
+Turns to record, one note per turn (each line: [turn id] (session date) speaker: text):
+{turns}
+
+For EVERY turn above write one entry with:
+- "id": the turn id without brackets, e.g. "{example_id}";
+- "context": one or two plain sentences stating what the turn says, in the third person, naming the speaker. Resolve relative dates ("yesterday", "last week") against the turn's session date into explicit dates. Keep names, numbers, places, objects, events, opinions and plans; drop greetings, filler and emojis. If the turn holds no fact, restate it in a few words;
+- "keywords": 2 to {max_keywords} keywords: named people, places, organisations, objects, activities and events from the turn, each a short noun phrase.
+
+Format: {{"notes": [{{"id": "...", "context": "...", "keywords": ["...", "..."]}}, ...]}} with {n} entries, in order."""
+
+GATE_VERSION = "memcore-gate-batch-v1"
+
+GATE_SYSTEM = (
+    "You maintain a long-term memory of a conversation. You compare new memory notes with candidate notes and "
+    "judge how they relate. Reply with a single JSON object and nothing else."
+)
+
+GATE_USER = """Existing notes:
+{existing}
+
+New notes, each with the candidates to judge it against (E = existing note, N = an earlier new note):
+{new_notes}
+
+For every pair (new note, candidate) listed above, judge the relation:
+- "redundant": both state the same fact or event (one repeats the other or adds only a small detail). strength 0.7 to 1.0.
+- "complementary": same person and subject or the same event, and together they say more. strength 0.5 to 0.7.
+- "unrelated": different facts that merely share words or people. strength 0.0 to 0.5.
+Also give "edge": "Supports", "Conflicts" (e.g. changed plans) or "Related_To" (anything else).
+List only the redundant and complementary pairs; leave out unrelated pairs (an empty list is fine).
+
+Format: {{"judgements": [{{"new": "N1", "candidate": "E3", "relation": "redundant|complementary", "strength": 0.0, "edge": "Supports|Conflicts|Related_To"}}, ...]}}"""
