@@ -323,3 +323,34 @@ def test_runner_end_to_end_with_scripted_agent(tmp_path) -> None:
     items = read_items(tmp_path / "run" / "items.jsonl")
     assert all(r["extra"]["searches"][0]["function"] == "conversation_search" for r in items)
     assert all(r["hit"] == 1 for r in items if r["hit"] is not None)  # all 35 turns are still in the FIFO
+
+
+def test_eviction_cut_prefers_a_turn_boundary_and_keeps_the_last_messages() -> None:
+    from baselines.memgpt.agent import FifoMessage
+
+    def fifo() -> list[FifoMessage]:
+        kinds = ["turn", "action", "result", "turn", "action", "result", "turn", "action"]
+        out, n = [], 0
+        for k in kinds:
+            n += k == "turn"
+            role = "assistant" if k == "action" else "user"
+            out.append(FifoMessage(role, k, f"{k[0]}{n}", f"D1:{n}" if k == "turn" else None, tokens=10))
+        return out
+
+    prompts: list[str] = []
+    agent, _ = _agent(
+        MemGPTConfig(evict_fraction=0.3, keep_last_messages=3), lambda m: prompts.append(m[1]["content"]) or "S"
+    )
+    agent.fifo = fifo()
+    # 80 tokens, target 24: t1 a1 r1 (30) reach it and the next message is a turn
+    assert agent._evict()
+    assert [m.content for m in agent.fifo] == ["t2", "a2", "r2", "t3", "a3"]
+    assert agent.summary_dia_ids == ("D1:1",) and agent.n_hidden == 3 and agent.summary == "S"
+    assert prompts[0] == "Messages to summarize:\nt1\n(agent) a1\n(agent function result) r1"
+
+    agent, _ = _agent(MemGPTConfig(evict_fraction=0.4, keep_last_messages=3), lambda m: "S")
+    agent.fifo = fifo()
+    # target 32 → 4 messages; moving on to the next turn (index 6) would touch the last 3, so stop at 5
+    agent._evict()
+    assert [m.content for m in agent.fifo] == ["r2", "t3", "a3"]
+    assert agent.summary_dia_ids == ("D1:1", "D1:2")

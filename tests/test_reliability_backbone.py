@@ -17,15 +17,15 @@ import pytest
 from memcore.llm import backbone as backbone_mod
 from memcore.llm.backbone import BackboneError, OpenAIChat
 from memcore.llm.json_reply import complete_json
-from tests.fault_proxy import GARBAGE, FakeUpstream, FaultProxy, scripted_answer, unused_port
+from tests.fault_proxy import GARBAGE, FakeUpstream, FaultProxy, unused_port
 
 QUESTION = [{"role": "user", "content": "Question: What is the dog called? Short answer: reply in JSON"}]
-EXPECTED = scripted_answer(QUESTION)
+EXPECTED = '{"answer": "dog called"}'
 
 
 @pytest.fixture
 def upstream() -> Iterator[FakeUpstream]:
-    with FakeUpstream(lifetime_s=120) as up:
+    with FakeUpstream(lambda messages: EXPECTED, lifetime_s=120) as up:  # the same reply to every prompt
         yield up
 
 

@@ -129,7 +129,8 @@ def run_size(n: int, n_queries: int, n_ingest: int, kinds: tuple[str, ...], seed
         plans_t.append(time.perf_counter() - t0)
     row["query_plan_ms"] = {"p50": _pct(plans_t, 50), "p95": _pct(plans_t, 95)}
     rng = np.random.default_rng(seed + 7)
-    kw_q = np.stack([embedder.encode([k])[0] for q in questions for k in cheap_plan(q, mem.extractor).entities[:2]])
+    entity_texts = [k for q in questions for k in cheap_plan(q, mem.extractor).entities if k in embedder.table]
+    kw_q = embedder.encode(entity_texts)
     kw_q = kw_q + rng.standard_normal(kw_q.shape).astype(np.float32) * 0.5 / np.sqrt(kw_q.shape[1])
     kw_q /= np.linalg.norm(kw_q, axis=1, keepdims=True)
     exact_ids: list[list[int]] = []

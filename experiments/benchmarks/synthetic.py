@@ -141,9 +141,11 @@ def make_queries(syn: Synthetic, n_queries: int, seed: int = 1) -> tuple[list[st
     questions = []
     mat = syn.store.vectors.matrix
     dim = mat.shape[1]
-    for j, t in enumerate(targets):
+    for t in targets:
         kws = [k for k in syn.store.notes[t].keywords if k not in SPEAKERS][:2]
-        q = f"What did they say about {kws[0]} and {kws[1]} (question {j})?"
+        q = f"What did they say about {kws[0]} and {kws[1]}?"
+        while q in table:  # the same pair twice: keep both questions distinct
+            q = q[:-1] + " really?"
         table[q] = mat[t] + rng.standard_normal(dim).astype(np.float32) / np.sqrt(dim)
         questions.append(q)
     return questions, table, targets

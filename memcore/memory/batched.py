@@ -137,13 +137,12 @@ class BatchIngestor:
             raw_context = clean_text(turn.render())
             if got is None:
                 kind = "ingest_batch:raw_context_no_keywords" if not res.ok else "ingest_batch:turn_missing"
-                speaker = normalise_keywords([turn.speaker], limit=1)
-                out.append(IngestResult(raw_context, speaker, False, kind, calls))
+                out.append(IngestResult(raw_context, self.single._with_speaker(turn, []), False, kind, calls))
                 continue
             context, keywords = got
-            kws = normalise_keywords(
-                [turn.speaker, *drop_filler(normalise_keywords(keywords, limit=self.cfg.max_keywords))],
-                limit=self.cfg.max_keywords + 1,
+            # the same keyword clean-up as the per-turn path
+            kws = self.single._with_speaker(
+                turn, drop_filler(normalise_keywords(keywords, limit=self.cfg.max_keywords))
             )
             if self.single.denoise:
                 out.append(IngestResult(context, kws, True, None, calls))

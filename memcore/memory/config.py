@@ -36,6 +36,7 @@ class MemCoReConfig:
     context_turns: int = 2
     max_keywords: int = 6
     cheap_keyword_ngram: int = 3
+    cheap_keyword_unigrams: int = 0
     # keyword graph and topics
     hub_max_fraction: float = 0.1
     topic_min: int = 3
@@ -136,6 +137,7 @@ CONSTRUCTION_KEYS: tuple[str, ...] = (
     "context_turns",
     "max_keywords",
     "cheap_keyword_ngram",
+    "cheap_keyword_unigrams",
     "hub_max_fraction",
     "topic_min",
     "topic_max",

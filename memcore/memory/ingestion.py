@@ -100,15 +100,33 @@ class StatisticalKeywords:
         import yake
 
         self._extractor = yake.KeywordExtractor(lan="en", n=ngram, dedup_lim=0.9, top=top)
+        self.stopwords: frozenset[str] = frozenset(self._extractor.stopword_set)
         self._lock = threading.Lock()
 
-    def extract(self, text: str, limit: int) -> list[str]:
-        """Up to ``limit`` normalised keywords, best first, conversational filler removed."""
+    def phrases(self, text: str) -> list[str]:
+        """YAKE's candidate phrases, best first, normalised, conversational filler removed."""
         if not text.strip():
             return []
         with self._lock:
             scored = self._extractor.extract_keywords(text)
-        return drop_filler(normalise_keywords((k for k, _ in scored)))[:limit]
+        return drop_filler(normalise_keywords(k for k, _ in scored))
+
+    def content_words(self, phrases: Sequence[str]) -> list[str]:
+        """The content words of ``phrases`` in order: no stop word, filler, number or 1–2 letter token."""
+        words = (w for p in phrases for w in p.split())
+        return normalise_keywords(
+            w for w in words if len(w) > 2 and not w.isdigit() and w not in self.stopwords and w not in FILLER_WORDS
+        )
+
+    def extract(self, text: str, limit: int, unigrams: int = 0) -> list[str]:
+        """Up to ``limit`` YAKE phrases plus up to ``unigrams`` of their content words not already kept."""
+        phrases = self.phrases(text)
+        out = phrases[:limit]
+        if unigrams:
+            kept = set(out)
+            extra = [w for w in self.content_words(phrases) if w not in kept][:unigrams]
+            out = out + extra
+        return out
 
 
 @dataclass(frozen=True)
@@ -145,6 +163,7 @@ class Ingestor:
         max_keywords: int,
         context_turns: int,
         ngram: int,
+        unigrams: int,
         temperature: float,
         max_tokens: int,
         seed: int,
@@ -156,16 +175,17 @@ class Ingestor:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
+        self.unigrams = unigrams
         self.statistical = StatisticalKeywords(ngram=ngram) if backbone is None else None
 
     def _with_speaker(self, turn: Turn, keywords: list[str]) -> list[str]:
-        return normalise_keywords([turn.speaker, *keywords], limit=self.max_keywords + 1)
+        return normalise_keywords([turn.speaker, *keywords])
 
     def ingest(self, turn: Turn, previous: Sequence[Turn]) -> IngestResult:
         raw_context = clean_text(turn.render())
         if self.backbone is None:
             assert self.statistical is not None
-            kws = self.statistical.extract(clean_text(turn.text), self.max_keywords)
+            kws = self.statistical.extract(clean_text(turn.text), self.max_keywords, self.unigrams)
             return IngestResult(raw_context, self._with_speaker(turn, kws), denoised=False)
         prev = previous[-self.context_turns :] if self.context_turns else []
         user = INGEST_PROMPT.USER.format(

@@ -16,7 +16,7 @@ from memcore.fusion import rrf_fuse
 from memcore.interfaces import ChatBackbone, Embedder
 from memcore.llm.json_reply import complete_json
 from memcore.memory.config import MemCoReConfig, Switches
-from memcore.memory.ingestion import FILLER_WORDS, StatisticalKeywords, drop_filler
+from memcore.memory.ingestion import StatisticalKeywords
 from memcore.memory.keywords import KeywordIndex, normalise_keywords
 from memcore.memory.notes import NoteStore, VectorMatrix
 from memcore.memory.topics import Topics
@@ -113,16 +113,14 @@ class QueryPlan:
         return {"query": self.query, "topic": self.topic, "entities": list(self.entities)}
 
 
-def cheap_plan(query: str, extractor: StatisticalKeywords) -> QueryPlan:
-    """Non-LLM decomposition: topic = the question; entities = YAKE phrases of the question, or failing
-    that its content words (question words and filler dropped)."""
-    entities = [e for e in extractor.extract(query, MAX_ENTITIES) if e not in _QUESTION_WORDS]
-    if not entities:
-        words = [w.lower() for w in _WORD_RE.findall(query)]
-        entities = drop_filler(
-            normalise_keywords(w for w in words if w not in _QUESTION_WORDS and w not in FILLER_WORDS)
-        )
-    return QueryPlan(query, query, tuple(entities[:MAX_ENTITIES]))
+def cheap_plan(query: str, extractor: StatisticalKeywords, max_entities: int = MAX_ENTITIES) -> QueryPlan:
+    """Non-LLM decomposition: topic = the question; entities = YAKE phrases of the question that contain
+    no question word or auxiliary ("pet does caroline" is dropped), then the question's content words."""
+    phrases = [p for p in extractor.phrases(query) if not set(p.split()) & _QUESTION_WORDS]
+    words = [w.lower() for w in _WORD_RE.findall(query)]
+    content = extractor.content_words([w for w in words if w not in _QUESTION_WORDS])
+    entities = list(dict.fromkeys([*phrases[: max(1, max_entities // 2)], *content, *phrases]))
+    return QueryPlan(query, query, tuple(entities[:max_entities]))
 
 
 def _validate_plan(obj: Any) -> tuple[str, list[str]]:

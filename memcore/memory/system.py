@@ -117,6 +117,7 @@ class MemCoRe:
                 max_keywords=self.cfg.max_keywords,
                 context_turns=self.cfg.context_turns,
                 ngram=self.cfg.cheap_keyword_ngram,
+                unigrams=self.cfg.cheap_keyword_unigrams,
                 temperature=self.cfg.temperature,
                 max_tokens=self.cfg.max_tokens,
                 seed=self.seed,

@@ -1,0 +1,225 @@
+"""Smoke tests of the issue-7 benchmark code on tiny sizes (no timing assertions), and of the runner's
+throughput fixes: one request bound, process builds for CPU-bound builds, the scripted-reply helpers."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from experiments.benchmarks import build_once, harness_overhead, ingest_cost, synthetic
+from experiments.benchmarks.common import compose, md_table, run_scripted
+from experiments.benchmarks.fake_openai import fake_openai_server
+from experiments.benchmarks.responders import structured_responder
+from memcore.interfaces import Completion, Message
+from memcore.llm.limiter import RequestLimiter
+from memcore.prompts import gate as GATE_PROMPT
+from memcore.prompts import ingest as INGEST_PROMPT
+
+
+def _data_or_skip() -> None:
+    from memcore.data import resolve_locomo_path
+    from memcore.data.errors import DataError
+
+    try:
+        resolve_locomo_path(None)
+    except DataError:
+        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
+
+
+# ---------------------------------------------------------------- helpers
+def test_structured_responder_answers_each_prompt_with_valid_json() -> None:
+    ingest = INGEST_PROMPT.USER.format(
+        session_date="1 May 2023",
+        previous="(none)",
+        dia_id="D1:1",
+        speaker="Alice",
+        text="I adopted Rex the beagle",
+        max_keywords=6,
+    )
+    reply = json.loads(
+        structured_responder([{"role": "system", "content": INGEST_PROMPT.SYSTEM}, {"role": "user", "content": ingest}])
+    )
+    assert reply["context"] == "Alice: I adopted Rex the beagle"
+    assert reply["keywords"] == ["Alice", "Rex", "adopted", "beagle"]  # capitalised first, then longest
+    gate = GATE_PROMPT.USER.format(
+        new_note="Rex is a beagle puppy", candidates="[1] Rex is a beagle\n[2] Bob plays violin"
+    )
+    out = json.loads(
+        structured_responder([{"role": "system", "content": GATE_PROMPT.SYSTEM}, {"role": "user", "content": gate}])
+    )
+    # overlap {rex, beagle} / {rex, beagle, puppy} = 2/3 → strength min(1, 2.5 · 2/3) = 1.0; violin: 0
+    assert [(j["id"], j["strength"], j["relation"]) for j in out["judgements"]] == [
+        (1, 1.0, "redundant"),
+        (2, 0.0, "unrelated"),
+    ]
+
+
+def test_request_limiter_bounds_calls_in_flight() -> None:
+    state = {"now": 0, "peak": 0}
+    lock = threading.Lock()
+
+    class Slow:
+        model = "m"
+        usage = "tracker"
+
+        def complete(self, messages: Sequence[Message], *, stage: str, **kw: object) -> Completion:
+            with lock:
+                state["now"] += 1
+                state["peak"] = max(state["peak"], state["now"])
+            time.sleep(0.02)
+            with lock:
+                state["now"] -= 1
+            return Completion("ok")
+
+    limited = RequestLimiter(Slow(), 3)
+    threads = [threading.Thread(target=limited.complete, args=([],), kwargs={"stage": "answer"}) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert state["peak"] == 3
+    assert limited.usage == "tracker"  # other attributes pass through
+    with pytest.raises(ValueError, match="concurrency must be >= 1"):
+        RequestLimiter(Slow(), 0)
+
+
+def test_synthetic_memory_shapes_and_word_codes() -> None:
+    syn = synthetic.make_memory(2000, dim=16)
+    assert len(syn.store) == 2000 and syn.store.vectors.matrix.shape == (2000, 16)
+    assert all(len(n.keywords) == 6 and n.keywords[0] in synthetic.SPEAKERS for n in syn.store.notes)
+    assert len(syn.kindex) <= 2 + 10 * synthetic.KEYWORDS_PER_CLUSTER  # 2000 / 200 = 10 clusters
+    assert all(synthetic._word_index(synthetic.word(i)) == i for i in range(0, 300_000, 997))
+    qs, table, _ = synthetic.make_queries(syn, 5)
+    assert len(set(qs)) == 5 and all(q in table for q in qs)
+    emb = synthetic.LookupEmbedder(16, table)
+    kw = syn.kindex.keywords[5]
+    np.testing.assert_allclose(emb.encode([kw])[0], syn.keyword_vectors[5], atol=1e-6)
+
+
+def test_retrieval_scale_one_tiny_size() -> None:
+    from experiments.benchmarks.retrieval_scale import run_size
+
+    row = run_size(1500, n_queries=5, n_ingest=5, kinds=("flat", "ivf"))
+    assert row["notes"] == 1500 and row["topics"] > 0 and row["graph_edges"] > 0
+    flat, ivf = row["retrieval"]["flat"], row["retrieval"]["ivf"]
+    assert (flat["index"], ivf["index"]) == ("flat", "ivf")
+    assert 0.0 <= ivf["keyword_recall_at_20"] <= 1.0 and 0.0 <= ivf["retrieved_overlap_at_20"] <= 1.0
+    assert row["ingest"]["notes_added"] == 5 and row["rss_mb_peak"] > 0
+
+
+def test_md_table_and_pyspy_summary(tmp_path: Path) -> None:
+    assert md_table(["a", "b"], [[1, 2]]) == "| a | b |\n|---|---:|\n| 1 | 2 |"
+    raw = tmp_path / "raw.txt"
+    raw.write_text("process 1;thread 2;main (x.py:1);f (x.py:2) 3\nprocess 1;main (x.py:1) 1\n")
+    s = harness_overhead.summarize_pyspy(raw)
+    assert s["samples"] == 4
+    assert s["self_pct"] == [["f (x.py:2)", 75.0], ["main (x.py:1)", 25.0]]
+    assert ["main (x.py:1)", 100.0] in s["inclusive_pct"]
+
+
+def test_build_cost_reads_per_turn_usage(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "e" / "locomo-mini" / "local" / "amem" / "memcore" / "none"
+    run.mkdir(parents=True)
+    usage = {"total": {"calls": 30, "prompt_tokens": 6000, "completion_tokens": 900, "parse_failures": 1}}
+    (run / "stats.json").write_text(json.dumps({"conversations": {"c": {"turns": 20, "ingest_usage": usage}}}))
+    metrics = {"overall": {"n": 25, "f1": 0.3, "recall": 0.8}, "run": {"method": "memcore", "ablation": "none"}}
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    (run / "cost.json").write_text("{}")
+    (run / "config.yaml").write_text("method:\n  ingest_batch_size: 4\n")
+    (found,) = ingest_cost.find_runs(tmp_path / "runs", "locomo-mini", "local")
+    row = ingest_cost.build_cost(found)
+    assert (row["calls_per_turn"], row["prompt_tokens_per_turn"], row["completion_tokens_per_turn"]) == (
+        1.5,
+        300.0,
+        45.0,
+    )
+    assert (row["tokens_per_turn"], row["parse_failures"], row["ingest_batch_size"]) == (345.0, 1, "4")
+
+
+def test_count_builds_from_manifests(tmp_path: Path) -> None:
+    snaps = tmp_path / "snapshots" / "memcore"
+    switch_sets = [{}, {"update": False}, {"merge": False}, {"link": False}, {"denoise": False}]
+    for i, off in enumerate(switch_sets):
+        d = snaps / f"k{i}"
+        d.mkdir(parents=True)
+        switches = {k: off.get(k, True) for k in build_once.CONSTRUCTION}
+        (d / "MANIFEST.json").write_text(json.dumps({"fields": {"conversation": "conv-1", "switches": switches}}))
+    (snaps / "k0.work").mkdir()
+    (snaps / "half").mkdir()  # a build that never finished
+    run = tmp_path / "runs" / "x" / "wo_topic"
+    run.mkdir(parents=True)
+    (run / "cost.json").write_text(json.dumps({"memory_build": {"snapshots_built": 0, "snapshots_reused": 1}}))
+    counts = build_once.count_builds(tmp_path)
+    assert counts["per_conversation"] == {"conv-1": ["full", "wo_denoise", "wo_link", "wo_merge", "wo_update"]}
+    assert counts["builds_per_conversation"] == [5] and counts["leftover_dirs"] == ["half"]
+    assert counts["runs"] == {"wo_topic": {"snapshots_built": 0, "snapshots_reused": 1}}
+
+
+# ---------------------------------------------------------------- runs (need the LoCoMo file)
+def test_scripted_run_counts_answer_calls(tmp_path: Path) -> None:
+    _data_or_skip()
+    res, _ = run_scripted(
+        ["method=rag_bm25", "dataset=locomo-tiny", "dataset.max_qa=3", "embedder=hashing", "concurrency=2"],
+        tmp_path,
+        tmp_path / "run",
+        responder=structured_responder,
+        latency_s=0.0,
+    )
+    assert res.cost["usage"]["by_stage"]["answer"]["llm_calls"] == 3
+    assert res.cost["memory_build"]["snapshots_built"] == 1
+
+
+def test_fake_openai_server_and_response_cache(tmp_path: Path) -> None:
+    _data_or_skip()
+    from experiments.benchmarks.cache_rerun import sweep
+
+    with fake_openai_server(structured_responder, latency_s=0.0) as server:
+        from experiments.benchmarks.fake_openai import backbone_overrides
+
+        base = [
+            "method=memcore",
+            "dataset=locomo-tiny",
+            "dataset.max_qa=2",
+            "embedder=hashing",
+            *backbone_overrides(server),
+        ]
+        cold = sweep(tmp_path, tmp_path / "runs" / "cold", base, server, ("none", "wo_ier"))
+        warm = sweep(tmp_path, tmp_path / "runs" / "warm", base, server, ("none", "wo_ier"))
+    assert cold["server_requests"] == cold["llm_calls"] > 0
+    assert cold["snapshots_built"] == 1  # wo_ier reuses the full model's memory
+    assert (warm["llm_calls"], warm["server_requests"], warm["snapshots_built"]) == (0, 0, 0)
+    assert warm["cached_calls"] > 0
+
+
+def test_cpu_bound_builds_run_in_worker_processes(tmp_path: Path) -> None:
+    _data_or_skip()
+    from memcore.runner import Runner
+
+    overrides = [
+        "method=memcore-cheap",
+        "dataset=locomo",
+        "dataset.conversations=[conv-26,conv-30]",
+        "dataset.max_sessions=1",
+        "dataset.max_qa=2",
+        "embedder=hashing",
+        "backbone=scripted",
+        "concurrency=2",
+    ]
+    from memcore.config import validate
+
+    runner = Runner(validate(compose(overrides, tmp_path)), tmp_path / "run")
+    assert runner._build_pool(2) is not None or (__import__("os").cpu_count() or 1) < 2
+    res = runner.run()
+    assert res.cost["memory_build"]["snapshots_built"] == 2
+    assert {k: v["calls"] for k, v in res.cost["usage"]["by_stage"].items()} == {"answer": 4}  # no ingest call
+    assert [v["reused"] for v in res.stats["conversations"].values()] == [False, False]
+    assert len(list((tmp_path / "snapshots" / "memcore-cheap").glob("*/MANIFEST.json"))) == 2
+    # cheap builds (rag_bm25) stay in threads: starting processes would cost more than the build
+    rag = Runner(validate(compose([*overrides, "method=rag_bm25"], tmp_path)), tmp_path / "run2")
+    assert rag._build_pool(2) is None

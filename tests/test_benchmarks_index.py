@@ -1,0 +1,134 @@
+"""Issue 7 fixes in MemCoRe's memory code: the keyword index knob (flat / ivf / hnsw / auto), block ``extend``,
+no note index at freeze, the per-community edge buckets in topic splitting, and blocked keyword vectors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memcore.llm.embedders import l2_normalise
+from memcore.memory import topics as topics_mod
+from memcore.memory.config import ConfigError, MemCoReConfig
+from memcore.memory.keywords import KeywordIndex
+from memcore.memory.notes import NoteStore, RawTurn, VectorMatrix, ivf_nlist
+
+
+def _vectors(n: int, dim: int = 32, seed: int = 0) -> np.ndarray:
+    return l2_normalise(np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32))
+
+
+def test_auto_index_is_exact_below_the_threshold_and_ivf_from_it() -> None:
+    small = VectorMatrix(32, ann_threshold=100)
+    small.extend(_vectors(99))
+    assert small.resolved_index() == "flat"
+    small.append(_vectors(1, seed=1)[0])
+    assert small.resolved_index() == "ivf"
+    assert ivf_nlist(100) == 2  # min(2·sqrt(100) = 20, 100 // 39 = 2)
+    assert ivf_nlist(1_000_000) == 2000
+
+
+@pytest.mark.parametrize("kind", ["flat", "ivf", "hnsw"])
+def test_every_index_kind_finds_each_row_itself(kind: str) -> None:
+    data = _vectors(2000)
+    vm = VectorMatrix(32, index=kind)
+    vm.extend(data)
+    vm.freeze()
+    assert vm.resolved_index() == kind
+    scores, rows = vm.search(data[:50], 5)
+    assert rows.shape == (50, 5)
+    assert (rows[:, 0] == np.arange(50)).mean() >= 0.95  # approximate kinds may miss a rare one
+    np.testing.assert_allclose(scores[rows[:, 0] == np.arange(50), 0], 1.0, atol=1e-5)
+
+
+def test_approximate_top20_overlaps_exact_on_clustered_data() -> None:
+    rng = np.random.default_rng(3)
+    centers = _vectors(40, seed=4)
+    data = l2_normalise(centers[rng.integers(0, 40, 4000)] + 0.3 * rng.standard_normal((4000, 32)).astype(np.float32))
+    exact, ivf = VectorMatrix(32, index="flat"), VectorMatrix(32, index="ivf")
+    for vm in (exact, ivf):
+        vm.extend(data)
+        vm.freeze()
+    q = data[:100]
+    _, a = exact.search(q, 20)
+    _, b = ivf.search(q, 20)
+    recall = np.mean([len(set(x) & set(y)) / 20 for x, y in zip(a, b, strict=True)])
+    assert recall >= 0.9
+
+
+def test_unknown_index_kind_is_one_clear_error() -> None:
+    with pytest.raises(ValueError, match="index must be one of"):
+        VectorMatrix(8, index="annoy")
+    with pytest.raises(ConfigError, match=r"method\.index must be one of"):
+        MemCoReConfig(index="annoy")  # type: ignore[arg-type]
+
+
+def test_extend_equals_row_by_row_append_and_drops_the_index() -> None:
+    data = _vectors(150)
+    a, b = VectorMatrix(32), VectorMatrix(32)
+    a.extend(data[:10])
+    a.freeze()
+    a.extend(data[10:])
+    for v in data:
+        b.append(v)
+    np.testing.assert_array_equal(a.matrix, b.matrix)
+    assert len(a) == 150 and a._index is None
+
+
+def test_note_store_freeze_builds_no_vector_index_but_the_edge_csr() -> None:
+    store = NoteStore(dim=32)
+    for i, v in enumerate(_vectors(3)):
+        store.add([RawTurn(f"D1:{i}", "A", "t", "x")], "t", [], v, denoised=False)
+    store.add_edge(0, 2, 0.6, "Related_To")
+    store.freeze()
+    assert store.vectors._index is None
+    indptr, nbrs, weights = store.neighbours_csr()
+    assert indptr.tolist() == [0, 1, 1, 2] and nbrs.tolist() == [2, 0]
+    np.testing.assert_allclose(weights, [0.6, 0.6])
+
+
+def _naive_split_edges(comms: list[np.ndarray], edges: dict[tuple[int, int], float], cfg_max: int) -> list:
+    """The pre-issue-7 per-community edge scan, as a reference."""
+    out = []
+    for comm in comms:
+        if len(comm) <= cfg_max:
+            continue
+        local = {int(k): i for i, k in enumerate(comm)}
+        out.append([(local[a], local[b], w) for (a, b), w in edges.items() if a in local and b in local])
+    return out
+
+
+def test_split_large_feeds_leiden_the_same_edges_as_the_naive_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    comms = [np.arange(0, 12), np.arange(12, 15), np.arange(15, 40)]
+    edges = {}
+    for _ in range(300):
+        a, b = sorted(int(x) for x in rng.integers(0, 40, 2))
+        if a != b:
+            edges[(a, b)] = float(rng.integers(1, 5))
+    seen: list = []
+
+    def fake_leiden(n: int, e: list, w: list, resolution: float, seed: int) -> list[int]:
+        seen.append([(a, b, x) for (a, b), x in zip(e, w, strict=True)])
+        return [0] * n
+
+    monkeypatch.setattr(topics_mod, "_leiden", fake_leiden)
+    topics_mod._split_large(comms, edges, _vectors(40), cfg_max=10, resolution=1.0, seed=0)
+    assert seen == _naive_split_edges(comms, edges, 10)
+    assert len(seen) == 2
+
+
+def test_keyword_vectors_in_blocks_equal_one_gather(monkeypatch: pytest.MonkeyPatch) -> None:
+    vecs = _vectors(300)
+    index = KeywordIndex()
+    rng = np.random.default_rng(6)
+    index.intern("unused")  # a keyword with no note: stays zero
+    for nid in range(300):
+        index.set_note(nid, [f"k{int(k)}" for k in rng.integers(0, 40, 4)])
+    full = topics_mod.keyword_vectors(index, vecs)
+    monkeypatch.setattr(topics_mod, "KEYWORD_BLOCK_ROWS", 7)
+    np.testing.assert_array_equal(topics_mod.keyword_vectors(index, vecs), full)
+    indptr, ids = index.posting_arrays()
+    k = 5
+    expected = vecs[ids[indptr[k] : indptr[k + 1]]].sum(axis=0)
+    np.testing.assert_allclose(full[k], expected / np.linalg.norm(expected), rtol=1e-5)
+    assert not full[0].any()
