@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -60,8 +61,22 @@ def _hydra_main(cfg: DictConfig) -> float | None:
     return overall.get("f1")
 
 
+#: Library thread pools (OpenMP in faiss and torch, OpenBLAS, MKL) default to one thread per process: the runner
+#: parallelises itself (QA threads, build worker processes), and oversubscribed pools spin-wait — on a busy
+#: 2-core machine a 3k-row faiss search took 24 ms instead of 2 ms (issue 7). Export a variable to override.
+#: llama.cpp is unaffected: it asks OpenMP for its thread count explicitly.
+LIBRARY_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def pin_library_threads() -> None:
+    """Default every library thread pool to one thread (before numpy / faiss / torch load; kept if set)."""
+    for var in LIBRARY_THREAD_VARS:
+        os.environ.setdefault(var, "1")
+
+
 def run_main() -> None:
     """``memcore-run [overrides…]``: one run, or a sweep with ``-m``."""
+    pin_library_threads()
     _hydra_main()
 
 

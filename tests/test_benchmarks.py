@@ -223,3 +223,26 @@ def test_cpu_bound_builds_run_in_worker_processes(tmp_path: Path) -> None:
     # cheap builds (rag_bm25) stay in threads: starting processes would cost more than the build
     rag = Runner(validate(compose([*overrides, "method=rag_bm25"], tmp_path)), tmp_path / "run2")
     assert rag._build_pool(2) is None
+
+
+def test_build_worker_refuses_a_build_that_touches_the_backbone(tmp_path: Path) -> None:
+    from memcore.buildproc import BackboneInBuildWorkerError, BuildJob, build_in_worker
+    from memcore.config import EmbedderConfig
+    from memcore.methods import get_method
+    from memcore.snapshots import construction_fields
+    from tests.helpers import make_conversation
+
+    conv = make_conversation()
+
+    def job(method: str, cfg: dict) -> BuildJob:
+        fields = construction_fields(
+            get_method(method), cfg, {"name": "none"}, backbone_model="m", embedder_name="hashing", conversation=conv
+        )
+        return BuildJob(method, cfg, {"name": "none"}, conv, 0, fields, str(tmp_path / "snaps"),
+                        EmbedderConfig(name="hashing", kind="hashing", model="hashing", dim=64), None, {})  # fmt: skip
+
+    cheap = job("memcore-cheap", {"name": "memcore-cheap", "judge": "embedding"})
+    assert build_in_worker(cheap) is True  # built here
+    assert build_in_worker(cheap) is False  # found complete: not rebuilt
+    with pytest.raises(BackboneInBuildWorkerError, match="ingest_uses_llm is false"):
+        build_in_worker(job("memcore", {"name": "memcore"}))

@@ -296,3 +296,18 @@ def test_reference_backbone_compares_a_local_run_with_the_papers_row(tmp_path: P
     assert "| paper (qwen3-8b) | 28.24 | 38.39 | 15.43 | 42.09 | 43.79 | 38.62 | 34.51 |" in md
     assert "| Δ ours−paper † | -3.24 |" in md  # 25.00 - 28.24, flagged: locomo-mini is not the paper's setting
     assert "Paper rows are the paper's qwen3-8b numbers" in md
+
+
+def test_judge_column_appears_when_items_were_judged(tmp_path: Path, paper) -> None:
+    rows = main_items()
+    for r, j in zip(rows, (1.0, 1.0, 0.0, 1.0, 0.0)):  # J = 3/5
+        r["scores"]["judge"] = j
+    write_run(tmp_path, backbone="gpt-4o-mini", method="amem", items=rows)
+    table = main_table([summarize_run(r, n_boot=50) for r in load_runs([tmp_path])], paper)
+    md = table.to_markdown()
+    assert "| J (95% CI) |" in md
+    ours = next(line for line in md.splitlines() if "| ours |" in line)
+    assert "| 60.00 [" in ours
+    paper_row = next(line for line in md.splitlines() if "| paper |" in line)
+    assert paper_row.rstrip().endswith("| 41.97 | 36.16 | – |  |  |  |")  # the paper reports no J
+    assert next(csv.DictReader(io.StringIO(table.to_csv())))["judge"] == "60.0000"

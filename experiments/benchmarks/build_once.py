@@ -38,7 +38,7 @@ def count_builds(root: Path, method: str = "memcore") -> dict[str, Any]:
         off = [k for k in CONSTRUCTION if not fields["switches"].get(k, True)]
         per_conv[fields["conversation"]].append("wo_" + "+".join(off) if off else "full")
     leftovers = sorted(p.name for p in snap_root.iterdir() if p.is_dir() and not (p / "MANIFEST.json").is_file())
-    leftovers = [n for n in leftovers if not n.endswith(".work")]  # scratch dirs handed to methods as workdir
+    leftovers = [n for n in leftovers if ".work" not in n]  # scratch dirs handed to methods as workdir
     runs = {}
     for cost_path in sorted((root / "runs").rglob("cost.json")):
         cost = json.loads(cost_path.read_text())

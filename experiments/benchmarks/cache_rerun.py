@@ -22,7 +22,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.common import RESULTS_DIR, compose, cpu_seconds, machine_state, md_table, write_result
+from experiments.benchmarks.common import (
+    RESULTS_DIR,
+    compose,
+    cpu_seconds,
+    machine_state,
+    md_table,
+    pin_threads_or_reexec,
+    write_result,
+)
 from experiments.benchmarks.fake_openai import backbone_overrides, fake_openai_server
 from experiments.benchmarks.responders import structured_responder
 
@@ -80,8 +88,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--extra", nargs="*", default=[], help="more Hydra overrides, e.g. dataset.max_qa=3")
     ap.add_argument("--keep", type=Path, default=None, help="keep the results root here instead of a temp dir")
     ap.add_argument("--quick", action="store_true", help="smoke test: do not write results")
+    ap.add_argument("--name", default="cache_rerun", help="result file stem")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = ap.parse_args(argv)
+    pin_threads_or_reexec()
     ablations = tuple(args.ablations)
     phases: dict[str, Any] = {}
     load_before = machine_state()
@@ -123,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     print("warm phases spend no LLM call:", ok)
     if not args.quick:
         path = write_result(
-            "cache_rerun",
+            args.name,
             {
                 "latency_s": args.latency,
                 "dataset": args.dataset,
@@ -136,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
             },
             args.out,
         )
-        (args.out / "cache_rerun.md").write_text(f"command: `{json.loads(path.read_text())['command']}`\n\n{table}\n")
+        (args.out / f"{args.name}.md").write_text(f"command: `{json.loads(path.read_text())['command']}`\n\n{table}\n")
         print(f"wrote {path}")
 
 

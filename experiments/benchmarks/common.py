@@ -21,6 +21,19 @@ from memcore.llm.scripted import Responder, ScriptedBackbone
 RESULTS_DIR = Path("results/benchmarks")
 
 
+def pin_threads_or_reexec() -> None:
+    """Give an in-process benchmark the CLI's thread policy (``memcore.cli.pin_library_threads``): the library
+    thread variables must be set before numpy loads, so re-execute this command once with them set."""
+    from memcore.cli import LIBRARY_THREAD_VARS
+
+    if all(v in os.environ for v in LIBRARY_THREAD_VARS):
+        return
+    env = dict(os.environ)
+    for var in LIBRARY_THREAD_VARS:
+        env.setdefault(var, "1")
+    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
+
+
 def machine_state() -> dict[str, Any]:
     """Load average and core count now: every timing is reported next to it (the machine is shared)."""
     load1, load5, load15 = os.getloadavg()

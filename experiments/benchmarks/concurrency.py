@@ -23,6 +23,7 @@ from experiments.benchmarks.common import (
     cpu_seconds,
     machine_state,
     md_table,
+    pin_threads_or_reexec,
     run_scripted,
     write_result,
 )
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="tiny slice (smoke test), results not written")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = ap.parse_args(argv)
+    pin_threads_or_reexec()
     workloads = QUICK if args.quick else WORKLOADS
     rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()

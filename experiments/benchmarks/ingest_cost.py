@@ -10,6 +10,7 @@ calls, cached or not), so a warm response cache cannot hide them.
     python -m experiments.benchmarks.ingest_cost run                    # memcore variants (hours on 2 cores)
     python -m experiments.benchmarks.ingest_cost run --with-baselines   # + amem, mem0 if nobody ran them
     python -m experiments.benchmarks.ingest_cost report
+    python -m experiments.benchmarks.ingest_cost batch-sizes            # calls/turn vs batch size (scripted LLM)
 """
 
 from __future__ import annotations
@@ -165,9 +166,55 @@ def report(args: argparse.Namespace) -> None:
     print(f"wrote {path}")
 
 
+def batch_sizes(args: argparse.Namespace) -> None:
+    """LLM calls per turn of memcore and memcore-batched at several batch sizes, on the scripted structured
+    responder (well-formed replies, so merges and links happen; call counts only — no quality)."""
+    import tempfile
+
+    from experiments.benchmarks.common import run_scripted
+    from experiments.benchmarks.responders import structured_responder
+
+    rows = []
+    for method, size in [("memcore", None), *[("memcore-batched", b) for b in args.sizes]]:
+        overrides = [f"method={method}", f"dataset={args.dataset}", "embedder=hashing", "dataset.max_qa=1"]
+        if size is not None:
+            overrides.append(f"method.ingest_batch_size={size}")
+        with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
+            res, _ = run_scripted(overrides, Path(tmp), Path(tmp) / "run", responder=structured_responder)
+        mb = res.cost["memory_build"]
+        mem = next(iter(res.stats["conversations"].values()))["memory"]
+        rows.append(
+            {
+                "method": method,
+                "ingest_batch_size": size or 1,
+                "turns": mb["turns"],
+                "llm_calls": mb["llm_calls"],
+                "calls_per_turn": mb["llm_calls_per_turn"],
+                "tokens_per_turn": mb["tokens_per_turn"],
+                "notes": mem["notes"],
+                "merges": mem["construction"]["merges"],
+                "links": mem["construction"]["links"],
+            }
+        )
+        print(json.dumps(rows[-1]), flush=True)
+    table = md_table(
+        ["method", "batch size", "turns", "LLM calls", "calls/turn", "tokens/turn (approx.)", "notes", "merges", "links"],
+        [
+            [r["method"], r["ingest_batch_size"], r["turns"], r["llm_calls"], r["calls_per_turn"], r["tokens_per_turn"],
+             r["notes"], r["merges"], r["links"]]
+            for r in rows
+        ],
+    )  # fmt: skip
+    print(table)
+    path = write_result("ingest_batch_sizes", {"dataset": args.dataset, "rows": rows, "table_md": table}, args.out)
+    (args.out / "ingest_batch_sizes.md").write_text(f"command: `{command_line()}`\n\n{table}\n")
+    print(f"wrote {path}")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("action", choices=["run", "report"])
+    ap.add_argument("action", choices=["run", "report", "batch-sizes"])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32], help="batch-sizes: B values")
     ap.add_argument("--backbone", default="local")
     ap.add_argument("--dataset", default="locomo-mini")
     ap.add_argument("--with-baselines", action="store_true", help="also run amem and mem0 when no run exists")
@@ -177,6 +224,9 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.action == "report":
         report(args)
+        return
+    if args.action == "batch-sizes":
+        batch_sizes(args)
         return
     plan = list(RUNS)
     if args.with_baselines:

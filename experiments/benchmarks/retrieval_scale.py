@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import os
 import subprocess
@@ -41,11 +42,12 @@ from experiments.benchmarks.common import (
     peak_rss_mb,
     rss_mb,
 )
+from memcore.cli import LIBRARY_THREAD_VARS
 
 KINDS = ("flat", "ivf", "hnsw")
 #: Library thread pools (faiss's OpenMP, OpenBLAS) are pinned in the workers with --threads: on a shared,
 #: oversubscribed machine their spin-waiting made a 3k-row faiss search take 24 ms instead of 2 ms.
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+THREAD_VARS = LIBRARY_THREAD_VARS
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -133,42 +135,53 @@ def run_size(n: int, n_queries: int, n_ingest: int, kinds: tuple[str, ...], seed
     kw_q = embedder.encode(entity_texts)
     kw_q = kw_q + rng.standard_normal(kw_q.shape).astype(np.float32) * 0.5 / np.sqrt(kw_q.shape[1])
     kw_q /= np.linalg.norm(kw_q, axis=1, keepdims=True)
-    exact_ids: list[list[int]] = []
-    exact_kw: np.ndarray | None = None
-    exact_sc: np.ndarray | None = None
     row["retrieval"] = {}
+    # One frozen keyword index per kind (what load() builds), then the queries interleaved across kinds, so
+    # drift in the machine's load hits every kind alike.
+    refiners, build_s = {}, {}
     for kind in kinds:
         mem.cfg = dataclasses.replace(mem.cfg, index=kind)
         t0 = time.perf_counter()
-        mem._freeze()  # rebuilds the keyword index of this kind (what load() does)
-        build_s = time.perf_counter() - t0
-        kw_vectors = mem._refiner.retriever.ix.kw_vectors  # type: ignore[union-attr]
-        mem.retrieve(questions[0])  # warm caches
-        lat, ids, rounds, hits = [], [], [], 0
-        for q, target in zip(questions, targets, strict=True):
+        mem._freeze()
+        build_s[kind] = time.perf_counter() - t0
+        refiners[kind] = mem._refiner
+    gc.collect()
+    lat: dict[str, list[float]] = {k: [] for k in kinds}
+    ids: dict[str, list[list[int]]] = {k: [] for k in kinds}
+    rounds: dict[str, list[int]] = {k: [] for k in kinds}
+    hits = dict.fromkeys(kinds, 0)
+    for i, (q, target) in enumerate(zip([questions[0], *questions], [targets[0], *targets], strict=True)):
+        for kind in kinds:
+            mem._refiner = refiners[kind]
             t0 = time.perf_counter()
             ev = mem.retrieve(q)
-            lat.append(time.perf_counter() - t0)
+            dt = time.perf_counter() - t0
+            if i == 0:
+                continue  # warm-up query
             got = [int(str(x.note_id).lstrip("n")) for x in ev.notes]
-            ids.append(got)
-            rounds.append(ev.rounds)
-            hits += int(target in got)
+            lat[kind].append(dt)
+            ids[kind].append(got)
+            rounds[kind].append(ev.rounds)
+            hits[kind] += int(target in got)
+    exact_kw: np.ndarray | None = None
+    exact_sc: np.ndarray | None = None
+    for kind in kinds:
+        kw_vectors = refiners[kind].retriever.ix.kw_vectors  # type: ignore[union-attr]
         t0 = time.perf_counter()
         kw_scores, kw_rows = kw_vectors.search(kw_q, 20)
         kw_search_ms = (time.perf_counter() - t0) * 1000.0 / len(kw_q)
         entry: dict[str, Any] = {
             "index": kw_vectors.resolved_index(),
-            "index_build_s": round(build_s, 2),
-            "retrieve_ms": {"p50": _pct(lat, 50), "p95": _pct(lat, 95)},
-            "retrieve_ms_mean": round(float(np.mean(lat)) * 1000.0, 3),
+            "index_build_s": round(build_s[kind], 2),
+            "retrieve_ms": {"p50": _pct(lat[kind], 50), "p95": _pct(lat[kind], 95)},
+            "retrieve_ms_mean": round(float(np.mean(lat[kind])) * 1000.0, 3),
             "keyword_search_ms_per_entity": round(kw_search_ms, 3),
-            "target_note_in_top20": round(hits / len(questions), 3),
-            "ier_rounds": {str(k): rounds.count(k) for k in sorted(set(rounds))},
+            "target_note_in_top20": round(hits[kind] / len(questions), 3),
+            "ier_rounds": {str(k): rounds[kind].count(k) for k in sorted(set(rounds[kind]))},
         }
         if kind == "flat":
-            exact_ids, exact_kw, exact_sc = ids, kw_rows, kw_scores
-        else:
-            assert exact_kw is not None
+            exact_kw, exact_sc = kw_rows, kw_scores
+        elif exact_kw is not None and exact_sc is not None:
             entry["keyword_recall_at_20"] = round(
                 float(np.mean([len(set(a) & set(b)) / 20.0 for a, b in zip(kw_rows, exact_kw, strict=True)])), 4
             )
@@ -178,11 +191,16 @@ def run_size(n: int, n_queries: int, n_ingest: int, kinds: tuple[str, ...], seed
                 float(np.mean([len(set(a) & u) / len(u) for a, u in zip(kw_rows, usable, strict=True) if u])), 4
             )
             entry["retrieved_overlap_at_20"] = round(
-                float(np.mean([len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(ids, exact_ids, strict=True)])),
+                float(
+                    np.mean(
+                        [len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(ids[kind], ids["flat"], strict=True)]
+                    )
+                ),
                 4,
             )
         row["retrieval"][kind] = entry
         print(json.dumps({"notes": n, kind: entry}), flush=True)
+    mem._refiner = refiners[kinds[0]]
     row["rss_mb_after_retrieval"] = round(rss_mb(), 1)
 
     # --- ingestion without LLM and embedder: Constructor.add with given contexts and vectors

@@ -50,6 +50,7 @@ class MemCoReConfig:
     rrf_k: int = 60
     channel_depth: int = 50
     keyword_min_sim: float = 0.5
+    keyword_length_norm: float = 0.0
     neighbor_weight: float = 1.0
     ier_max_rounds: int = 3
     ier_max_subqueries: int = 3

@@ -23,6 +23,7 @@ from memcore.memory.topics import Topics
 from memcore.prompts import decompose as DECOMPOSE_PROMPT
 
 CHANNELS = ("topic", "keyword", "neighbor")
+BM25_K1 = 1.2
 MAX_ENTITIES = 6
 _WORD_RE = re.compile(r"[A-Za-z0-9][\w'\-]*")
 _QUESTION_WORDS = frozenset(
@@ -196,6 +197,7 @@ class RetrievalIndex:
     idf: np.ndarray
     post_indptr: np.ndarray
     post_ids: np.ndarray
+    note_kw_count: np.ndarray  # keywords per note (for length normalisation)
 
 
 class Retriever:
@@ -260,6 +262,11 @@ class Retriever:
         notes, inv = np.unique(ids, return_inverse=True)
         score = np.zeros(len(notes), dtype=np.float64)
         np.add.at(score, inv, weights)
+        b = self.cfg.keyword_length_norm
+        if b > 0:
+            # BM25-style length normalisation on the number of keywords a note holds (merged notes hold many)
+            rel = self.ix.note_kw_count[notes] / max(1e-9, float(self.ix.note_kw_count.mean()))
+            score *= (BM25_K1 + 1.0) / (1.0 + BM25_K1 * (1.0 - b + b * rel))
         cap = max(4 * depth, 200)
         if len(notes) > cap:
             keep = np.argpartition(-score, cap - 1)[:cap]
