@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	# CPU torch first: an unpinned torch would pull a multi-GB CUDA build
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[local,dev]'
+	$(BIN)/pip install --quiet -e '.[local,mem0,dev]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -26,7 +26,7 @@ def test_full_model_on_tagged_turns(tmp_path: Path) -> None:
 
 def test_wo_merge_zero_merges_links_kept(tmp_path: Path) -> None:
     mem, _, _ = build(CONV, tmp_path, abl="wo_merge")
-    merges, edges, notes = counts(mem)
+    merges, _edges, notes = counts(mem)
     assert merges == 0 and notes == len(CONV.turns)
     # the redundant pair is appended without an edge; t3 links to both t1 and t2, t5 to t4
     assert sorted(mem.store.edges) == [(0, 2), (1, 2), (3, 4)]
@@ -79,8 +79,10 @@ def _snapshot(tmp_path: Path, cheap: bool) -> Path:
     return snap
 
 
-def _evidence(tmp_path: Path, snap: Path, abl: str, cheap: bool, budget: int = 8, questions: list[str] = QUESTIONS) -> list:
-    mem, backbone, ctx = make_memory(
+def _evidence(
+    tmp_path: Path, snap: Path, abl: str, cheap: bool, budget: int = 8, questions: list[str] = QUESTIONS
+) -> list:
+    mem, _backbone, _ctx = make_memory(
         make_conversation(TOPIC_TURNS), tmp_path / abl, abl=abl, cheap=cheap, topic_min=2, topic_max=8
     )
     mem.load(snap)
@@ -143,7 +145,7 @@ def test_llm_ier_rounds_follow_the_judge(tmp_path: Path) -> None:
         {"sufficient": False, "sub_queries": [{"query": "guitar band songs", "entities": ["guitar band"]}]},
         {"sufficient": True, "sub_queries": []},
     ]
-    mem, backbone, _ = build(make_conversation(TOPIC_TURNS), tmp_path, llm=ScriptedLLM(ier_plan=plan))
+    mem, _backbone, _ = build(make_conversation(TOPIC_TURNS), tmp_path, llm=ScriptedLLM(ier_plan=plan))
     ev = mem.retrieve("What is the name of the dog?")
     assert ev.rounds == 2
     assert ev.extra["rounds_log"][1]["sub_queries"][0]["entities"] == ["guitar band"]

@@ -27,7 +27,7 @@ def two_turns(s: float) -> list[str]:
 
 def test_merge_at_tau_merge_unions_raws_dia_ids_keywords(tmp_path: Path) -> None:
     conv = make_conversation(two_turns(0.70))
-    mem, backbone, _ = build(conv, tmp_path, llm=ScriptedLLM(strength=marker_strength))
+    mem, _backbone, _ = build(conv, tmp_path, llm=ScriptedLLM(strength=marker_strength))
     assert len(mem.store) == 1
     note = mem.store.notes[0]
     assert note.dia_ids == ("D1:1", "D1:2")
@@ -68,7 +68,7 @@ def test_append_below_tau_link(tmp_path: Path) -> None:
 def test_candidates_are_the_embedding_nearest(tmp_path: Path) -> None:
     texts = [f"topic{i} word{i} thing{i}" for i in range(8)] + ["topic3 word3 thing3 again"]
     llm = ScriptedLLM(strength=lambda new, cand: 0.0)
-    mem, backbone, _ = build(make_conversation(texts), tmp_path, llm=llm, candidates=3)
+    _mem, backbone, _ = build(make_conversation(texts), tmp_path, llm=llm, candidates=3)
     assert backbone is not None
     gate_prompts = [m[1]["content"] for stage, m in backbone.calls if "Existing notes:" in m[1]["content"]]
     last = gate_prompts[-1]
@@ -96,7 +96,11 @@ def test_decide_rule_on_hand_made_judgements() -> None:
 
     for i in range(3):
         cons.store.add([RawTurn(f"D1:{i}", "A", "x", "t")], "x", [], np.eye(64, dtype=np.float32)[i], denoised=False)
-    j = [Judgement(0, 0.75, "redundant", "Supports", 0.8), Judgement(1, 0.72, "redundant", "Supports", 0.8), Judgement(2, 0.5, "x", "Related_To", 0.4)]
+    j = [
+        Judgement(0, 0.75, "redundant", "Supports", 0.8),
+        Judgement(1, 0.72, "redundant", "Supports", 0.8),
+        Judgement(2, 0.5, "x", "Related_To", 0.4),
+    ]
     d = cons.decide(j)
     # the strongest redundant candidate is the merge target; every other candidate >= tau_link gets an edge
     assert (d.action, d.target, [x.nid for x in d.links]) == ("merge", 0, [1, 2])

@@ -41,7 +41,9 @@ def test_save_load_round_trip_is_equal(tmp_path: Path) -> None:
     other.load(tmp_path / "snap")
     assert [n.to_json() for n in other.store.notes] == [n.to_json() for n in mem.store.notes]
     np.testing.assert_array_equal(other.store.vectors.matrix, mem.store.vectors.matrix)
-    assert {k: e.to_json() for k, e in other.store.edges.items()} == {k: e.to_json() for k, e in mem.store.edges.items()}
+    assert {k: e.to_json() for k, e in other.store.edges.items()} == {
+        k: e.to_json() for k, e in mem.store.edges.items()
+    }
     assert other.kindex.keywords == mem.kindex.keywords
     assert other.kindex.note_keywords == mem.kindex.note_keywords
     assert [m.tolist() for m in other.topics.members] == [m.tolist() for m in mem.topics.members]
@@ -74,7 +76,7 @@ def test_snapshot_of_another_construction_config_is_refused(tmp_path: Path) -> N
     with pytest.raises(SnapshotMismatchError, match="tau_merge"):
         other.load(tmp_path / "snap")
     wo_link, _, _ = make_memory(CONV, tmp_path / "c", cheap=True, abl="wo_link")
-    with pytest.raises(SnapshotMismatchError, match="ablation.link"):
+    with pytest.raises(SnapshotMismatchError, match=r"ablation\.link"):
         wo_link.load(tmp_path / "snap")
     with pytest.raises(SnapshotMismatchError, match="not a MemCoRe snapshot"):
         other.load(tmp_path)

@@ -42,8 +42,7 @@ def _index(n: int = 4, dim: int = 8) -> tuple[RetrievalIndex, NoteStore, Keyword
     kw_vecs.extend(eye[: len(kindex)])
     indptr, ids = kindex.posting_arrays()
     topics = Topics.empty(dim)
-    counts = np.array([len(k) for k in kws[:n]], dtype=np.float64)
-    return RetrievalIndex(store, kindex, topics, kw_vecs, kindex.idf(n), indptr, ids, counts), store, kindex
+    return RetrievalIndex(store, kindex, topics, kw_vecs, kindex.idf(n), indptr, ids), store, kindex
 
 
 def test_keyword_channel_scores_by_cosine_times_idf() -> None:

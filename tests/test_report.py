@@ -311,3 +311,51 @@ def test_judge_column_appears_when_items_were_judged(tmp_path: Path, paper) -> N
     paper_row = next(line for line in md.splitlines() if "| paper |" in line)
     assert paper_row.rstrip().endswith("| 41.97 | 36.16 | – |  |  |  |")  # the paper reports no J
     assert next(csv.DictReader(io.StringIO(table.to_csv())))["judge"] == "60.0000"
+
+
+def test_plots_from_synthetic_runs(tmp_path: Path, paper) -> None:
+    import matplotlib.image as mpimg
+
+    from memcore.report.plots import make_plots, recall_budget_curve
+
+    notes = [
+        {"dia_ids": ["D1:1"], "tokens": 200},
+        {"dia_ids": ["D1:5"], "tokens": 300},
+        {"dia_ids": ["D1:2"], "tokens": 600},
+    ]
+    rows = [
+        item(c, i, cat, 0.5, 0.5, recall=1.0, hit=1.0, evidence=["D1:1", "D1:2"], notes=notes)
+        for c in ("c1", "c2")
+        for i, cat in enumerate((1, 2, 4))
+    ]
+    write_run(tmp_path / "runs", backbone="qwen3-8b", method="memcore", items=rows, cost=COST, stats=STATS)
+    write_run(
+        tmp_path / "runs", backbone="qwen3-8b", method="memcore", ablation="wo_link", items=ablation_items(0.3, 0.5)
+    )
+    write_run(tmp_path / "runs", backbone="qwen3-8b", method="amem", items=main_items(), cost=COST)
+    runs = load_runs([tmp_path / "runs"])
+    # budget 250 and 500 keep D1:1 only (500 = 200 + 300), 1000 still stops before the 600-token note
+    full = next(r for r in runs if r.label() == "memcore")
+    assert recall_budget_curve(full, (250, 500, 1000, 2000, 4000)) == {
+        250: 50.0,
+        500: 50.0,
+        1000: 50.0,
+        2000: 100.0,
+        4000: 100.0,
+    }
+    written = make_plots([summarize_run(r, n_boot=50) for r in runs], paper, tmp_path / "plots")
+    names = sorted(p.name for p in written)
+    stems = ("ablation_deltas", "category_f1", "cost_vs_f1", "recall_vs_budget")
+    assert names == sorted([f"{s}.{ext}" for s in stems for ext in ("png", "pdf")] + ["recall_vs_budget.csv"])
+    for stem in stems:
+        img = mpimg.imread(tmp_path / "plots" / f"{stem}.png")
+        assert img.shape[0] >= 400 and img.shape[1] >= 900, stem  # 150 dpi: at least ~6 x 2.7 inches
+        assert img[..., :3].std() > 0.02, stem  # not a blank canvas
+        assert (tmp_path / "plots" / f"{stem}.pdf").read_bytes()[:4] == b"%PDF"
+    curve = {
+        r["method"] + "/" + r["ablation"]: r
+        for r in csv.DictReader((tmp_path / "plots" / "recall_vs_budget.csv").open())
+    }
+    assert (
+        curve["memcore/none"]["recall_at_1000"] == "50.0000" and curve["memcore/none"]["recall_at_2000"] == "100.0000"
+    )

@@ -39,8 +39,8 @@ class MemCoReConfig:
     cheap_keyword_unigrams: int = 0
     # keyword graph and topics
     hub_max_fraction: float = 0.1
-    topic_min: int = 3
-    topic_max: int = 40
+    topic_min: int = 20
+    topic_max: int = 80
     topic_recompute_every: int = 100
     leiden_resolution: float = 1.0
     # retrieval
@@ -50,7 +50,6 @@ class MemCoReConfig:
     rrf_k: int = 60
     channel_depth: int = 50
     keyword_min_sim: float = 0.5
-    keyword_length_norm: float = 0.0
     neighbor_weight: float = 1.0
     ier_max_rounds: int = 3
     ier_max_subqueries: int = 3

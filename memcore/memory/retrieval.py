@@ -23,7 +23,6 @@ from memcore.memory.topics import Topics
 from memcore.prompts import decompose as DECOMPOSE_PROMPT
 
 CHANNELS = ("topic", "keyword", "neighbor")
-BM25_K1 = 1.2
 MAX_ENTITIES = 6
 _WORD_RE = re.compile(r"[A-Za-z0-9][\w'\-]*")
 _QUESTION_WORDS = frozenset(
@@ -116,11 +115,18 @@ class QueryPlan:
 
 def cheap_plan(query: str, extractor: StatisticalKeywords, max_entities: int = MAX_ENTITIES) -> QueryPlan:
     """Non-LLM decomposition: topic = the question; entities = YAKE phrases of the question that contain
-    no question word or auxiliary ("pet does caroline" is dropped), then the question's content words."""
+    no question word or auxiliary ("pet does caroline" is dropped) and share no word with a better phrase
+    (at most half the slots), then the question's content words, then the remaining phrases."""
     phrases = [p for p in extractor.phrases(query) if not set(p.split()) & _QUESTION_WORDS]
+    distinct: list[str] = []
+    used: set[str] = set()
+    for p in phrases:
+        if len(distinct) < max(1, max_entities // 2) and not used & set(p.split()):
+            distinct.append(p)
+            used |= set(p.split())
     words = [w.lower() for w in _WORD_RE.findall(query)]
     content = extractor.content_words([w for w in words if w not in _QUESTION_WORDS])
-    entities = list(dict.fromkeys([*phrases[: max(1, max_entities // 2)], *content, *phrases]))
+    entities = list(dict.fromkeys([*distinct, *content, *phrases]))
     return QueryPlan(query, query, tuple(entities[:max_entities]))
 
 
@@ -197,7 +203,6 @@ class RetrievalIndex:
     idf: np.ndarray
     post_indptr: np.ndarray
     post_ids: np.ndarray
-    note_kw_count: np.ndarray  # keywords per note (for length normalisation)
 
 
 class Retriever:
@@ -258,15 +263,10 @@ class Retriever:
         if lens.sum() == 0:
             return []
         ids = np.concatenate([self.ix.post_ids[s:e] for s, e in zip(starts, ends, strict=True)])
-        weights = np.repeat(w, lens)
-        notes, inv = np.unique(ids, return_inverse=True)
-        score = np.zeros(len(notes), dtype=np.float64)
-        np.add.at(score, inv, weights)
-        b = self.cfg.keyword_length_norm
-        if b > 0:
-            # BM25-style length normalisation on the number of keywords a note holds (merged notes hold many)
-            rel = self.ix.note_kw_count[notes] / max(1e-9, float(self.ix.note_kw_count.mean()))
-            score *= (BM25_K1 + 1.0) / (1.0 + BM25_K1 * (1.0 - b + b * rel))
+        # bincount over all notes: linear in the postings, no sort (hub keywords can have huge postings)
+        dense_score = np.bincount(ids, weights=np.repeat(w, lens).astype(np.float64), minlength=len(self.ix.store))
+        notes = np.flatnonzero(dense_score)
+        score = dense_score[notes]
         cap = max(4 * depth, 200)
         if len(notes) > cap:
             keep = np.argpartition(-score, cap - 1)[:cap]

@@ -202,9 +202,8 @@ class MemCoRe:
         kw_vectors.extend(self.kw_embeddings)
         kw_vectors.freeze()
         indptr, ids = self.kindex.posting_arrays()
-        kw_count = np.array([len(self.kindex.note_keywords.get(n, [])) for n in range(len(self.store))], dtype=np.float64)
         index = RetrievalIndex(
-            self.store, self.kindex, self.topics, kw_vectors, self.kindex.idf(len(self.store)), indptr, ids, kw_count
+            self.store, self.kindex, self.topics, kw_vectors, self.kindex.idf(len(self.store)), indptr, ids
         )
         backbone = self.backbone
         retriever = Retriever(index, self.embedder, self.cfg, self.sw)

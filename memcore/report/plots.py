@@ -19,7 +19,7 @@ from memcore.eval.aggregate import category_name
 from memcore.eval.metrics import recall_at_budget
 from memcore.report.collect import RunData
 from memcore.report.reference import PaperNumbers
-from memcore.report.tables import CATEGORIES, RunSummary, _full_model, _paper_ablation
+from memcore.report.tables import CATEGORIES, RunSummary, full_model_of, paper_ablation_row
 
 DEFAULT_BUDGETS: tuple[int, ...] = (250, 500, 1000, 2000, 4000)
 DPI = 150
@@ -37,8 +37,10 @@ def _pyplot() -> Any:
 def _save(fig: Any, out_dir: Path, stem: str, extra_artists: Sequence[Any] = ()) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
+    # bbox_extra_artists replaces matplotlib's default list (suptitle, figure legends): pass both.
+    artists = [*fig.get_default_bbox_extra_artists(), *extra_artists]
     for path in paths:
-        fig.savefig(path, dpi=DPI, bbox_inches="tight", bbox_extra_artists=list(extra_artists))
+        fig.savefig(path, dpi=DPI, bbox_inches="tight", bbox_extra_artists=artists)
     _pyplot().close(fig)
     return paths
 
@@ -95,11 +97,11 @@ def plot_ablation_deltas(
     for s in summaries:
         if s.run.ablation == "none":
             continue
-        full = _full_model(s, summaries)
+        full = full_model_of(s, summaries)
         if full is None:
             continue
         ours = {k: _d(s.values.get(k), full.values.get(k)) for k in ("f1", "recall")}
-        p_row = _paper_ablation(s, paper, reference_backbone)
+        p_row = paper_ablation_row(s, paper, reference_backbone)
         p_full = (
             paper.ablation_row(reference_backbone or s.run.backbone, "none") if paper is not None and p_row else None
         )
@@ -110,7 +112,7 @@ def plot_ablation_deltas(
     if not rows:
         return []
     plt = _pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 0.55 * len(rows) + 2.2), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, max(3.5, 0.55 * len(rows) + 2.2)), sharey=True)
     y = np.arange(len(rows))
     for ax, key, name in zip(axes, ("f1", "recall"), ("F1", "evidence recall")):
         ours = [r[1][key] if r[1][key] is not None else np.nan for r in rows]

@@ -23,7 +23,6 @@ from memcore.report.reference import PAPER_DATASET, PAPER_PROTOCOL, PaperNumbers
 
 CATEGORIES: tuple[int, ...] = (1, 2, 3, 4, 5)
 CATEGORY_KEYS: tuple[str, ...] = tuple(f"cat{c}" for c in CATEGORIES)
-ALL_KEYS: tuple[str, ...] = (*CATEGORY_KEYS, "f1", "bleu1", "judge", "recall", "hit_rate")
 MAIN_KEYS: tuple[str, ...] = (*CATEGORY_KEYS, "f1", "bleu1")
 ABLATION_KEYS: tuple[str, ...] = ("f1", "bleu1", "recall", "hit_rate")
 KEY_LABELS: dict[str, str] = {"f1": "F1", "bleu1": "BLEU-1", "judge": "J", "recall": "Recall", "hit_rate": "Hit rate"}
@@ -262,14 +261,16 @@ def _method_cell(s: RunSummary) -> str:
     return f"{label} (variant of {s.run.variant_of})" if s.run.is_variant else label
 
 
-def _paper_main(s: RunSummary, paper: PaperNumbers | None, reference_backbone: str | None) -> dict[str, float] | None:
+def paper_main_row(
+    s: RunSummary, paper: PaperNumbers | None, reference_backbone: str | None
+) -> dict[str, float] | None:
     """The paper's main-table row for this run: only for the paper's own methods, full model."""
     if paper is None or not s.run.is_paper_method or s.run.ablation != "none":
         return None
     return paper.main_row(reference_backbone or s.run.backbone, s.run.method_label)
 
 
-def _paper_ablation(
+def paper_ablation_row(
     s: RunSummary, paper: PaperNumbers | None, reference_backbone: str | None
 ) -> dict[str, float] | None:
     if paper is None or not s.run.is_paper_method or s.run.method_label != "memcore":
@@ -431,7 +432,7 @@ def main_table(
     records: list[dict[str, Any]] = []
     flagged = False
     for s in summaries:
-        paper_row = _paper_main(s, paper, reference_backbone)
+        paper_row = paper_main_row(s, paper, reference_backbone)
         flagged |= paper_row is not None and not s.comparable
         lead = _setting_lead(s, vary)
         tail_ours = [fmt_cost(k, s.cost.get(k)) for k in COST_KEYS]
@@ -446,7 +447,7 @@ def main_table(
     return Table(title, columns, rows, notes, records, text_columns=3 + len(vary))
 
 
-def _full_model(s: RunSummary, summaries: Sequence[RunSummary]) -> RunSummary | None:
+def full_model_of(s: RunSummary, summaries: Sequence[RunSummary]) -> RunSummary | None:
     r = s.run
     for other in summaries:
         o = other.run
@@ -480,11 +481,11 @@ def ablation_table(
     records: list[dict[str, Any]] = []
     flagged = False
     for s in summaries:
-        paper_row = _paper_ablation(s, paper, reference_backbone)
+        paper_row = paper_ablation_row(s, paper, reference_backbone)
         flagged |= paper_row is not None and not s.comparable
-        full = _full_model(s, summaries)
+        full = full_model_of(s, summaries)
         ours_vs_full = {k: (delta(s.values.get(k), full.values.get(k)) if full else None) for k in keys}
-        paper_full = _paper_ablation(full, paper, reference_backbone) if full else None
+        paper_full = paper_ablation_row(full, paper, reference_backbone) if full else None
         if paper_full is None and paper_row is not None and paper is not None:
             paper_full = paper.ablation_row(reference_backbone or s.run.backbone, "none")
         paper_vs_full = {
