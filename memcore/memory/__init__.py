@@ -3,7 +3,7 @@
 Modules, one responsibility each: ``config`` (validated knobs and ablation switches), ``notes`` (notes,
 edges, the embedding matrix and its index), ``ingestion`` (turn → context + keywords), ``construction``
 (the Merge/Link/Append gate), ``keywords`` (keyword index and co-occurrence graph), ``topics`` (Leiden
-communities with size bounds), ``rrf``, ``retrieval`` (query plan, channels, fusion, neighbours),
+communities with size bounds), ``retrieval`` (query plan, channels, RRF via ``memcore.fusion``, neighbours),
 ``ier`` (iterative evidence refinement), ``persistence`` (snapshot files) and ``system`` (the
 ``MemCoRe`` memory and its ``MethodSpec``).
 """
