@@ -20,11 +20,8 @@ COST = {
     },
     "wall_s": {"total": 10.0},
 }
-STATS = {
-    "conversations": {
-        "c1": {"turns": 20, "ingest_usage": {"total": {"calls": 40, "prompt_tokens": 20000, "completion_tokens": 4000}}}
-    }
-}
+INGEST = {"calls": 40, "prompt_tokens": 20000, "completion_tokens": 4000, "parse_retries": 10}
+STATS = {"conversations": {"c1": {"turns": 20, "ingest_usage": {"by_stage": {"ingest": INGEST}, "total": INGEST}}}}
 
 
 def _run(tmp_path: Path):
@@ -59,3 +56,13 @@ def test_estimate_table_prices_each_preset(tmp_path: Path) -> None:
     mini = (1000 * 5882 + 1600 * 1986) * 0.15 / 1e6 + (200 * 5882 + 110 * 1986) * 0.60 / 1e6
     big = (1000 * 5882 + 1600 * 1986) * 2.5 / 1e6 + (200 * 5882 + 110 * 1986) * 10.0 / 1e6
     assert row.endswith(f"| {mini:,.2f} | {big:,.2f} |")
+
+
+def test_first_attempts_only_and_assumed_completions(tmp_path: Path) -> None:
+    """Scripted-backbone runs: every JSON call is retried once; drop the retries, assume reply sizes."""
+    r = measured_rates(_run(tmp_path), first_attempts_only=True, completion_per_call=50.0, answer_completion=10.0)
+    # ingest: 40 calls, 10 retries -> 30 first attempts over 20 turns; prompt tokens scaled by 30/40
+    assert (r.calls_per_turn, r.prompt_per_turn, r.completion_per_turn) == (1.5, 750.0, 75.0)
+    # QA stages carry no parse_retries here: unchanged calls; 8 retrieve calls x 50 + 4 answers x 10, over 4 q
+    assert r.calls_per_question == {"retrieve": 2.0, "answer": 1.0, "judge": 0.0}
+    assert r.completion_per_question == 110.0

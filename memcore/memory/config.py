@@ -51,8 +51,10 @@ class MemCoReConfig:
     channel_depth: int = 50
     keyword_min_sim: float = 0.5
     neighbor_weight: float = 1.0
+    topic_weight: float = 1.0
     ier_max_rounds: int = 3
     ier_max_subqueries: int = 3
+    ier_subquery_weight: float = 1.0
     evidence_text: Literal["raw", "context", "both"] = "both"
     ann_threshold: int = 200_000
     index: Literal["auto", "flat", "ivf", "hnsw"] = "auto"

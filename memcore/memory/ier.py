@@ -119,7 +119,8 @@ class Refiner:
                 for n, c in res.channels.items():
                     channels.setdefault(n, set()).update(c)
             log.append(entry)
-            fused = rrf_fuse(lists, k=self.cfg.rrf_k)
+            weights = {name: 1.0 if name == "q" else self.cfg.ier_subquery_weight for name in lists}
+            fused = rrf_fuse(lists, k=self.cfg.rrf_k, weights=weights)
             pool, scores = [n for n, _ in fused], dict(fused)
         return RefinedPool(pool, scores, channels, rounds, plan, log, fallbacks)
 

@@ -292,7 +292,7 @@ class Retriever:
             matched, by_entity = self.match_keywords(ent_vecs, plan.entities)
         if self.sw.keyword:
             lists["keyword"] = self.keyword_channel(matched, q, depth)
-        fused = rrf_fuse(lists, k=self.cfg.rrf_k)
+        fused = rrf_fuse(lists, k=self.cfg.rrf_k, weights={"topic": self.cfg.topic_weight, "keyword": 1.0})
         scores = {nid: s for nid, s in fused}
         members = {name: set(lst) for name, lst in lists.items()}
         channels: dict[int, set[str]] = {nid: {name for name, m in members.items() if nid in m} for nid, _ in fused}

@@ -15,6 +15,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from memcore.report.collect import ReportInputError, RunData, load_runs
 
@@ -38,25 +39,56 @@ class Rates:
     questions: int
 
 
-def measured_rates(run: RunData) -> Rates:
+def _stage_totals(
+    stage: dict[str, Any], *, first_attempts_only: bool, completion_per_call: float | None
+) -> tuple[float, float, float]:
+    """(calls, prompt tokens, completion tokens) of one stage's usage block."""
+    calls = float(stage.get("calls", 0))
+    prompt = float(stage.get("prompt_tokens", 0))
+    completion = float(stage.get("completion_tokens", 0))
+    if first_attempts_only and calls:
+        share = (calls - float(stage.get("parse_retries", 0))) / calls
+        calls, prompt, completion = calls * share, prompt * share, completion * share
+    if completion_per_call is not None:
+        completion = calls * completion_per_call
+    return calls, prompt, completion
+
+
+def measured_rates(
+    run: RunData,
+    *,
+    first_attempts_only: bool = False,
+    completion_per_call: float | None = None,
+    answer_completion: float | None = None,
+) -> Rates:
+    """Per-turn build and per-question QA rates of ``run``. ``first_attempts_only`` drops JSON retries
+    (for runs on the content-free scripted backbone, whose every JSON reply fails once);
+    ``completion_per_call`` / ``answer_completion`` replace measured completion tokens by an assumed
+    size per call (answer calls: ``answer_completion``, every other call: ``completion_per_call``)."""
+    kw = {"first_attempts_only": first_attempts_only, "completion_per_call": completion_per_call}
     convs = run.stats.get("conversations") or {}
     turns = sum(int(c.get("turns") or 0) for c in convs.values())
-    totals = [(c.get("ingest_usage") or {}).get("total") or {} for c in convs.values()]
-    calls = sum(int(t.get("calls", 0)) for t in totals)
-    prompt = sum(int(t.get("prompt_tokens", 0)) for t in totals)
-    completion = sum(int(t.get("completion_tokens", 0)) for t in totals)
+    build = [0.0, 0.0, 0.0]
+    for conv in convs.values():
+        for stage in ((conv.get("ingest_usage") or {}).get("by_stage") or {}).values():
+            build = [a + b for a, b in zip(build, _stage_totals(stage, **kw))]
     by_stage = (run.cost.get("usage") or {}).get("by_stage") or {}
     n = len(run.items) or int(run.metrics.get("n_items") or 0)
     if n == 0:
         raise ReportInputError(f"{run.path}: no QA items; cannot estimate per-question cost.")
+    qa = {s: _stage_totals(by_stage.get(s) or {}, **kw) for s in QA_STAGES}
+    if answer_completion is not None:
+        qa["answer"] = _stage_totals(
+            by_stage.get("answer") or {}, first_attempts_only=first_attempts_only, completion_per_call=answer_completion
+        )
     ctx = [float(r.get("context_tokens") or 0) for r in run.items]
     return Rates(
-        calls_per_turn=calls / turns if turns else 0.0,
-        prompt_per_turn=prompt / turns if turns else 0.0,
-        completion_per_turn=completion / turns if turns else 0.0,
-        calls_per_question={s: int((by_stage.get(s) or {}).get("calls", 0)) / n for s in QA_STAGES},
-        prompt_per_question=sum(int((by_stage.get(s) or {}).get("prompt_tokens", 0)) for s in QA_STAGES) / n,
-        completion_per_question=sum(int((by_stage.get(s) or {}).get("completion_tokens", 0)) for s in QA_STAGES) / n,
+        calls_per_turn=build[0] / turns if turns else 0.0,
+        prompt_per_turn=build[1] / turns if turns else 0.0,
+        completion_per_turn=build[2] / turns if turns else 0.0,
+        calls_per_question={s: qa[s][0] / n for s in QA_STAGES},
+        prompt_per_question=sum(v[1] for v in qa.values()) / n,
+        completion_per_question=sum(v[2] for v in qa.values()) / n,
         mean_context_tokens=sum(ctx) / len(ctx) if ctx else 0.0,
         turns=turns,
         questions=n,
@@ -102,7 +134,14 @@ def usd(totals: dict[str, float], price_in: float, price_out: float) -> float:
     return (totals["prompt_tokens"] * price_in + totals["completion_tokens"] * price_out) / 1e6
 
 
-def estimate_table(runs: Sequence[RunData], backbones: Sequence[str]) -> str:
+def estimate_table(
+    runs: Sequence[RunData],
+    backbones: Sequence[str],
+    *,
+    first_attempts_only: bool = False,
+    completion_per_call: float | None = None,
+    answer_completion: float | None = None,
+) -> str:
     """Markdown: one row per run with the measured rates and the full-LoCoMo estimate."""
     from memcore.eval.judge import load_backbone_preset
 
@@ -116,7 +155,12 @@ def estimate_table(runs: Sequence[RunData], backbones: Sequence[str]) -> str:
     )
     lines = [head, "|" + "---|" * 2 + "---:|" * (6 + len(backbones))]
     for run in runs:
-        r = measured_rates(run)
+        r = measured_rates(
+            run,
+            first_attempts_only=first_attempts_only,
+            completion_per_call=completion_per_call,
+            answer_completion=answer_completion,
+        )
         fc = None
         if run.method == "full_context":
             budget = int(prices[backbones[0]].context_budget_tokens) if backbones else None
@@ -138,10 +182,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m memcore.report.estimate", description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", help="run dirs, sweep dirs or globs")
     p.add_argument("--backbones", default="gpt-4o-mini,gpt-4o", help="OpenAI presets to price (comma list)")
+    p.add_argument(
+        "--first-attempts-only", action="store_true", help="drop JSON retries (runs on the scripted backbone)"
+    )
+    p.add_argument(
+        "--completion-per-call", type=float, default=None, help="assumed completion tokens per non-answer call"
+    )
+    p.add_argument("--answer-completion", type=float, default=None, help="assumed completion tokens per answer call")
     args = p.parse_args(argv)
     try:
         runs = load_runs(args.runs)
-        print(estimate_table(runs, [b for b in args.backbones.split(",") if b]))
+        table = estimate_table(
+            runs,
+            [b for b in args.backbones.split(",") if b],
+            first_attempts_only=args.first_attempts_only,
+            completion_per_call=args.completion_per_call,
+            answer_completion=args.answer_completion,
+        )
+        print(table)
     except ReportInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
