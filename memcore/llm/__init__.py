@@ -1,0 +1,1 @@
+"""Chat backbones, embedders, response cache, local llama.cpp server, usage accounting."""
