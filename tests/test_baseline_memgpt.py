@@ -158,6 +158,11 @@ def test_failed_call_returns_control_and_done_ends_the_turn() -> None:
     assert bb.calls_by_stage() == {"ingest": 2}  # failure → another step without a heartbeat
     assert agent.fifo[2].content.startswith("[function result: core_memory_replace] Failed: old_content not found")
     assert agent.counters["failed_calls"] == 1
+    # the closing `done` is not kept in the FIFO unless keep_noop_steps
+    assert [m.kind for m in agent.fifo] == ["turn", "action", "result"] and agent.counters["noop_steps"] == 1
+    keeper, _ = _agent(MemGPTConfig(keep_noop_steps=True), lambda m: _call("done"))
+    keeper.ingest(_turn(1, "Bob", "Hi"))
+    assert [m.kind for m in keeper.fifo] == ["turn", "action"]
 
 
 def test_unparseable_step_falls_back_to_done_and_is_counted() -> None:

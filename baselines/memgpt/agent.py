@@ -194,6 +194,7 @@ class MemGPT:
             "turns": 0,
             "agent_steps": 0,
             "step_fallbacks": 0,
+            "noop_steps": 0,
             "failed_calls": 0,
             "evictions": 0,
             "summary_calls": 0,
@@ -392,9 +393,14 @@ class MemGPT:
             self.counters["step_fallbacks"] += 0 if ok else 1
             by_fn = self.counters["calls_by_function"]
             by_fn[action.function] = by_fn.get(action.function, 0) + 1
-            self.fifo.append(FifoMessage("assistant", "action", action.render(), turn.dia_id))
             if action.function == "done":
+                # A no-op reply carries no information; kept in the FIFO, a row of identical ones
+                # became a copy attractor for the 0.5B model (it answered `done` to every turn).
+                if self.cfg.keep_noop_steps:
+                    self.fifo.append(FifoMessage("assistant", "action", action.render(), turn.dia_id))
+                self.counters["noop_steps"] += 1
                 break
+            self.fifo.append(FifoMessage("assistant", "action", action.render(), turn.dia_id))
             success, message, _ = self._execute(action, turn)
             self.fifo.append(FifoMessage("user", "result", self._result_message(action, success, message), turn.dia_id))
             if not success:

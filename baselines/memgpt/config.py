@@ -17,13 +17,14 @@ class MemGPTConfig:
     the main context is smaller than GPT-4's 8k so that paging happens on short slices and each
     CPU call stays affordable. See baselines/memgpt/README.md."""
 
-    format_version: int = 1
+    format_version: int = 2
     context_window_tokens: int = 4096  # main context: system + core memory + summary + FIFO
     warning_fraction: float = 0.75  # MESSAGE_SUMMARY_WARNING_FRAC: memory-pressure alert
     evict_fraction: float = 0.75  # MESSAGE_SUMMARY_TRUNC_TOKEN_FRAC: share of FIFO tokens evicted
     keep_last_messages: int = 3  # MESSAGE_SUMMARY_TRUNC_KEEP_N_LAST
     core_block_chars: int = 2000  # CORE_MEMORY_{PERSONA,HUMAN}_CHAR_LIMIT
     max_steps_per_turn: int = 2  # heartbeat chain length while ingesting one message
+    keep_noop_steps: bool = False  # keep the agent's `done` replies in the FIFO (MemGPT keeps every reply)
     page_size: int = 5  # RETRIEVAL_QUERY_DEFAULT_PAGE_SIZE
     recall_search: str = "keyword"  # keyword (ranked term overlap) | substring (MemGPT's text_search)
     function_result_chars: int = 3000  # FUNCTION_RETURN_CHAR_LIMIT
