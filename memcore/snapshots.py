@@ -96,6 +96,11 @@ class SnapshotStore:
     def path_for(self, method: str, key: str) -> Path:
         return self.root / method / key
 
+    def scratch_dir(self, method: str, key: str) -> Path:
+        """A per-process working dir for a memory built or loaded under ``key`` (e.g. mem0's databases),
+        kept apart from the snapshots so concurrent processes never share one."""
+        return self.root / ".work" / method / f"{key}-{os.getpid()}"
+
     def verify(self, path: Path, key: str) -> dict[str, Any] | None:
         """The manifest when ``path`` is a complete, intact snapshot with ``key``; None when absent.
 
@@ -143,7 +148,7 @@ class SnapshotStore:
                 shutil.rmtree(aside, ignore_errors=True)
                 manifest = None
             if manifest is not None:
-                system = make(path.with_name(f"{path.name}.work-{os.getpid()}"))
+                system = make(self.scratch_dir(method, key))
                 system.load(path)
                 return SnapshotResult(system, path, True, manifest)
             # Under the lock no other builder of this key is alive: any tmp dir is a killed build's leftover.
@@ -152,7 +157,7 @@ class SnapshotStore:
                 shutil.rmtree(stale, ignore_errors=True)
             tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
             tmp.mkdir(parents=True)
-            system = make(path.with_name(f"{path.name}.work-{os.getpid()}"))
+            system = make(self.scratch_dir(method, key))
             t0 = time.perf_counter()
             extra = build(system)
             build_s = time.perf_counter() - t0

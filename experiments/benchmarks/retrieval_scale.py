@@ -54,8 +54,11 @@ def _pct(xs: list[float], q: float) -> float:
     return round(float(np.percentile(np.asarray(xs) * 1000.0, q)), 3)
 
 
-def run_size(n: int, n_queries: int, n_ingest: int, kinds: tuple[str, ...], seed: int = 0) -> dict[str, Any]:
-    """Every measurement for one memory size (run in a fresh process)."""
+def run_size(
+    n: int, n_queries: int, n_ingest: int, kinds: tuple[str, ...], seed: int = 0, keep: Path | None = None
+) -> dict[str, Any]:
+    """Every measurement for one memory size (run in a fresh process). With ``keep``, the snapshot is saved under
+    ``keep/notes-<n>`` and reused by the next run of that size (topics and save are then not re-measured)."""
     import igraph  # noqa: F401 - imported up front: igraph's first import (~5 s, cairo drawing) is not Leiden
     import leidenalg  # noqa: F401
 
@@ -81,42 +84,49 @@ def run_size(n: int, n_queries: int, n_ingest: int, kinds: tuple[str, ...], seed
     row["keywords"] = len(syn.kindex)
     row["edges"] = len(syn.store.edges)
     cfg = MemCoReConfig(name="memcore-cheap", judge="embedding", index="flat")
+    snap = keep / f"notes-{n}" if keep is not None else None
+    reuse = snap is not None and (snap / "memcore_manifest.json").is_file()
+    row["reused_snapshot"] = str(snap) if reuse else None
 
     # --- topics: the co-occurrence graph, then the whole Leiden recompute
-    hubs = syn.kindex.hubs(n, cfg.hub_max_fraction)
-    t0 = time.perf_counter()
-    graph = syn.kindex.cooccurrence(exclude=hubs)
-    row["graph_build_s"] = round(time.perf_counter() - t0, 2)
-    row["graph_edges"] = len(graph)
-    del graph
-    t0 = time.perf_counter()
-    topics = compute_topics(
-        syn.kindex,
-        syn.store.vectors.matrix,
-        topic_min=cfg.topic_min,
-        topic_max=cfg.topic_max,
-        resolution=cfg.leiden_resolution,
-        hub_max_fraction=cfg.hub_max_fraction,
-        seed=seed,
-    )
-    row["leiden_recompute_s"] = round(time.perf_counter() - t0, 2)
-    row["topics"] = len(topics)
-    row["topics_info"] = topics.info
+    topics = None
+    if not reuse:
+        hubs = syn.kindex.hubs(n, cfg.hub_max_fraction)
+        t0 = time.perf_counter()
+        graph = syn.kindex.cooccurrence(exclude=hubs)
+        row["graph_build_s"] = round(time.perf_counter() - t0, 2)
+        row["graph_edges"] = len(graph)
+        del graph
+        t0 = time.perf_counter()
+        topics = compute_topics(
+            syn.kindex,
+            syn.store.vectors.matrix,
+            topic_min=cfg.topic_min,
+            topic_max=cfg.topic_max,
+            resolution=cfg.leiden_resolution,
+            hub_max_fraction=cfg.hub_max_fraction,
+            seed=seed,
+        )
+        row["leiden_recompute_s"] = round(time.perf_counter() - t0, 2)
+        row["topics"] = len(topics)
+        row["topics_info"] = topics.info
     questions, table, targets = make_queries(syn, n_queries)
     embedder = LookupEmbedder(syn.store.dim, table)
 
     # --- persistence through MemCoRe's own save / load (load includes freezing the indices)
     mem = MemCoRe(cfg, Switches(), embedder=embedder, backbone=None, seed=seed)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
-        path = Path(tmp) / "snap"
-        t0 = time.perf_counter()
-        save_memory(
-            path,
-            MemoryFiles(syn.store, syn.kindex, topics, syn.keyword_vectors, ConstructionCounters(), {}),
-            mem.meta(),
-        )
-        row["save_s"] = round(time.perf_counter() - t0, 2)
-        row["snapshot_mb"] = round(sum(p.stat().st_size for p in path.iterdir()) / 2**20, 1)
+        path = snap if snap is not None else Path(tmp) / "snap"
+        if not reuse:
+            assert topics is not None
+            t0 = time.perf_counter()
+            save_memory(
+                path,
+                MemoryFiles(syn.store, syn.kindex, topics, syn.keyword_vectors, ConstructionCounters(), {}),
+                mem.meta(),
+            )
+            row["save_s"] = round(time.perf_counter() - t0, 2)
+            row["snapshot_mb"] = round(sum(p.stat().st_size for p in path.iterdir()) / 2**20, 1)
         del syn.store, syn.kindex, topics  # the loaded copy is what we measure from here on
         t0 = time.perf_counter()
         mem.load(path)
@@ -258,7 +268,9 @@ def plot(rows: list[dict[str, Any]], out: Path) -> None:
         ax.plot(xs, p50, style, label=f"{kind} p50")
         ax.plot(xs, p95, style, alpha=0.5, label=f"{kind} p95")
     ax.axhline(50, color="red", lw=0.8, ls="--", label="50 ms target (p95)")
-    ax.set(xscale="log", xlabel="notes in memory", ylabel="ms per query", title="MemCoRe.retrieve latency")
+    ax.set(
+        xscale="log", yscale="log", xlabel="notes in memory", ylabel="ms per query", title="MemCoRe.retrieve latency"
+    )
     ax.legend(fontsize=7)
     ax = axes[1]
     ax.plot(sizes, [r["leiden_recompute_s"] for r in rows], "-o", label="topic recompute (graph + Leiden)")
@@ -368,6 +380,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--ingest", type=int, default=None, help="notes to add (default 500; 200 at >= 1M)")
     ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
+    ap.add_argument("--keep", type=Path, default=None, help="save snapshots here and reuse them on the next run")
     ap.add_argument("--threads", type=int, default=1, help="OpenMP / BLAS threads in the workers (0 = library default)")
     ap.add_argument("--report", action="store_true", help="table + plot from the per-size JSON files")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR)
@@ -376,7 +389,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.one is not None:
         n_ingest = args.ingest if args.ingest is not None else (200 if args.one >= 1_000_000 else 500)
         kinds = tuple(k for k in KINDS if k in args.kinds)
-        row = run_size(args.one, args.queries, n_ingest, kinds)
+        row = run_size(args.one, args.queries, n_ingest, kinds, keep=args.keep)
+        previous = args.out / f"retrieval_scale_{args.one}.json"
+        if row["reused_snapshot"] and previous.is_file():  # topics / save were measured when it was built
+            old = json.loads(previous.read_text())
+            for key in ("graph_build_s", "graph_edges", "leiden_recompute_s", "topics", "topics_info", "save_s",
+                        "snapshot_mb"):  # fmt: skip
+                if key in old:
+                    row.setdefault(key, old[key])
+            row.setdefault("topics_measured_at", old.get("machine_at_start"))
         cmd = f"python -m experiments.benchmarks.retrieval_scale --sizes {args.one} --queries {args.queries}"
         cmd += f" --threads {args.threads}"
         if args.ingest is not None:
@@ -391,6 +412,8 @@ def main(argv: list[str] | None = None) -> None:
         cmd += ["--queries", str(args.queries), "--kinds", *args.kinds, "--out", str(args.out)]
         if args.ingest is not None:
             cmd += ["--ingest", str(args.ingest)]
+        if args.keep is not None:
+            cmd += ["--keep", str(args.keep)]
         env = dict(os.environ)
         if args.threads:
             env.update({k: str(args.threads) for k in THREAD_VARS})

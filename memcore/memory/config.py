@@ -54,7 +54,7 @@ class MemCoReConfig:
     topic_weight: float = 1.0
     ier_max_rounds: int = 3
     ier_max_subqueries: int = 3
-    ier_subquery_weight: float = 1.0
+    ier_subquery_weight: float = 0.5
     evidence_text: Literal["raw", "context", "both"] = "both"
     ann_threshold: int = 200_000
     index: Literal["auto", "flat", "ivf", "hnsw"] = "auto"

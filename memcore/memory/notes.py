@@ -173,6 +173,7 @@ class VectorMatrix:
                 nlist = ivf_nlist(self._n)
                 index = faiss.IndexIVFFlat(faiss.IndexFlatIP(self.dim), self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
                 index.cp.niter = 10  # k-means iterations: recall barely moves beyond this, build time does
+                index.cp.max_points_per_centroid = 64  # train on a sample: 4x faster than faiss's 256 at 300k rows
                 index.train(mat)
                 index.nprobe = min(nlist, IVF_NPROBE)
             else:

@@ -363,7 +363,9 @@ def _source_rows(
     return rows
 
 
-def _common_notes(summaries: Sequence[RunSummary], reference_backbone: str | None, flagged: bool) -> list[str]:
+def _common_notes(
+    summaries: Sequence[RunSummary], reference_backbone: str | None, flagged: bool, any_paper: bool
+) -> list[str]:
     n_boot, alpha = (summaries[0].n_boot, summaries[0].alpha) if summaries else (1000, 0.05)
     notes = [
         f"Percentages. [low, high] = {100 * (1 - alpha):.0f}% bootstrap CI ({n_boot} resamples of whole conversations); "
@@ -376,7 +378,7 @@ def _common_notes(summaries: Sequence[RunSummary], reference_backbone: str | Non
             + ", ".join(sorted({f"{s.run.dataset}/{s.run.protocol}" for s in summaries if not s.comparable}))
             + "."
         )
-    if reference_backbone:
+    if reference_backbone and any_paper:
         notes.append(f"Paper rows are the paper's {reference_backbone} numbers, whatever backbone our run used.")
     if any(s.run.is_variant for s in summaries):
         notes.append(
@@ -430,10 +432,11 @@ def main_table(
     columns += [COST_LABELS[k] for k in COST_KEYS]
     rows: list[list[str]] = []
     records: list[dict[str, Any]] = []
-    flagged = False
+    flagged = any_paper = False
     for s in summaries:
         paper_row = paper_main_row(s, paper, reference_backbone)
         flagged |= paper_row is not None and not s.comparable
+        any_paper |= paper_row is not None
         lead = _setting_lead(s, vary)
         tail_ours = [fmt_cost(k, s.cost.get(k)) for k in COST_KEYS]
         paper_label = f"paper ({reference_backbone})" if reference_backbone else "paper"
@@ -443,7 +446,7 @@ def main_table(
         rec = _base_record(s)
         _metric_record(rec, s, keys, paper_row)
         records.append(rec)
-    notes = _common_notes(summaries, reference_backbone, flagged)
+    notes = _common_notes(summaries, reference_backbone, flagged, any_paper)
     return Table(title, columns, rows, notes, records, text_columns=3 + len(vary))
 
 
@@ -479,10 +482,11 @@ def ablation_table(
     columns += [COST_LABELS[k] for k in COST_KEYS]
     rows: list[list[str]] = []
     records: list[dict[str, Any]] = []
-    flagged = False
+    flagged = any_paper = False
     for s in summaries:
         paper_row = paper_ablation_row(s, paper, reference_backbone)
         flagged |= paper_row is not None and not s.comparable
+        any_paper |= paper_row is not None
         full = full_model_of(s, summaries)
         ours_vs_full = {k: (delta(s.values.get(k), full.values.get(k)) if full else None) for k in keys}
         paper_full = paper_ablation_row(full, paper, reference_backbone) if full else None
@@ -507,6 +511,6 @@ def ablation_table(
         rec = _base_record(s)
         _metric_record(rec, s, keys, paper_row, {"vs_full": ours_vs_full, "paper_vs_full": paper_vs_full})
         records.append(rec)
-    notes = _common_notes(summaries, reference_backbone, flagged)
+    notes = _common_notes(summaries, reference_backbone, flagged, any_paper)
     notes.append("Δ vs full: the ablation minus the full model (ablation none) of the same backbone, method and data.")
     return Table(title, columns, rows, notes, records, text_columns=3 + len(vary))
