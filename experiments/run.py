@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Hydra entry point, same as the ``memcore-run`` console script:
 
-    python experiments/run.py method=rag_hybrid dataset=locomo eval.answer=false
-    python experiments/run.py -m experiment=paper_ablation
+python experiments/run.py method=rag_hybrid dataset=locomo eval.answer=false
+python experiments/run.py -m experiment=paper_ablation
 """
 
 from memcore.cli import run_main

@@ -45,14 +45,18 @@ def _cmd(tmp_path: Path, run_dir: Path, *overrides: str) -> list[str]:
 
 def _run(cmd: list[str], timeout: float = 1500) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"exit {proc.returncode}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, (
+        f"exit {proc.returncode}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
+    )
     return proc
 
 
 def _server_pids() -> set[int]:
     """PIDs of llama.cpp servers on this machine (other jobs may run their own: compare before/after)."""
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return {int(line.split()[0]) for line in out.splitlines() if "llama_cpp.server" in line and "server_guard" not in line}
+    return {
+        int(line.split()[0]) for line in out.splitlines() if "llama_cpp.server" in line and "server_guard" not in line
+    }
 
 
 @pytest.mark.parametrize("method", ["rag_hybrid", "full_context"])
