@@ -96,6 +96,9 @@ def test_paper_ablation_sweeps_nine_settings_on_qwen3_8b() -> None:
     assert (cfg.backbone.name, cfg.method.name) == ("qwen3-8b", "memcore")
 
 
+@pytest.mark.filterwarnings(
+    "ignore:(?s).*validated against ConfigStore schema with the same name"
+)  # documented, harmless
 def test_launcher_configs_compose() -> None:
     with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
         jl = compose(config_name="run", overrides=["hydra/launcher=joblib"], return_hydra_config=True).hydra.launcher

@@ -107,7 +107,7 @@ def plot_ablation_deltas(
         )
         theirs = {k: _d(p_row.get(k), p_full.get(k)) if p_row and p_full else None for k in ("f1", "recall")}
         several = len({x.run.backbone for x in summaries if x.run.ablation != "none"}) > 1
-        label = f"{s.run.ablation} @ {s.run.backbone}" if several else s.run.ablation
+        label = _run_label(s.run, with_backbone=several)
         rows.append((label, ours, theirs))
     if not rows:
         return []
@@ -117,13 +117,20 @@ def plot_ablation_deltas(
     for ax, key, name in zip(axes, ("f1", "recall"), ("F1", "evidence recall")):
         ours = [r[1][key] if r[1][key] is not None else np.nan for r in rows]
         theirs = [r[2][key] if r[2][key] is not None else np.nan for r in rows]
-        ax.barh(y - 0.2, ours, 0.4, label="ours", color="#1f77b4")
-        if not np.all(np.isnan(theirs)):
-            ax.barh(y + 0.2, theirs, 0.4, label="paper", color="#ff7f0e")
+        with_paper = not np.all(np.isnan(theirs))
+        offset = 0.2 if with_paper else 0.0
+        bars = [ax.barh(y - offset, ours, 0.4, label="ours", color="#1f77b4")]
+        if with_paper:
+            bars.append(ax.barh(y + offset, theirs, 0.4, label="paper", color="#ff7f0e"))
+        for group in bars:  # the value beside each bar, so a zero change is visible too
+            ax.bar_label(
+                group, labels=[f"{v:+.2f}" if not np.isnan(v) else "" for v in group.datavalues], padding=3, fontsize=8
+            )
         ax.axvline(0, color="black", linewidth=0.8)
         finite = [v for v in (*ours, *theirs) if not np.isnan(v)]
-        span = max([abs(v) for v in finite] + [1.0])
-        ax.set_xlim(min([*finite, 0.0]) - 0.08 * span, max([*finite, 0.0]) + 0.08 * span)
+        span = max([abs(v) for v in finite] + [2.0])
+        ax.set_xlim(min([*finite, 0.0]) - 0.25 * span, max([*finite, 0.0]) + 0.25 * span)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
         ax.set_xlabel(f"Δ {name} vs full model (percentage points)")
         ax.set_title(f"Ablation effect on {name}")
         ax.grid(axis="x", alpha=0.3)
@@ -131,7 +138,6 @@ def plot_ablation_deltas(
     fig.legend(handles, names, loc="upper center", ncol=2, fontsize=9, bbox_to_anchor=(0.5, 1.0))
     axes[0].set_yticks(y)
     axes[0].set_yticklabels([r[0] for r in rows])
-    axes[0].invert_yaxis()
     ablated = {x.run.backbone for x in summaries if x.run.ablation != "none"}
     backbone = next(iter(ablated)) if len(ablated) == 1 else "several backbones"
     fig.suptitle(f"Ablations of the full model ({backbone})", y=1.04)
@@ -247,13 +253,24 @@ def plot_recall_vs_budget(
         cmap = plt.get_cmap("tab10" if len(group) <= 10 else "tab20")
         for i, (r, c) in enumerate(group):
             xs = [b for b in budgets if c[b] is not None]
-            style = "-" if i < 10 else "--"
-            ax.plot(xs, [c[b] for b in xs], marker="o", linestyle=style, color=cmap(i % cmap.N), label=_run_label(r))
+            # Distinct markers, earlier series drawn larger, so identical curves stay visible on top of each other.
+            ax.plot(
+                xs,
+                [c[b] for b in xs],
+                marker="osD^vP*X"[i % 8],
+                markersize=max(4.0, 11.0 - 1.5 * i),
+                linewidth=max(1.0, 3.0 - 0.4 * i),
+                linestyle="-" if i < 10 else "--",
+                color=cmap(i % cmap.N),
+                alpha=0.85,
+                label=_run_label(r),
+            )
         ax.set_xscale("log", base=2)
         ax.set_xticks(list(budgets))
         ax.set_xticklabels([str(b) for b in budgets])
         ax.set_xlabel("context budget (tokens of retrieved notes, log scale)")
-        ax.set_ylim(0, 100)
+        ax.set_ylim(0, 105)
+        ax.set_yticks(range(0, 101, 20))
         ax.set_title(f"Evidence recall at equal context budgets — {backbone}")
         ax.grid(alpha=0.3, which="both")
         ax.set_ylabel("evidence recall (%)")
