@@ -177,6 +177,10 @@ class Runner:
     def run(self) -> RunResult:
         t_start = time.perf_counter()
         self._check_ablation()
+        if self.cfg.eval.judge:  # LLM judge (issue 5): a bad eval.judge_backbone fails here, before any work
+            from memcore.eval.judge import judge_run_info
+
+            judge_run_info(self.cfg)
         convs, data_sha, audit = self._load_conversations()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._guard(result_fields(self.cfg, data_sha))

@@ -160,3 +160,28 @@ def _writer_proc(path: str, worker: int) -> None:
     for j in range(200):
         cache.put(f"{worker}-{j}", {"text": json.dumps([worker, j])})
         assert cache.get(f"{worker}-{j}") is not None
+
+
+def test_fresh_cache_opened_by_many_threads_at_once(tmp_path) -> None:
+    """Regression (CI, session 1): threads opening a new cache file together raced on the switch to
+    WAL and one got 'database is locked'. Every thread must get a working connection."""
+    cache = ResponseCache(tmp_path / "llm.sqlite")
+    start = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        start.wait()
+        try:
+            assert cache.get(f"k{i}") is None
+            cache.put(f"k{i}", {"text": str(i)})
+        except BaseException as exc:  # collected and asserted below, with the thread's own error
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert [cache.get(f"k{i}") for i in range(8)] == [{"text": str(i)} for i in range(8)]
+    assert sqlite3.connect(tmp_path / "llm.sqlite").execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -144,8 +144,9 @@ def test_construction_facts_provenance_and_associations(tmp_path: Path) -> None:
     assert g.neighbours("s0")["s1"] == 1.0
     assert g.sem_vecs.shape == (10, 256)
     assert backbone.calls_by_stage() == {"ingest": 9}
-    # the previous turn of the same session is shown, the first turn of a session has none
-    assert "(none)" in script.log[0][1] and "Alice: I adopted a puppy" in script.log[1][1]
+    # each prompt holds its own turn and session date only
+    assert "Alice: I adopted a puppy" in script.log[0][1] and "puppy" not in script.log[1][1]
+    assert "Session date: 1:00 pm on 1 May, 2023" in script.log[0][1]
 
 
 def test_unparseable_facts_keep_the_raw_turn_and_are_counted(tmp_path: Path) -> None:

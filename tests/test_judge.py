@@ -138,3 +138,15 @@ def test_runner_adds_judge_scores_and_records_the_preset(tmp_path) -> None:
     }
     assert result.cost["per_question"]["judge"] == 1.0
     assert result.cost["usage"]["by_stage"]["judge"]["calls"] == 8
+
+
+def test_bad_judge_preset_fails_before_any_work(tmp_path) -> None:
+    _data_or_skip()
+    cfg = compose_run(
+        tmp_path,
+        ["dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25", "eval.judge=true", "eval.judge_backbone=gpt-5"],
+    )
+    runner = Runner(validate(cfg), tmp_path / "run", backbone_override=ScriptedBackbone(_responder))
+    with pytest.raises(JudgeConfigError, match="no backbone preset"):
+        runner.run()
+    assert not (tmp_path / "run" / "items.jsonl").exists()

@@ -206,11 +206,19 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path) -
         assert (out / "plots" / f"{stem}.pdf").read_bytes()[:4] == b"%PDF"
 
 
-@pytest.mark.slow
-def test_local_backbone_sweep_two_methods_two_ablations(tmp_path: Path) -> None:
-    """memcore and memcore-cheap × none / wo_ier on conv-26's first session (18 turns, 4 QA) with the
-    local 0.5B model (one llama.cpp server per run, one run after another; wo_ier reuses the full model's
-    snapshot), then the report: main table, ablation table, all plots. A few minutes on an idle 2-core box."""
+@pytest.mark.parametrize(
+    "backbone",
+    [
+        # The content-free scripted backbone (every JSON reply falls back): the whole path in seconds.
+        "scripted",
+        # The local 0.5B model, one llama.cpp server per run, runs one after another: a few minutes on an
+        # idle 2-core box (longer when other local servers hold the machine lock).
+        pytest.param("local-small", marks=pytest.mark.slow),
+    ],
+)
+def test_sweep_two_methods_two_ablations_then_report(tmp_path: Path, backbone: str) -> None:
+    """memcore and memcore-cheap × none / wo_ier on conv-26's first session (18 turns, 4 QA; wo_ier reuses
+    the full model's snapshot), then the report: main table, ablation table, all plots, checked by content."""
     _data_or_skip()
     results = tmp_path / "results"
     run_sweep(
@@ -218,7 +226,7 @@ def test_local_backbone_sweep_two_methods_two_ablations(tmp_path: Path) -> None:
         [
             "experiment=quickstart",
             "experiment_name=sweep_local",
-            "backbone=local-small",
+            f"backbone={backbone}",
             "dataset=locomo-tiny",
             "dataset.max_sessions=1",
             "embedder=hashing",
@@ -230,6 +238,10 @@ def test_local_backbone_sweep_two_methods_two_ablations(tmp_path: Path) -> None:
     sweep = results / "runs" / "sweep_local"
     runs = sorted(p.parent for p in sweep.rglob("metrics.json"))
     assert len(runs) == 4
+    for method in ("memcore", "memcore-cheap"):  # wo_ier is a retrieval ablation: the full model's memory is reused
+        base = sweep / "locomo-tiny" / backbone / "amem" / method
+        built = [json.loads((base / a / "cost.json").read_text())["memory_build"] for a in ("none", "wo_ier")]
+        assert [(b["snapshots_built"], b["snapshots_reused"]) for b in built] == [(1, 0), (0, 1)]
     out = tmp_path / "report"
     assert report_main([str(sweep), "--out", str(out), "--n-boot", "200", "--quiet"]) == 0
     main = list(csv.DictReader((out / "main_table.csv").open()))

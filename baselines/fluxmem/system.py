@@ -97,7 +97,6 @@ class FluxMem:
         self._embedder = embedder
         self.graph = FluxGraph(cfg.bm25_k1, cfg.bm25_b)
         self._lock = threading.RLock()
-        self._prev: Turn | None = None
         self._since_consolidation = 0
         self.counters: Counter[str] = Counter()
         self.attributions: Counter[str] = Counter()
@@ -132,11 +131,9 @@ class FluxMem:
         """Record the turn and add its facts (or the turn itself) to the semantic layer."""
         with self._lock:
             self.graph.turns[turn.dia_id] = turn
-            prev = self._prev if self._prev is not None and self._prev.session_index == turn.session_index else None
-            self._prev = turn
             facts: list[str] | None = None
             if self.cfg.extract_facts:
-                facts = self._extract_facts(turn, prev)
+                facts = self._extract_facts(turn)
             if facts is None:
                 texts, origin = [turn.render()], "turn"
             else:
@@ -147,11 +144,10 @@ class FluxMem:
                 )
                 self.graph.add_semantic(node)
 
-    def _extract_facts(self, turn: Turn, prev: Turn | None) -> list[str] | None:
+    def _extract_facts(self, turn: Turn) -> list[str] | None:
         """The turn's facts; None when the reply was unusable (the caller keeps the raw turn)."""
         user = P.FACTS_USER.format(
             session_date=turn.session_time_raw,
-            previous=prev.render() if prev is not None else "(none)",
             dia_id=turn.dia_id,
             speaker=turn.speaker,
             text=turn.text,

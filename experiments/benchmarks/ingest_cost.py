@@ -52,6 +52,7 @@ def run_one(method: str, ablation: str, extra: tuple[str, ...], args: argparse.N
         f"experiment_name={EXPERIMENT}",
         "progress=false",
         *extra,
+        *args.extra,
     ]
     print(f"[{time.strftime('%H:%M:%S')}] {' '.join(cmd[2:])}", flush=True)
     return subprocess.run(cmd).returncode
@@ -219,6 +220,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dataset", default="locomo-mini")
     ap.add_argument("--with-baselines", action="store_true", help="also run amem and mem0 when no run exists")
     ap.add_argument("--only", nargs="*", default=None, help="method:ablation pairs to run (default: all)")
+    ap.add_argument(
+        "--extra", nargs="*", default=[], help="run: more overrides for every run, e.g. backbone.server_threads=1"
+    )
     ap.add_argument("--runs", default="results/runs")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = ap.parse_args(argv)

@@ -22,6 +22,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from memcore.config import ConfigError
 from memcore.interfaces import ChatBackbone, LazyResource, Message
 from memcore.llm.json_reply import complete_json
 from memcore.prompts import judge as prompts
@@ -33,7 +34,7 @@ FALLBACK_KIND = "judge_label_from_text_else_wrong"
 _LABEL_WORD_RE = re.compile(r"\b(CORRECT|WRONG)\b")
 
 
-class JudgeConfigError(ValueError):
+class JudgeConfigError(ConfigError):
     """``eval.judge_backbone`` names no usable backbone preset."""
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+_INIT_ATTEMPTS = 12
+
 
 class CacheCorruptError(RuntimeError):
     pass
@@ -38,6 +40,7 @@ class SQLiteKV:
         self.path = Path(path)
         self.table = table
         self._local = threading.local()
+        self._init_lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._check_or_rebuild()
         self.hits = 0
@@ -45,12 +48,30 @@ class SQLiteKV:
         self._count_lock = threading.Lock()
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout=60000")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (k TEXT PRIMARY KEY, v BLOB NOT NULL)")
-        return conn
+        # Switching to WAL needs an exclusive lock and SQLite may answer SQLITE_BUSY at once
+        # (without consulting busy_timeout) while another thread/process opens the same new file;
+        # WAL is persistent, so only switch when needed and retry with backoff.
+        with self._init_lock:
+            last: sqlite3.OperationalError | None = None
+            for attempt in range(_INIT_ATTEMPTS):
+                conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
+                try:
+                    conn.execute("PRAGMA busy_timeout=60000")
+                    mode = conn.execute("PRAGMA journal_mode").fetchone()
+                    if mode is None or str(mode[0]).lower() != "wal":
+                        conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA synchronous=NORMAL")
+                    conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (k TEXT PRIMARY KEY, v BLOB NOT NULL)")
+                    return conn
+                except sqlite3.OperationalError as exc:
+                    conn.close()
+                    if "locked" not in str(exc) and "busy" not in str(exc):
+                        raise
+                    last = exc
+                    log.warning("cache open retry %d on %s: %s", attempt + 1, self.path, exc)
+                    time.sleep(min(0.05 * 2**attempt, 2.0))
+            assert last is not None
+            raise last
 
     def _check_or_rebuild(self) -> None:
         if not self.path.exists():
@@ -61,6 +82,12 @@ class SQLiteKV:
             conn.close()
             ok = row is not None and row[0] == "ok"
             reason = row[0] if row else "no answer"
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                # Another process is writing; a busy database is not a corrupt one.
+                log.info("cache %s busy during integrity check; skipping it", self.path)
+                return
+            ok, reason = False, str(exc)
         except sqlite3.DatabaseError as exc:
             ok, reason = False, str(exc)
         if not ok:

@@ -89,7 +89,6 @@ class MemCoRe:
         self._near_dup_sum = 0.0
         self._retrieves = 0
         self._channel_counts: Counter[str] = Counter()
-        self._retrieve_llm_calls = 0
 
     # ------------------------------------------------------------------ helpers
     @property

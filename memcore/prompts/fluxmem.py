@@ -6,7 +6,7 @@ Each prompt is sent with ``prompt_version=f"{VERSION}:<purpose>"``; bump ``VERSI
 here changes, so the response cache never hands back a reply to an older prompt.
 """
 
-VERSION = "fluxmem-v1"
+VERSION = "fluxmem-v2"
 
 # --- construction: semantic layer ----------------------------------------------------------------
 FACTS_SYSTEM = (
@@ -15,13 +15,11 @@ FACTS_SYSTEM = (
 )
 
 FACTS_USER = """Session date: {session_date}
-Previous turn, for reference only:
-{previous}
 
 Turn to record ({dia_id}):
 {speaker}: {text}
 
-List up to {max_facts} atomic facts this turn states: events, plans, preferences, opinions, relationships, possessions, places, dates, numbers. Each fact names the person ({speaker} or whoever it is about) instead of a pronoun. Resolve relative dates ("yesterday", "last week", "next month") against the session date into explicit dates. Leave out greetings, filler and emojis. A turn with nothing worth remembering gives an empty list.
+List up to {max_facts} atomic facts that {speaker} states in this turn: events, plans, preferences, opinions, relationships, possessions, places, dates, numbers. Each fact names the person ({speaker} or whoever it is about) instead of a pronoun. Resolve relative dates ("yesterday", "last week", "next month") against the session date into explicit dates. Leave out greetings, filler, emojis, questions and the session date itself. A turn with nothing worth remembering gives an empty list.
 
 Format: {{"facts": ["...", "..."]}}"""
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from omegaconf import OmegaConf
 
 from memcore.itemlog import read_items
 
@@ -180,7 +180,7 @@ def load_run(path: Path) -> RunData:
     config: dict[str, Any] = {}
     cfg_path = path / "config.yaml"
     if cfg_path.is_file():
-        loaded = yaml.safe_load(cfg_path.read_text())
+        loaded = OmegaConf.to_container(OmegaConf.load(cfg_path), resolve=False)
         config = loaded if isinstance(loaded, dict) else {}
     return RunData(path, metrics, _read_json(path / "cost.json"), _read_json(path / "stats.json"), config)
 
