@@ -496,13 +496,15 @@ class Runner:
 
     # ---------------------------------------------------------------- report
     def _report(self, convs: list[Conversation], t_start: float, built: dict[str, bool]) -> RunResult:
-        from memcore.eval.aggregate import aggregate, format_table
+        from memcore.eval.aggregate import aggregate, budget_recall, format_table
 
         items = read_items(self.run_dir / "items.jsonl")
         # Dataset order, not completion order: float sums then do not depend on threads or on resuming.
         order = {q.item_id: i for i, q in enumerate(q for c in convs for q in c.qa)}
         items = sorted((r for r in items if r["item_id"] in order), key=lambda r: order[r["item_id"]])
         metrics = aggregate(items)
+        if self.cfg.eval.token_budgets:
+            metrics["recall_at_budget"] = budget_recall(items, list(self.cfg.eval.token_budgets))
         metrics["run"] = {
             "method": self.spec.name,
             "ablation": str(self.cfg.ablation.name),

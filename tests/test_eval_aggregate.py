@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from memcore.eval.aggregate import aggregate, category_name, format_table
+from memcore.eval.aggregate import aggregate, budget_recall, category_name, format_table
 from memcore.eval.bootstrap import bootstrap_ci
 
 
@@ -136,3 +136,37 @@ def test_bootstrap_errors() -> None:
         bootstrap_ci(ITEMS, "judge")
     with pytest.raises(ValueError, match="conv"):
         bootstrap_ci([{"category": 1, "scores": {"f1": 1.0}}], "f1")
+
+
+def test_budget_recall_by_hand() -> None:
+    """Two items of categories 1-4 with evidence (an adversarial one and one without evidence are left out).
+    Item a: gold D1:1, D1:2; notes 100 tok [D1:1], 300 tok [D1:9], 200 tok [D1:2].
+    Item b: gold D2:1; notes 400 tok [D2:1]."""
+    a = {
+        "category": 1,
+        "evidence": ["D1:1", "D1:2"],
+        "notes": [
+            {"dia_ids": ["D1:1"], "tokens": 100},
+            {"dia_ids": ["D1:9"], "tokens": 300},
+            {"dia_ids": ["D1:2"], "tokens": 200},
+        ],
+    }
+    b = {"category": 2, "evidence": ["D2:1"], "notes": [{"dia_ids": ["D2:1"], "tokens": 400}]}
+    adversarial = {"category": 5, "evidence": ["D3:1"], "notes": [{"dia_ids": ["D3:1"], "tokens": 1}]}
+    no_evidence = {"category": 3, "evidence": [], "notes": [{"dia_ids": ["D4:1"], "tokens": 1}]}
+    out = budget_recall([a, b, adversarial, no_evidence], [150, 400, 600])
+    # 150: a keeps D1:1 (recall 0.5, hit 1, 100 tok); b keeps nothing (0, 0, 0 tok)
+    assert out["150"] == {"recall": 0.25, "hit_rate": 0.5, "mean_tokens_used": 50.0, "n": 2}
+    # 400: a keeps D1:1, D1:9 (0.5, 1, 400 tok); b keeps D2:1 (1, 1, 400 tok)
+    assert out["400"] == {"recall": 0.75, "hit_rate": 1.0, "mean_tokens_used": 400.0, "n": 2}
+    # 600: a keeps all three (1, 1, 600 tok); b (1, 1, 400 tok)
+    assert out["600"] == {"recall": 1.0, "hit_rate": 1.0, "mean_tokens_used": 500.0, "n": 2}
+    assert budget_recall([adversarial], [10]) == {
+        "10": {"recall": None, "hit_rate": None, "mean_tokens_used": None, "n": 0}
+    }
+
+
+def test_format_table_prints_budget_recall() -> None:
+    metrics = aggregate(ITEMS)
+    metrics["recall_at_budget"] = {"500": {"recall": 0.25, "hit_rate": 0.5, "mean_tokens_used": 10.0, "n": 2}}
+    assert "budgets (categories 1-4): 500 tok 25.00." in format_table(metrics, "t")

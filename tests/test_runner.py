@@ -43,6 +43,12 @@ def test_run_writes_items_metrics_and_resumes(tmp_path) -> None:
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["overall"]["n"] == 8
     assert sum(v["n"] for v in metrics["by_category"].values()) == 8
+    # recall at the configured token budgets (eval.token_budgets), recomputed here from the items
+    from memcore.eval.aggregate import budget_recall
+
+    assert list(metrics["recall_at_budget"]) == ["500", "1000", "2000"]
+    assert metrics["recall_at_budget"] == json.loads(json.dumps(budget_recall(items, [500, 1000, 2000])))
+    assert metrics["recall_at_budget"]["2000"]["n"] == sum(1 for r in items if r["category"] != 5 and r["evidence"])
     cost = json.loads((tmp_path / "run" / "cost.json").read_text())
     assert cost["usage"]["by_stage"]["answer"]["calls"] == 8
     assert (tmp_path / "run" / "config.yaml").is_file() and (tmp_path / "run" / "table.md").is_file()

@@ -76,6 +76,36 @@ def aggregate(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def budget_recall(
+    items: Sequence[Mapping[str, Any]],
+    budgets: Sequence[int],
+    categories: Sequence[int] = NO_ADV_CATEGORIES,
+) -> dict[str, Any]:
+    """Evidence recall and hit rate at equal context-token budgets: for each budget, each item keeps the
+    leading retrieved notes that fit (``notes[i]["tokens"]``, ``notes[i]["dia_ids"]``) and is scored on
+    them. Items of ``categories`` with gold evidence only. Returns ``{"<budget>": {"recall", "hit_rate",
+    "mean_tokens_used", "n"}}``; a method with longer notes fits fewer of them in the same budget."""
+    from memcore.eval.metrics import recall_at_budget
+
+    wanted = set(categories)
+    scored = [it for it in items if int(it["category"]) in wanted and it.get("evidence")]
+    out: dict[str, Any] = {}
+    for budget in budgets:
+        results = []
+        for it in scored:
+            notes = [(n.get("dia_ids") or [], int(n.get("tokens") or 0)) for n in it.get("notes") or []]
+            res = recall_at_budget(it["evidence"], notes, int(budget))
+            if res["recall"] is not None:
+                results.append(res)
+        out[str(int(budget))] = {
+            "recall": _mean(r["recall"] for r in results),
+            "hit_rate": _mean(r["hit"] for r in results),
+            "mean_tokens_used": _mean(r["tokens_used"] for r in results),
+            "n": len(results),
+        }
+    return out
+
+
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100.0 * value:.2f}"
 
@@ -97,6 +127,10 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
     lines = [f"### {title}", "", header, rule]
     for label, block in rows:
         lines.append(f"| {label} | " + " | ".join(_pct(block.get(key)) for _, key in columns) + " |")
+    budgets = metrics.get("recall_at_budget") or {}
+    if budgets:
+        parts = [f"{int(b):,} tok {_pct(v['recall'])}" for b, v in budgets.items()]
+        lines += ["", "Recall % at equal context-token budgets (categories 1-4): " + ", ".join(parts) + "."]
     n_missing = metrics.get("n_without_evidence")
     if n_missing:
         lines += ["", f"Recall and hit rate exclude {n_missing} item(s) without gold evidence."]

@@ -295,6 +295,8 @@ class BatchedConstructor(Constructor):
 class MemCoReBatched(MemCoRe):
     """MemCoRe whose construction runs chunk by chunk (see the module docstring)."""
 
+    constructor_class = BatchedConstructor
+
     def __init__(
         self,
         cfg: MemCoReConfig,
@@ -318,20 +320,9 @@ class MemCoReBatched(MemCoRe):
 
     def _construction(self) -> Constructor:
         if self._constructor is None:
-            super()._construction()  # builds the single-turn Ingestor; its Constructor is replaced below
+            super()._construction()  # the single-turn Ingestor and a BatchedConstructor (constructor_class)
             assert self._ingestor is not None
-            backbone = self.backbone
-            self._constructor = BatchedConstructor(
-                store=self.store,
-                keywords=self.kindex,
-                embedder=self.embedder,
-                backbone=backbone,
-                cfg=self.cfg,
-                switches=self.sw,
-                seed=self.seed,
-                counters=self._counters,
-            )
-            self._batch_ingestor = BatchIngestor(self._ingestor, backbone, self.cfg, self.seed)
+            self._batch_ingestor = BatchIngestor(self._ingestor, self.backbone, self.cfg, self.seed)
         return self._constructor
 
     def ingest(self, turn: Turn) -> None:

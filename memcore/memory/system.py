@@ -54,6 +54,9 @@ class MemCoRe:
     both modes.
     """
 
+    #: The gate/writer class; the batched variant swaps in one that judges a chunk per call.
+    constructor_class: type[Constructor] = Constructor
+
     def __init__(
         self,
         cfg: MemCoReConfig,
@@ -121,7 +124,7 @@ class MemCoRe:
                 max_tokens=self.cfg.max_tokens,
                 seed=self.seed,
             )
-            self._constructor = Constructor(
+            self._constructor = self.constructor_class(
                 store=self.store,
                 keywords=self.kindex,
                 embedder=self.embedder,

@@ -15,8 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from memcore.eval.aggregate import category_name
-from memcore.eval.metrics import recall_at_budget
+from memcore.eval.aggregate import budget_recall, category_name
 from memcore.report.collect import RunData
 from memcore.report.reference import PaperNumbers
 from memcore.report.tables import CATEGORIES, RunSummary, full_model_of, paper_ablation_row
@@ -206,18 +205,12 @@ def plot_cost_vs_f1(summaries: Sequence[RunSummary], out_dir: Path, stem: str = 
 
 
 def recall_budget_curve(run: RunData, budgets: Sequence[int] = DEFAULT_BUDGETS) -> dict[int, float | None]:
-    """Mean evidence recall (%) over items with gold evidence, keeping the leading notes that fit each budget."""
-    out: dict[int, float | None] = {}
-    with_ev = [r for r in run.items if r.get("evidence")]
-    for b in budgets:
-        vals = []
-        for r in with_ev:
-            notes = [(n.get("dia_ids") or [], int(n.get("tokens") or 0)) for n in r.get("notes") or []]
-            rec = recall_at_budget(r["evidence"], notes, int(b))["recall"]
-            if rec is not None:
-                vals.append(float(rec))
-        out[int(b)] = 100.0 * sum(vals) / len(vals) if vals else None
-    return out
+    """Mean evidence recall (%) over items of categories 1-4 with gold evidence, keeping the leading notes
+    that fit each budget (the same numbers as ``metrics.json → recall_at_budget``)."""
+    curve = budget_recall(run.items, [int(b) for b in budgets])
+    return {
+        int(b): None if curve[str(int(b))]["recall"] is None else 100.0 * curve[str(int(b))]["recall"] for b in budgets
+    }
 
 
 def plot_recall_vs_budget(
