@@ -26,6 +26,7 @@ class BackboneConfig:
     n_ctx: int = 8192
     server_threads: int | None = None
     exclusive: bool = True  # one local llama.cpp server per machine at a time (they'd share the cores)
+    prompt_cache_mb: int = 0  # llamacpp: RAM for KV states of past prompts (longest-prefix reuse); 0 = off
     context_budget_tokens: int = 6000
     max_concurrency: int = 2
     timeout_s: float = 600.0

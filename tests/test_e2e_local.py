@@ -55,7 +55,9 @@ def _server_pids() -> set[int]:
     """PIDs of llama.cpp servers on this machine (other jobs may run their own: compare before/after)."""
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
     return {
-        int(line.split()[0]) for line in out.splitlines() if "llama_cpp.server" in line and "server_guard" not in line
+        int(line.split()[0])
+        for line in out.splitlines()
+        if ("llama_cpp.server" in line or "llama_server_main" in line) and "server_guard" not in line
     }
 
 

@@ -64,6 +64,7 @@ def build_backbone(
             alias=cfg.model,
             log_path=log_dir / "llama_server.log",
             exclusive_lock=(models_dir() / "llama-server.lock") if cfg.exclusive else None,
+            prompt_cache_mb=cfg.prompt_cache_mb,
         )
         resources.enter_context(server)
         base_url, api_key = server.base_url, "sk-no-key-required"

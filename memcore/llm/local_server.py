@@ -43,6 +43,7 @@ class LlamaCppServer:
         startup_timeout_s: float = 180.0,
         port: int | None = None,
         exclusive_lock: Path | None = None,
+        prompt_cache_mb: int = 0,
     ) -> None:
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
@@ -51,6 +52,9 @@ class LlamaCppServer:
         self.log_path = log_path
         self.startup_timeout_s = startup_timeout_s
         self.port = port or free_port()
+        if prompt_cache_mb < 0:
+            raise ValueError(f"prompt_cache_mb must be >= 0, got {prompt_cache_mb}.")
+        self.prompt_cache_mb = prompt_cache_mb
         self.proc: subprocess.Popen[bytes] | None = None
         self._log_fh = None
         self._exclusive = FileLock(str(exclusive_lock), thread_local=False) if exclusive_lock is not None else None
@@ -60,8 +64,8 @@ class LlamaCppServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
-        return [
-            sys.executable, "-m", "llama_cpp.server",
+        cmd = [
+            sys.executable, "-m", "memcore.llm.llama_server_main",
             "--model", str(self.model_path),
             "--model_alias", self.alias,
             "--host", "127.0.0.1",
@@ -69,7 +73,16 @@ class LlamaCppServer:
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.threads),
             "--n_threads_batch", str(self.threads),
+            # The server's default (true) computes and copies vocabulary-sized logits for every prompt
+            # token; nothing here reads them, and prompt-cache states would carry them too.
+            "--logits_all", "false",
         ]  # fmt: skip
+        if self.prompt_cache_mb:
+            # Without it llama.cpp reuses only the previous request's prefix; with it, the KV state of past
+            # prompts is kept in RAM and the longest matching prefix is restored (Mem0 alternates two
+            # prompts whose 7.9k-token system prefix would otherwise be re-read on every add()).
+            cmd += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(self.prompt_cache_mb << 20)]
+        return cmd
 
     def start(self) -> LlamaCppServer:
         try:
