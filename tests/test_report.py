@@ -274,6 +274,9 @@ def test_cli_writes_all_formats_and_plots(tmp_path: Path, capsys) -> None:
         "ablation_table.csv",
         "ablation_table.md",
         "ablation_table.tex",
+        "detail_table.csv",
+        "detail_table.md",
+        "detail_table.tex",
         "main_table.csv",
         "main_table.md",
         "main_table.tex",
@@ -359,3 +362,38 @@ def test_plots_from_synthetic_runs(tmp_path: Path, paper) -> None:
     assert (
         curve["memcore/none"]["recall_at_1000"] == "50.0000" and curve["memcore/none"]["recall_at_2000"] == "100.0000"
     )
+
+
+def test_detail_table_per_category_and_unit_costs(tmp_path: Path) -> None:
+    from memcore.report.tables import detail_table
+
+    stats = {
+        "conversations": {
+            "c1": {
+                "turns": 20,
+                "ingest_usage": {"total": {"calls": 10, "prompt_tokens": 1000, "completion_tokens": 100}},
+            },
+            "c2": {
+                "turns": 40,
+                "ingest_usage": {"total": {"calls": 20, "prompt_tokens": 2000, "completion_tokens": 200}},
+            },
+        }
+    }
+    rows = main_items()
+    rows[0].update(recall=1.0, hit=1.0)
+    rows[2].update(recall=0.5, hit=1.0)
+    write_run(
+        tmp_path, backbone="local-small", method="amem", items=rows, cost=COST, stats=stats, dataset="locomo-mini"
+    )
+    table = detail_table([summarize_run(r, n_boot=20) for r in load_runs([tmp_path])])
+    md = table.to_markdown()
+    assert "backbone local-small, dataset locomo-mini, protocol amem" in table.title
+    lines = [ln for ln in md.splitlines() if ln.startswith("| ")][1:]
+    # category 1: F1 (0.5 + 0) / 2, BLEU-1 (0.4 + 0) / 2, recall (1 + 0.5) / 2, hit 1
+    assert lines[0].startswith("| amem | 1 multi-hop | 2 | 25.00 | 20.00 | 75.00 | 100.00 |")
+    # overall: F1 70, BLEU 58; build 30 calls / 60 turns, 3,300 tokens / 60 turns; QA 15 calls / 5 questions
+    overall = lines[-1]
+    assert overall.startswith("|  | overall | 5 | 70.00 | 58.00 | 75.00 | 100.00 | 0.50 | 55 | 3.00 | 176 | 0 | 40 |")
+    recs = list(csv.DictReader(io.StringIO(table.to_csv())))
+    assert [r["category"] for r in recs] == ["1 multi-hop", "2 temporal", "4 single-hop", "5 adversarial", "overall"]
+    assert recs[-1]["calls_per_turn"] == "0.5000"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from memcore.report.collect import ReportInputError, load_runs
 from memcore.report.reference import ReferenceError, default_reference_dir, load_paper_numbers
-from memcore.report.tables import Table, ablation_table, main_table, summarize_run
+from memcore.report.tables import Table, ablation_table, detail_table, main_table, summarize_run
 
 FORMATS = ("md", "csv", "tex")
-LAYOUTS = ("auto", "main", "ablation", "both")
+LAYOUTS = ("auto", "main", "ablation", "both", "detail")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -32,7 +32,9 @@ def _parser() -> argparse.ArgumentParser:
         "--layout",
         choices=LAYOUTS,
         default="auto",
-        help="auto: main table when runs answered, ablation layout when they differ in ablation or are retrieval-only",
+        help="auto: main table when runs answered, ablation layout when they differ in ablation or are retrieval-only;"
+        " detail: methods side by side per category (F1, BLEU-1, recall, hit) with calls/tokens per turn and question"
+        " (added to every layout as detail_table)",
     )
     p.add_argument("--formats", default="md,csv,tex", help="comma list of md, csv, tex (default: all)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
@@ -101,6 +103,7 @@ def run_report(args: argparse.Namespace) -> list[Path]:
         tables.append(("main_table", main_table(summaries, paper, **kw)))
     if layout in ("ablation", "both"):
         tables.append(("ablation_table", ablation_table(summaries, paper, **kw)))
+    tables.append(("detail_table", detail_table(summaries)))
     written: list[Path] = []
     for stem, table in tables:
         written += _write(table, out, stem, formats)

@@ -514,3 +514,78 @@ def ablation_table(
     notes = _common_notes(summaries, reference_backbone, flagged, any_paper)
     notes.append("Δ vs full: the ablation minus the full model (ablation none) of the same backbone, method and data.")
     return Table(title, columns, rows, notes, records, text_columns=3 + len(vary))
+
+
+# ------------------------------------------------------------------------------------ detail layout
+DETAIL_METRICS: tuple[tuple[str, str], ...] = (
+    ("f1", "F1"),
+    ("bleu1", "BLEU-1"),
+    ("recall", "Recall"),
+    ("hit_rate", "Hit"),
+)
+
+
+def unit_costs(run: RunData) -> dict[str, float | None]:
+    """LLM calls and tokens per ingested turn (memory build) and per question (retrieval + answer +
+    judge), cached calls included, and the JSON-parse fallbacks counted in both."""
+    convs = run.stats.get("conversations") or {}
+    turns = sum(int(c.get("turns", 0)) for c in convs.values())
+    totals = [(c.get("ingest_usage") or {}).get("total") or {} for c in convs.values()]
+    build_calls = sum(int(t.get("calls", 0)) for t in totals)
+    build_tokens = sum(int(t.get("prompt_tokens", 0)) + int(t.get("completion_tokens", 0)) for t in totals)
+    by_stage = (run.cost.get("usage") or {}).get("by_stage") or {}
+    qa = [s for name, s in by_stage.items() if name != "ingest"]
+    questions = int(run.metrics.get("n_items") or 0)
+    qa_calls = sum(int(s.get("calls", 0)) for s in qa)
+    qa_tokens = sum(int(s.get("prompt_tokens", 0)) + int(s.get("completion_tokens", 0)) for s in qa)
+    fallbacks = sum(int(t.get("parse_failures", 0)) for t in totals) + sum(int(s.get("parse_failures", 0)) for s in qa)
+    return {
+        "calls_per_turn": build_calls / turns if turns else None,
+        "tokens_per_turn": build_tokens / turns if turns else None,
+        "calls_per_question": qa_calls / questions if questions else None,
+        "tokens_per_question": qa_tokens / questions if questions else None,
+        "parse_fallbacks": float(fallbacks),
+        "wall_s": (run.cost.get("wall_s") or {}).get("total"),
+    }
+
+
+def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -> Table:
+    """Methods side by side on one slice: per category and overall, F1 / BLEU-1 / recall / hit rate (%),
+    then what each method spent per ingested turn and per question. No paper numbers (any slice)."""
+    columns = ["Method", "Category", "n", *[label + " %" for _, label in DETAIL_METRICS]]
+    columns += ["calls/turn", "tokens/turn", "calls/question", "tokens/question", "parse fallbacks", "wall s"]
+    rows: list[list[str]] = []
+    records: list[dict[str, Any]] = []
+    for s in summaries:
+        m = s.run.metrics
+        blocks = [
+            (f"{c} {category_name(c)}", m["by_category"][str(c)])
+            for c in CATEGORIES
+            if str(c) in m.get("by_category", {})
+        ]
+        blocks.append(("overall", m.get("overall", {})))
+        costs = unit_costs(s.run)
+        for i, (cat, block) in enumerate(blocks):
+            vals = {k: None if block.get(k) is None else 100.0 * float(block[k]) for k, _ in DETAIL_METRICS}
+            last = i == len(blocks) - 1
+            cost_cells = [
+                fmt(costs["calls_per_turn"], 2),
+                fmt(costs["tokens_per_turn"], 0),
+                fmt(costs["calls_per_question"], 2),
+                fmt(costs["tokens_per_question"], 0),
+                fmt(costs["parse_fallbacks"], 0),
+                fmt(costs["wall_s"], 0),
+            ]
+            rows.append(
+                [_method_cell(s) if i == 0 else "", cat, str(block.get("n", 0))]
+                + [fmt(vals[k]) for k, _ in DETAIL_METRICS]
+                + (cost_cells if last else [""] * len(cost_cells))
+            )
+            records.append({**_base_record(s), "category": cat, "n": block.get("n"), **vals, **(costs if last else {})})
+    settings = sorted({(s.run.backbone, s.run.dataset, s.run.protocol) for s in summaries})
+    lead = "; ".join(f"backbone {b}, dataset {d}, protocol {p}" for b, d, p in settings)
+    notes = [
+        "Recall and hit rate: items with gold evidence only. calls/turn and tokens/turn: memory build per"
+        " ingested turn; calls/question: retrieval + answer (+ judge) per question; cached calls count.",
+    ]
+    return Table(title or f"Methods side by side ({lead})", columns, rows, notes, records, text_columns=2)
