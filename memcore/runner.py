@@ -542,7 +542,10 @@ class Runner:
         usage = self.usage.to_json()
         b = self.cfg.backbone
         build_turns = sum(v["turns"] for v in self.conv_stats.values())
-        build_calls = sum(v["ingest_usage"].get("total", {}).get("llm_calls", 0) for v in self.conv_stats.values())
+        # Calls the method needs, cached or not (like the tokens below): a warm cache must not make a
+        # method look cheaper. ``llm_calls_uncached`` is what this run actually sent.
+        build_calls = sum(v["ingest_usage"].get("total", {}).get("calls", 0) for v in self.conv_stats.values())
+        build_uncached = sum(v["ingest_usage"].get("total", {}).get("llm_calls", 0) for v in self.conv_stats.values())
         build_prompt = sum(v["ingest_usage"].get("total", {}).get("prompt_tokens", 0) for v in self.conv_stats.values())
         build_completion = sum(
             v["ingest_usage"].get("total", {}).get("completion_tokens", 0) for v in self.conv_stats.values()
@@ -561,6 +564,7 @@ class Runner:
             "memory_build": {
                 "turns": build_turns,
                 "llm_calls": build_calls,
+                "llm_calls_uncached": build_uncached,
                 "prompt_tokens": build_prompt,
                 "completion_tokens": build_completion,
                 "llm_calls_per_turn": round(build_calls / build_turns, 4) if build_turns else None,

@@ -8,9 +8,11 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from omegaconf import open_dict
 
 from experiments.benchmarks import build_once, harness_overhead, ingest_cost, synthetic
 from experiments.benchmarks.common import compose, md_table, run_scripted
@@ -246,3 +248,40 @@ def test_build_worker_refuses_a_build_that_touches_the_backbone(tmp_path: Path) 
     assert build_in_worker(cheap) is False  # found complete: not rebuilt
     with pytest.raises(BackboneInBuildWorkerError, match="ingest_uses_llm is false"):
         build_in_worker(job("memcore", {"name": "memcore"}))
+
+
+def test_memory_build_counts_cached_calls_too(tmp_path: Path) -> None:
+    """A rebuild served from the response cache costs the method the same calls per turn; only
+    ``llm_calls_uncached`` (what this run sent) drops to zero."""
+    _data_or_skip()
+    from experiments.benchmarks.common import compose
+    from experiments.benchmarks.fake_openai import backbone_overrides
+    from memcore.runner import run_config
+
+    with fake_openai_server(structured_responder, latency_s=0.0) as server:
+        base = [
+            "method=memcore",
+            "dataset=locomo-tiny",
+            "dataset.max_qa=1",
+            "embedder=hashing",
+            *backbone_overrides(server),
+        ]
+
+        def cfg(snapshots: str) -> Any:
+            composed = compose(base, tmp_path)
+            with open_dict(composed):
+                composed.paths.snapshots = str(tmp_path / snapshots)  # a fresh build, the same response cache
+            return composed
+
+        cold = run_config(cfg("s1"), tmp_path / "cold")
+        requests = server.requests
+        warm = run_config(cfg("s2"), tmp_path / "warm")
+        assert server.requests == requests  # everything came from the response cache
+    c, w = cold.cost["memory_build"], warm.cost["memory_build"]
+    assert c["snapshots_built"] == w["snapshots_built"] == 1
+    assert c["llm_calls"] == c["llm_calls_uncached"] > 0
+    assert (w["llm_calls"], w["llm_calls_per_turn"], w["llm_calls_uncached"]) == (
+        c["llm_calls"],
+        c["llm_calls_per_turn"],
+        0,
+    )
