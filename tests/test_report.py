@@ -382,9 +382,12 @@ def test_detail_table_per_category_and_unit_costs(tmp_path: Path) -> None:
     rows = main_items()
     rows[0].update(recall=1.0, hit=1.0)
     rows[2].update(recall=0.5, hit=1.0)
-    write_run(
+    run_dir = write_run(
         tmp_path, backbone="local-small", method="amem", items=rows, cost=COST, stats=stats, dataset="locomo-mini"
     )
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    metrics["recall_at_budget"] = {"500": {"recall": 0.25, "hit_rate": 0.5, "mean_tokens_used": 10.0, "n": 2}}
+    (run_dir / "metrics.json").write_text(json.dumps(metrics))
     table = detail_table([summarize_run(r, n_boot=20) for r in load_runs([tmp_path])])
     md = table.to_markdown()
     assert "backbone local-small, dataset locomo-mini, protocol amem" in table.title
@@ -393,7 +396,10 @@ def test_detail_table_per_category_and_unit_costs(tmp_path: Path) -> None:
     assert lines[0].startswith("| amem | 1 multi-hop | 2 | 25.00 | 20.00 | 75.00 | 100.00 |")
     # overall: F1 70, BLEU 58; build 30 calls / 60 turns, 3,300 tokens / 60 turns; QA 15 calls / 5 questions
     overall = lines[-1]
-    assert overall.startswith("|  | overall | 5 | 70.00 | 58.00 | 75.00 | 100.00 | 0.50 | 55 | 3.00 | 176 | 0 | 40 |")
+    assert overall.startswith(
+        "|  | overall | 5 | 70.00 | 58.00 | 75.00 | 100.00 | 25.00 | 0.50 | 55 | 3.00 | 176 | 0 | 40 |"
+    )
+    assert "Recall @500 tok %" in md
     recs = list(csv.DictReader(io.StringIO(table.to_csv())))
     assert [r["category"] for r in recs] == ["1 multi-hop", "2 temporal", "4 single-hop", "5 adversarial", "overall"]
     assert recs[-1]["calls_per_turn"] == "0.5000"

@@ -553,6 +553,8 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
     """Methods side by side on one slice: per category and overall, F1 / BLEU-1 / recall / hit rate (%),
     then what each method spent per ingested turn and per question. No paper numbers (any slice)."""
     columns = ["Method", "Category", "n", *[label + " %" for _, label in DETAIL_METRICS]]
+    budgets = sorted({int(b) for s in summaries for b in (s.run.metrics.get("recall_at_budget") or {})})
+    columns += [f"Recall @{b} tok %" for b in budgets]
     columns += ["calls/turn", "tokens/turn", "calls/question", "tokens/question", "parse fallbacks", "wall s"]
     rows: list[list[str]] = []
     records: list[dict[str, Any]] = []
@@ -576,16 +578,26 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
                 fmt(costs["parse_fallbacks"], 0),
                 fmt(costs["wall_s"], 0),
             ]
+            at_budget = m.get("recall_at_budget") or {}
+            budget_vals = {
+                f"recall_at_{b}": None
+                if (at_budget.get(str(b)) or {}).get("recall") is None
+                else 100.0 * float(at_budget[str(b)]["recall"])
+                for b in budgets
+            }
             rows.append(
                 [_method_cell(s) if i == 0 else "", cat, str(block.get("n", 0))]
                 + [fmt(vals[k]) for k, _ in DETAIL_METRICS]
+                + ([fmt(v) for v in budget_vals.values()] if last else [""] * len(budgets))
                 + (cost_cells if last else [""] * len(cost_cells))
             )
-            records.append({**_base_record(s), "category": cat, "n": block.get("n"), **vals, **(costs if last else {})})
+            extra = {**budget_vals, **costs} if last else {}
+            records.append({**_base_record(s), "category": cat, "n": block.get("n"), **vals, **extra})
     settings = sorted({(s.run.backbone, s.run.dataset, s.run.protocol) for s in summaries})
     lead = "; ".join(f"backbone {b}, dataset {d}, protocol {p}" for b, d, p in settings)
     notes = [
-        "Recall and hit rate: items with gold evidence only. calls/turn and tokens/turn: memory build per"
-        " ingested turn; calls/question: retrieval + answer (+ judge) per question; cached calls count.",
+        "Recall and hit rate: items with gold evidence only. Recall @N tok: the leading retrieved notes that fit"
+        " N context tokens, categories 1-4 (metrics.json recall_at_budget). calls/turn and tokens/turn: memory"
+        " build per ingested turn; calls/question: retrieval + answer (+ judge) per question; cached calls count.",
     ]
     return Table(title or f"Methods side by side ({lead})", columns, rows, notes, records, text_columns=2)
