@@ -177,20 +177,25 @@ def test_scripted_run_counts_answer_calls(tmp_path: Path) -> None:
     assert res.cost["memory_build"]["snapshots_built"] == 1
 
 
+def _memcore_on(server: Any, *, max_qa: int) -> list[str]:
+    """Overrides for LLM-mode memcore on locomo-tiny against the fake OpenAI ``server``."""
+    from experiments.benchmarks.fake_openai import backbone_overrides
+
+    return [
+        "method=memcore",
+        "dataset=locomo-tiny",
+        f"dataset.max_qa={max_qa}",
+        "embedder=hashing",
+        *backbone_overrides(server),
+    ]
+
+
 def test_fake_openai_server_and_response_cache(tmp_path: Path) -> None:
     _data_or_skip()
     from experiments.benchmarks.cache_rerun import sweep
 
     with fake_openai_server(structured_responder, latency_s=0.0) as server:
-        from experiments.benchmarks.fake_openai import backbone_overrides
-
-        base = [
-            "method=memcore",
-            "dataset=locomo-tiny",
-            "dataset.max_qa=2",
-            "embedder=hashing",
-            *backbone_overrides(server),
-        ]
+        base = _memcore_on(server, max_qa=2)
         cold = sweep(tmp_path, tmp_path / "runs" / "cold", base, server, ("none", "wo_ier"))
         warm = sweep(tmp_path, tmp_path / "runs" / "warm", base, server, ("none", "wo_ier"))
     assert cold["server_requests"] == cold["llm_calls"] > 0
@@ -255,17 +260,10 @@ def test_memory_build_counts_cached_calls_too(tmp_path: Path) -> None:
     ``llm_calls_uncached`` (what this run sent) drops to zero."""
     _data_or_skip()
     from experiments.benchmarks.common import compose
-    from experiments.benchmarks.fake_openai import backbone_overrides
     from memcore.runner import run_config
 
     with fake_openai_server(structured_responder, latency_s=0.0) as server:
-        base = [
-            "method=memcore",
-            "dataset=locomo-tiny",
-            "dataset.max_qa=1",
-            "embedder=hashing",
-            *backbone_overrides(server),
-        ]
+        base = _memcore_on(server, max_qa=1)
 
         def cfg(snapshots: str) -> Any:
             composed = compose(base, tmp_path)

@@ -81,31 +81,45 @@ def metric_cis(
     return out
 
 
-def cost_summary(run: RunData) -> dict[str, float | None]:
-    """LLM calls and tokens (memory build + retrieval/answer/judge; cached calls included, since they
-    are what the method needs) and wall seconds of this run, per conversation, plus the run's USD estimate."""
-    n = max(1, run.n_conversations)
+def usage_totals(run: RunData) -> dict[str, int]:
+    """Memory-build and QA (every stage but ``ingest``) calls, tokens and parse fallbacks of one run,
+    cached calls included, plus the ingested turns. Build figures come from ``stats.json`` (a reused
+    snapshot keeps its original build's usage), else from ``cost.json → memory_build``."""
     convs = run.stats.get("conversations") or {}
-    usage = run.cost.get("usage") or {}
-    by_stage = usage.get("by_stage") or {}
+    by_stage = (run.cost.get("usage") or {}).get("by_stage") or {}
+    qa = [st for name, st in by_stage.items() if name != "ingest"]
     if convs:
         totals = [(c.get("ingest_usage") or {}).get("total") or {} for c in convs.values()]
         build_calls = sum(int(t.get("calls", 0)) for t in totals)
         build_tokens = sum(int(t.get("prompt_tokens", 0)) + int(t.get("completion_tokens", 0)) for t in totals)
+        build_fallbacks = sum(int(t.get("parse_failures", 0)) for t in totals)
     else:
         mb = run.cost.get("memory_build") or {}
         build_calls = int(mb.get("llm_calls") or 0)
         build_tokens = int(mb.get("prompt_tokens") or 0) + int(mb.get("completion_tokens") or 0)
-    qa = [s for name, s in by_stage.items() if name != "ingest"]
-    qa_calls = sum(int(s.get("calls", 0)) for s in qa)
-    qa_tokens = sum(int(s.get("prompt_tokens", 0)) + int(s.get("completion_tokens", 0)) for s in qa)
+        build_fallbacks = 0
+    return {
+        "turns": sum(int(c.get("turns", 0)) for c in convs.values()),
+        "build_calls": build_calls,
+        "build_tokens": build_tokens,
+        "qa_calls": sum(int(st.get("calls", 0)) for st in qa),
+        "qa_tokens": sum(int(st.get("prompt_tokens", 0)) + int(st.get("completion_tokens", 0)) for st in qa),
+        "parse_fallbacks": build_fallbacks + sum(int(st.get("parse_failures", 0)) for st in qa),
+    }
+
+
+def cost_summary(run: RunData) -> dict[str, float | None]:
+    """LLM calls and tokens (memory build + retrieval/answer/judge; cached calls included, since they
+    are what the method needs) and wall seconds of this run, per conversation, plus the run's USD estimate."""
+    n = max(1, run.n_conversations)
+    u = usage_totals(run)
     wall = (run.cost.get("wall_s") or {}).get("total")
     return {
-        "llm_calls_per_conv": (build_calls + qa_calls) / n if run.cost else None,
-        "tokens_per_conv": (build_tokens + qa_tokens) / n if run.cost else None,
+        "llm_calls_per_conv": (u["build_calls"] + u["qa_calls"]) / n if run.cost else None,
+        "tokens_per_conv": (u["build_tokens"] + u["qa_tokens"]) / n if run.cost else None,
         "wall_s_per_conv": None if wall is None else float(wall) / n,
-        "build_calls_per_conv": build_calls / n if run.cost else None,
-        "qa_calls_per_conv": qa_calls / n if run.cost else None,
+        "build_calls_per_conv": u["build_calls"] / n if run.cost else None,
+        "qa_calls_per_conv": u["qa_calls"] / n if run.cost else None,
         "usd_this_run": run.cost.get("usd_estimate_this_run"),
     }
 
@@ -528,23 +542,14 @@ DETAIL_METRICS: tuple[tuple[str, str], ...] = (
 def unit_costs(run: RunData) -> dict[str, float | None]:
     """LLM calls and tokens per ingested turn (memory build) and per question (retrieval + answer +
     judge), cached calls included, and the JSON-parse fallbacks counted in both."""
-    convs = run.stats.get("conversations") or {}
-    turns = sum(int(c.get("turns", 0)) for c in convs.values())
-    totals = [(c.get("ingest_usage") or {}).get("total") or {} for c in convs.values()]
-    build_calls = sum(int(t.get("calls", 0)) for t in totals)
-    build_tokens = sum(int(t.get("prompt_tokens", 0)) + int(t.get("completion_tokens", 0)) for t in totals)
-    by_stage = (run.cost.get("usage") or {}).get("by_stage") or {}
-    qa = [s for name, s in by_stage.items() if name != "ingest"]
-    questions = int(run.metrics.get("n_items") or 0)
-    qa_calls = sum(int(s.get("calls", 0)) for s in qa)
-    qa_tokens = sum(int(s.get("prompt_tokens", 0)) + int(s.get("completion_tokens", 0)) for s in qa)
-    fallbacks = sum(int(t.get("parse_failures", 0)) for t in totals) + sum(int(s.get("parse_failures", 0)) for s in qa)
+    u = usage_totals(run)
+    turns, questions = u["turns"], int(run.metrics.get("n_items") or 0)
     return {
-        "calls_per_turn": build_calls / turns if turns else None,
-        "tokens_per_turn": build_tokens / turns if turns else None,
-        "calls_per_question": qa_calls / questions if questions else None,
-        "tokens_per_question": qa_tokens / questions if questions else None,
-        "parse_fallbacks": float(fallbacks),
+        "calls_per_turn": u["build_calls"] / turns if turns else None,
+        "tokens_per_turn": u["build_tokens"] / turns if turns else None,
+        "calls_per_question": u["qa_calls"] / questions if questions else None,
+        "tokens_per_question": u["qa_tokens"] / questions if questions else None,
+        "parse_fallbacks": float(u["parse_fallbacks"]),
         "wall_s": (run.cost.get("wall_s") or {}).get("total"),
     }
 
@@ -567,24 +572,24 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
         ]
         blocks.append(("overall", m.get("overall", {})))
         costs = unit_costs(s.run)
+        cost_cells = [
+            fmt(costs["calls_per_turn"], 2),
+            fmt(costs["tokens_per_turn"], 0),
+            fmt(costs["calls_per_question"], 2),
+            fmt(costs["tokens_per_question"], 0),
+            fmt(costs["parse_fallbacks"], 0),
+            fmt(costs["wall_s"], 0),
+        ]
+        at_budget = m.get("recall_at_budget") or {}
+        budget_vals = {
+            f"recall_at_{b}": None
+            if (at_budget.get(str(b)) or {}).get("recall") is None
+            else 100.0 * float(at_budget[str(b)]["recall"])
+            for b in budgets
+        }
         for i, (cat, block) in enumerate(blocks):
             vals = {k: None if block.get(k) is None else 100.0 * float(block[k]) for k, _ in DETAIL_METRICS}
             last = i == len(blocks) - 1
-            cost_cells = [
-                fmt(costs["calls_per_turn"], 2),
-                fmt(costs["tokens_per_turn"], 0),
-                fmt(costs["calls_per_question"], 2),
-                fmt(costs["tokens_per_question"], 0),
-                fmt(costs["parse_fallbacks"], 0),
-                fmt(costs["wall_s"], 0),
-            ]
-            at_budget = m.get("recall_at_budget") or {}
-            budget_vals = {
-                f"recall_at_{b}": None
-                if (at_budget.get(str(b)) or {}).get("recall") is None
-                else 100.0 * float(at_budget[str(b)]["recall"])
-                for b in budgets
-            }
             rows.append(
                 [_method_cell(s) if i == 0 else "", cat, str(block.get("n", 0))]
                 + [fmt(vals[k]) for k, _ in DETAIL_METRICS]
