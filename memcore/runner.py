@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 RUN_STATE = "run_state.json"
 
 
+class RunStopped(RuntimeError):
+    """Raised in a worker between turns or items once the run is stopping (Ctrl-C or a fatal error elsewhere)."""
+
+
 class RunConflictError(RuntimeError):
     """The run dir holds results made under a different result-affecting config."""
 
@@ -226,10 +230,19 @@ class Runner:
             workers = max(1, min(int(self.cfg.concurrency), len(pending_convs) or 1))
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="conv") as pool:
                 futures = [pool.submit(process, c) for c in pending_convs]
-                for fut in futures:
-                    if not fut.cancelled() and fut.exception() is not None:
-                        for other in futures:
-                            other.cancel()  # conversations not started yet; running ones see self._stop
+                try:
+                    for fut in futures:
+                        if not fut.cancelled() and fut.exception() is not None:
+                            for other in futures:
+                                other.cancel()  # conversations not started yet; running ones see self._stop
+                except KeyboardInterrupt:
+                    # Threads cannot be killed: workers stop at their next turn or item, after the LLM call in
+                    # flight; every finished item is already in items.jsonl, so a rerun resumes from there.
+                    log.warning("interrupted: stopping after the LLM calls in flight; rerun the command to resume")
+                    self._stop.set()
+                    for other in futures:
+                        other.cancel()
+                    raise
             bars.close()
             self.timings["conversations_s"] = time.perf_counter() - t0
             if errors:
@@ -282,7 +295,12 @@ class Runner:
             return self.spec.factory(ctx)
 
         def build(system: MemorySystem) -> dict[str, Any]:
-            return build_memory(system, conv, scope, on_turn=lambda: bars.ingest(1))
+            def on_turn() -> None:
+                bars.ingest(1)
+                if self._stop.is_set():
+                    raise RunStopped(f"{conv.conv_id}: memory build stopped (run interrupted or failed elsewhere)")
+
+            return build_memory(system, conv, scope, on_turn=on_turn)
 
         built_in_worker = False
         if build_pool is not None:

@@ -113,6 +113,7 @@ def test_retrieval_scale_one_tiny_size() -> None:
     assert (flat["index"], ivf["index"]) == ("flat", "ivf")
     assert 0.0 <= ivf["keyword_recall_at_20"] <= 1.0 and 0.0 <= ivf["retrieved_overlap_at_20"] <= 1.0
     assert row["ingest"]["notes_added"] == 5 and row["rss_mb_peak"] > 0
+    assert row["gate_prescreen"]["kind"] == "flat"  # 1,500 notes: far below ann_threshold, exact scan
 
 
 def test_md_table_and_pyspy_summary(tmp_path: Path) -> None:

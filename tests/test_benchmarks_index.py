@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from memcore.llm.embedders import l2_normalise
+from memcore.memory import notes as notes_mod
 from memcore.memory import topics as topics_mod
 from memcore.memory.config import ConfigError, MemCoReConfig
 from memcore.memory.keywords import KeywordIndex
@@ -27,23 +28,31 @@ def test_auto_index_is_exact_below_the_threshold_and_ivf_from_it() -> None:
     assert ivf_nlist(1_000_000) == 2000
 
 
+@pytest.fixture
+def faiss_from_small_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let faiss serve small matrices (normally numpy answers below NUMPY_EXACT_LIMIT rows)."""
+    monkeypatch.setattr(notes_mod, "NUMPY_EXACT_LIMIT", 100)
+
+
 @pytest.mark.parametrize("kind", ["flat", "ivf", "hnsw"])
+@pytest.mark.usefixtures("faiss_from_small_sizes")
 def test_every_index_kind_finds_each_row_itself(kind: str) -> None:
     data = _vectors(2000)
     vm = VectorMatrix(32, index=kind)
     vm.extend(data)
     vm.freeze()
-    assert vm.resolved_index() == kind
+    assert vm.resolved_index() == kind and vm._index is not None
     scores, rows = vm.search(data[:50], 5)
     assert rows.shape == (50, 5)
     assert (rows[:, 0] == np.arange(50)).mean() >= 0.95  # approximate kinds may miss a rare one
     np.testing.assert_allclose(scores[rows[:, 0] == np.arange(50), 0], 1.0, atol=1e-5)
 
 
+@pytest.mark.usefixtures("faiss_from_small_sizes")
 def test_approximate_top20_overlaps_exact_on_clustered_data() -> None:
     rng = np.random.default_rng(3)
     centers = _vectors(40, seed=4)
-    data = l2_normalise(centers[rng.integers(0, 40, 4000)] + 0.3 * rng.standard_normal((4000, 32)).astype(np.float32))
+    data = l2_normalise(centers[rng.integers(0, 40, 4000)] + 0.1 * rng.standard_normal((4000, 32)).astype(np.float32))
     exact, ivf = VectorMatrix(32, index="flat"), VectorMatrix(32, index="ivf")
     for vm in (exact, ivf):
         vm.extend(data)
@@ -53,6 +62,52 @@ def test_approximate_top20_overlaps_exact_on_clustered_data() -> None:
     _, b = ivf.search(q, 20)
     recall = np.mean([len(set(x) & set(y)) / 20 for x, y in zip(a, b, strict=True)])
     assert recall >= 0.9
+
+
+@pytest.mark.usefixtures("faiss_from_small_sizes")
+def test_ivf_index_is_built_on_first_search_and_kept_in_step_with_writes() -> None:
+    """The gate's pre-screen above the IVF threshold: appends and rewrites update the index, no rebuild."""
+    rng = np.random.default_rng(5)
+    centers = _vectors(30, seed=6)
+    data = l2_normalise(centers[rng.integers(0, 30, 3000)] + 0.1 * rng.standard_normal((3000, 32)).astype(np.float32))
+    vm = VectorMatrix(32, ann_threshold=2000)
+    vm.extend(data[:2500])
+    assert vm._index is None
+    _, rows = vm.search(data[:20], 5)
+    index = vm._index
+    assert index is not None and vm._ivf_live and index.ntotal == 2500
+    assert (rows[:, 0] == np.arange(20)).mean() >= 0.95
+    for v in data[2500:]:  # appended rows join the live index
+        vm.append(v)
+    assert vm._index is index and index.ntotal == 3000
+    _, rows = vm.search(data[2990:], 1)
+    assert rows[:, 0].tolist() == list(range(2990, 3000))
+    new = _vectors(1, seed=7)[0]
+    vm.set(7, new)  # a rewritten row is replaced, not duplicated
+    assert vm._index is index and index.ntotal == 3000
+    scores, rows = vm.search(new[None, :], 3)
+    assert rows[0, 0] == 7 and scores[0, 0] == pytest.approx(1.0, abs=1e-5)
+    old_scores, old_rows = vm.search(data[7][None, :], 3)
+    for row, score in zip(old_rows[0], old_scores[0], strict=True):  # the old vector of row 7 is gone
+        assert row != 7 or score == pytest.approx(float(new @ data[7]), abs=1e-5)
+    _, exact_rows = vm._exact(data[:200], 20)
+    _, ivf_rows = vm.search(data[:200], 20)
+    assert np.mean([len(set(a) & set(b)) / 20 for a, b in zip(exact_rows, ivf_rows, strict=True)]) >= 0.9
+    vm.extend(data[:10])  # a bulk write drops the index (rebuilt on the next search)
+    assert vm._index is None
+
+
+@pytest.mark.usefixtures("faiss_from_small_sizes")
+def test_a_query_the_ivf_index_answers_short_is_answered_exactly() -> None:
+    vm = VectorMatrix(32, index="ivf")
+    vm.extend(_vectors(400))
+    vm.freeze()
+    vm._index.nprobe = 1  # one list of ~10 rows cannot fill k = 50
+    scores, rows = vm.search(_vectors(3, seed=9), 50)
+    exact_scores, exact_rows = vm._exact(_vectors(3, seed=9), 50)
+    assert (rows >= 0).all()
+    np.testing.assert_array_equal(rows, exact_rows)
+    np.testing.assert_allclose(scores, exact_scores, rtol=1e-5)
 
 
 def test_unknown_index_kind_is_one_clear_error() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import threading
 
 import pytest
 
@@ -117,3 +119,31 @@ def test_full_context_keeps_most_recent_turns_within_budget(tmp_path) -> None:
     assert item["context_tokens"] <= 300 + 40  # + the DATE/CONVERSATION headers
     assert item["retrieved_dia_ids"][-1] == "D2:17"  # the last turn of session 2 is kept
     assert "D1:1" not in item["retrieved_dia_ids"]  # the oldest is cut
+
+
+def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(tmp_path) -> None:
+    """Ctrl-C in the main thread stops a conversation's build after the call in flight (not after all turns);
+    nothing finished is lost and the same command finishes the run."""
+    _data_or_skip()
+    from memcore.llm.scripted import ScriptedBackbone
+    from tests.test_baseline_amem_mem0_runner import responder
+
+    calls = 0
+
+    def interrupting(messages):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        if calls == 5:  # Ctrl-C arrives while the build is at its third turn
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        return responder(messages)
+
+    overrides = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=amem"]
+    with pytest.raises(KeyboardInterrupt):
+        run_config(compose_run(tmp_path, overrides), tmp_path / "run", backbone_override=ScriptedBackbone(interrupting))
+    assert calls <= 8  # A-MEM makes 2 calls per turn: the build stopped within a turn, 70 calls were ahead
+    assert read_items(tmp_path / "run" / "items.jsonl") == []
+
+    result = run_config(
+        compose_run(tmp_path, overrides), tmp_path / "run", backbone_override=ScriptedBackbone(responder)
+    )
+    assert result.n_items == 8 == len(read_items(tmp_path / "run" / "items.jsonl"))

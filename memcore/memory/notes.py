@@ -98,8 +98,11 @@ class Note:
 class VectorMatrix:
     """Rows of L2-normalised float32 vectors in one contiguous, growable matrix.
 
-    ``search`` is exact inner product (numpy) while rows keep changing; ``freeze`` builds a faiss
-    index of kind ``index`` (see ``INDEX_KINDS``) used until the next write.
+    ``freeze`` builds a faiss index of kind ``index`` (see ``INDEX_KINDS``). A flat or HNSW index is
+    dropped by the next write and ``search`` is exact (numpy) until the next ``freeze``. An IVF index
+    is kept live instead: appended rows are added to it and rewritten rows replaced, so a matrix that
+    keeps growing past the IVF threshold (the gate's pre-screen over a million notes) searches its
+    inverted lists, not all rows; ``search`` builds it on first use above the threshold.
     """
 
     def __init__(self, dim: int, *, ann_threshold: int = 200_000, index: str = "auto") -> None:
@@ -111,6 +114,7 @@ class VectorMatrix:
         self._data = np.zeros((64, dim), dtype=np.float32)
         self._n = 0
         self._index: Any = None
+        self._index_live = False  # True only while self._index is an IVF index maintained on writes
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -129,7 +133,10 @@ class VectorMatrix:
                 self._data = grown
             self._data[self._n] = vec
             self._n += 1
-            self._index = None
+            if self._ivf_live:
+                self._index.add_with_ids(self._data[self._n - 1 : self._n], np.array([self._n - 1], dtype=np.int64))
+            else:
+                self._index = None
             return self._n - 1
 
     def extend(self, vecs: np.ndarray) -> None:
@@ -148,7 +155,17 @@ class VectorMatrix:
     def set(self, row: int, vec: np.ndarray) -> None:
         with self._lock:
             self._data[row] = vec
-            self._index = None
+            if self._ivf_live:
+                ids = np.array([row], dtype=np.int64)
+                self._index.remove_ids(ids)
+                self._index.add_with_ids(self._data[row : row + 1], ids)
+            else:
+                self._index = None
+
+    @property
+    def _ivf_live(self) -> bool:
+        """The current index is an IVF index kept in step with every write (read under the lock)."""
+        return self._index is not None and self._index_live
 
     def resolved_index(self) -> str:
         """The index kind ``freeze`` builds for the current number of rows."""
@@ -157,41 +174,67 @@ class VectorMatrix:
         return "ivf" if self._n >= self.ann_threshold else "flat"
 
     def freeze(self) -> None:
-        """Build the read-only faiss index over the current rows (only for matrices large enough to use it)."""
+        """Build the faiss index over the current rows (only for matrices large enough to use it)."""
         if self._n < NUMPY_EXACT_LIMIT:
             self._index = None
             return
+        with self._lock:
+            self._build_index()
+
+    def _build_index(self) -> None:
+        """Build the index of kind ``resolved_index()`` over all rows (call under the lock)."""
         import faiss
 
-        with self._lock:
-            mat = np.ascontiguousarray(self._data[: self._n])
-            kind = self.resolved_index() if self._n else "flat"
-            if kind == "hnsw":
-                index = faiss.IndexHNSWFlat(self.dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-                index.hnsw.efSearch = HNSW_EF_SEARCH
-            elif kind == "ivf":
-                nlist = ivf_nlist(self._n)
-                index = faiss.IndexIVFFlat(faiss.IndexFlatIP(self.dim), self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
-                index.cp.niter = 10  # k-means iterations: recall barely moves beyond this, build time does
-                index.cp.max_points_per_centroid = 64  # train on a sample: 4x faster than faiss's 256 at 300k rows
-                index.train(mat)
-                index.nprobe = min(nlist, IVF_NPROBE)
-            else:
-                index = faiss.IndexFlatIP(self.dim)
-            if self._n:
-                index.add(mat)
-            self._index = index
+        mat = np.ascontiguousarray(self._data[: self._n])
+        kind = self.resolved_index() if self._n else "flat"
+        if kind == "hnsw":
+            index = faiss.IndexHNSWFlat(self.dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efSearch = HNSW_EF_SEARCH
+        elif kind == "ivf":
+            nlist = ivf_nlist(self._n)
+            index = faiss.IndexIVFFlat(faiss.IndexFlatIP(self.dim), self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
+            index.cp.niter = 10  # k-means iterations: recall barely moves beyond this, build time does
+            index.cp.max_points_per_centroid = 64  # train on a sample: 4x faster than faiss's 256 at 300k rows
+            index.train(mat)
+            index.nprobe = min(nlist, IVF_NPROBE)
+            # Row ids kept in a hash map, so that a rewritten row is replaced in place (live index).
+            index.set_direct_map_type(faiss.DirectMap.Hashtable)
+        else:
+            index = faiss.IndexFlatIP(self.dim)
+        if kind == "ivf":
+            index.add_with_ids(mat, np.arange(self._n, dtype=np.int64))
+        elif self._n:
+            index.add(mat)
+        self._index = index
+        self._index_live = kind == "ivf"
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-``k`` rows per query: (scores, rows), both (len(queries), k'), k' = min(k, len)."""
+        """Top-``k`` rows per query: (scores, rows), both (len(queries), k'), k' = min(k, len).
+
+        Above ``NUMPY_EXACT_LIMIT`` rows the faiss index answers when it covers every row; when the
+        resolved kind is IVF and there is none yet, it is built here first (then maintained by writes).
+        A query for which the approximate index finds fewer than ``k`` rows is answered exactly.
+        """
         q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         k = min(k, self._n)
         if k == 0:
             return np.zeros((len(q), 0), dtype=np.float32), np.zeros((len(q), 0), dtype=np.int64)
-        index = self._index
-        if index is not None and index.ntotal == self._n and self._n >= NUMPY_EXACT_LIMIT:
-            scores, rows = index.search(q, k)
-            return scores, rows.astype(np.int64)
+        if self._n >= NUMPY_EXACT_LIMIT:
+            with self._lock:
+                if self._index is None and self.resolved_index() == "ivf":
+                    self._build_index()
+                index = self._index
+                if index is not None and index.ntotal == self._n:
+                    scores, rows = index.search(q, k)
+                    rows = rows.astype(np.int64)
+                    short = np.flatnonzero((rows < 0).any(axis=1))
+                    if len(short):
+                        scores[short], rows[short] = self._exact(q[short], k)
+                    return scores, rows
+        return self._exact(q, k)
+
+    def _exact(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top-``k`` by a numpy product over all rows."""
         sims = q @ self.matrix.T
         rows = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < self._n else np.tile(np.arange(self._n), (len(q), 1))
         part = np.take_along_axis(sims, rows, axis=1)
