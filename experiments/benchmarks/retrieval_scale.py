@@ -53,9 +53,7 @@ THREAD_VARS = LIBRARY_THREAD_VARS
 def _prescreen_cell(row: dict[str, Any]) -> str:
     """How the gate's pre-screen searched: exact, or IVF with its build time and recall against exact."""
     pre = row.get("gate_prescreen")
-    if pre is None:
-        return "exact scan"
-    if pre["kind"] == "flat":
+    if pre is None or pre["kind"] == "flat":
         return "exact scan"
     return f"{pre['kind']} (build {pre['first_search_s']} s, recall {pre.get('recall_vs_exact', '?')})"
 
@@ -244,7 +242,7 @@ def run_size(
     t0 = time.perf_counter()
     _, pre_rows = vm.search(new_vecs, mem.cfg.candidates)
     prescreen = {"kind": vm.resolved_index(), "first_search_s": round(time.perf_counter() - t0, 2)}
-    if vm.resolved_index() != "flat":
+    if prescreen["kind"] != "flat":
         _, exact_rows = vm._exact(new_vecs, mem.cfg.candidates)
         prescreen["recall_vs_exact"] = round(
             float(np.mean([len(set(a) & set(b)) / len(a) for a, b in zip(pre_rows, exact_rows, strict=True)])), 4

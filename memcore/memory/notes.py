@@ -199,11 +199,10 @@ class VectorMatrix:
             index.nprobe = min(nlist, IVF_NPROBE)
             # Row ids kept in a hash map, so that a rewritten row is replaced in place (live index).
             index.set_direct_map_type(faiss.DirectMap.Hashtable)
+            index.add_with_ids(mat, np.arange(self._n, dtype=np.int64))
         else:
             index = faiss.IndexFlatIP(self.dim)
-        if kind == "ivf":
-            index.add_with_ids(mat, np.arange(self._n, dtype=np.int64))
-        elif self._n:
+        if kind != "ivf" and self._n:
             index.add(mat)
         self._index = index
         self._index_live = kind == "ivf"
