@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -74,9 +76,21 @@ def pin_library_threads() -> None:
         os.environ.setdefault(var, "1")
 
 
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (``kill``, a batch scheduler's pre-emption) stop a run the way Ctrl-C does: after the LLM
+    calls in flight, with every finished item kept, so a rerun resumes. A background job started by a
+    non-interactive shell ignores SIGINT, so SIGTERM is the signal that reaches it."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def run_main() -> None:
     """``memcore-run [overrides…]``: one run, or a sweep with ``-m``."""
     pin_library_threads()
+    stop_on_sigterm()
     _hydra_main()
 
 

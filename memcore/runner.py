@@ -29,7 +29,7 @@ from memcore.itemlog import ItemWriter, read_items
 from memcore.llm.cache import ResponseCache, stable_hash
 from memcore.llm.limiter import RequestLimiter
 from memcore.llm.scoped import ScopedBackbone
-from memcore.llm.usage import UsageTracker
+from memcore.llm.usage import UsageTracker, usage_minus
 from memcore.methods import get_method
 from memcore.redact import redact_config
 from memcore.snapshots import SnapshotStore, construction_fields
@@ -569,6 +569,12 @@ class Runner:
             v["ingest_usage"].get("total", {}).get("completion_tokens", 0) for v in self.conv_stats.values()
         )
         n_items = sum(len(c.qa) for c in convs)
+        # Ingest-stage calls made after the builds of this run (memory updates while answering, e.g. FluxMem's
+        # consolidation); a reused snapshot's build is not in this run's usage.
+        updates = usage_minus(
+            usage["by_stage"].get("ingest", {}),
+            [v["ingest_usage"].get("total", {}) for v in self.conv_stats.values() if not v["reused"]],
+        )
         prices = (float(b.price_in_per_mtok), float(b.price_out_per_mtok))
         return {
             "backbone": {
@@ -591,8 +597,11 @@ class Runner:
                 "snapshots_built": sum(1 for v in self.conv_stats.values() if not v["reused"]),
             },
             "per_question": {
-                stage: round(usage["by_stage"].get(stage, {}).get("calls", 0) / n_items, 4) if n_items else None
-                for stage in ("retrieve", "answer", "judge")
+                stage: round(calls / n_items, 4) if n_items else None
+                for stage, calls in (
+                    *((s, usage["by_stage"].get(s, {}).get("calls", 0)) for s in ("retrieve", "answer", "judge")),
+                    ("memory_update", updates["calls"]),
+                )
             },
             "wall_s": {
                 "total": round(time.perf_counter() - t_start, 3),
@@ -639,27 +648,48 @@ def _write_json(path: Path, obj: Any) -> None:
 
 
 class _Bars:
-    """Two tqdm bars (ingest turns, QA items), thread-safe; no-ops when progress is off."""
+    """Two tqdm bars (ingest turns, QA items), thread-safe. With the bars off (``progress=false``: logs,
+    batch jobs) one INFO line reports both counts at most every ``log_every_s`` seconds instead."""
 
-    def __init__(self, enabled: bool, turns: int, items: int) -> None:
+    def __init__(self, enabled: bool, turns: int, items: int, log_every_s: float = 60.0) -> None:
         self._lock = threading.Lock()
         self._ingest: Any = None
         self._qa: Any = None
+        self._total = {"ingest": turns, "qa": items}
+        self._done = {"ingest": 0, "qa": 0}
+        self._t0 = self._last_log = time.monotonic()
+        self._log_every_s = log_every_s
         if enabled:
             from tqdm import tqdm
 
             self._ingest = tqdm(total=turns, desc="ingest", unit="turn", position=0, dynamic_ncols=True)
             self._qa = tqdm(total=items, desc="qa", unit="item", position=1, dynamic_ncols=True)
 
+    def _update(self, kind: str, bar: Any, n: int) -> None:
+        with self._lock:
+            self._done[kind] += n
+            if bar is not None:
+                bar.update(n)
+                return
+            now = time.monotonic()
+            if now - self._last_log < self._log_every_s:
+                return
+            self._last_log = now
+            done, total = dict(self._done), self._total
+        log.info(
+            "progress: ingest %d/%d turns, qa %d/%d items, %.0f s elapsed",
+            done["ingest"],
+            total["ingest"],
+            done["qa"],
+            total["qa"],
+            now - self._t0,
+        )
+
     def ingest(self, n: int) -> None:
-        if self._ingest is not None:
-            with self._lock:
-                self._ingest.update(n)
+        self._update("ingest", self._ingest, n)
 
     def qa(self, n: int) -> None:
-        if self._qa is not None:
-            with self._lock:
-                self._qa.update(n)
+        self._update("qa", self._qa, n)
 
     def close(self) -> None:
         for bar in (self._ingest, self._qa):

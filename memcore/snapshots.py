@@ -14,7 +14,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,30 @@ FORMAT_VERSION = 1
 
 class SnapshotError(RuntimeError):
     pass
+
+
+def _remove_orphans(paths: Iterable[Path], sep: str, what: str) -> None:
+    """Remove the dirs among ``paths`` named ``<name><sep><pid>`` whose process no longer runs (not ours)."""
+    for path in paths:
+        pid = path.name.rsplit(sep, 1)[-1]
+        if not pid.isdigit() or int(pid) == os.getpid() or _process_alive(int(pid)):
+            continue
+        log.info("removing %s, %s", path, what)
+        try:
+            shutil.rmtree(path)
+        except OSError as exc:
+            log.warning("could not remove %s (%s); it only takes disk space", path, exc)
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether a process with ``pid`` exists on this machine (one we may not signal counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def construction_fields(
@@ -98,8 +122,11 @@ class SnapshotStore:
 
     def scratch_dir(self, method: str, key: str) -> Path:
         """A per-process working dir for a memory built or loaded under ``key`` (e.g. mem0's databases),
-        kept apart from the snapshots so concurrent processes never share one."""
-        return self.root / ".work" / method / f"{key}-{os.getpid()}"
+        kept apart from the snapshots so concurrent processes never share one. Scratch dirs of the same
+        key left by processes that no longer run are removed (call under the key's lock)."""
+        parent = self.root / ".work" / method
+        _remove_orphans(parent.glob(f"{key}-*"), "-", "the scratch dir of a finished process")
+        return parent / f"{key}-{os.getpid()}"
 
     def verify(self, path: Path, key: str) -> dict[str, Any] | None:
         """The manifest when ``path`` is a complete, intact snapshot with ``key``; None when absent.
@@ -155,6 +182,8 @@ class SnapshotStore:
             for stale in path.parent.glob(f"{path.name}.tmp-*"):
                 log.warning("removing %s, left by an interrupted build", stale)
                 shutil.rmtree(stale, ignore_errors=True)
+            # Other keys' tmp dirs are removed only when the process that made them is gone.
+            _remove_orphans(path.parent.glob("*.tmp-*"), ".tmp-", "left by an interrupted build of another key")
             tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
             tmp.mkdir(parents=True)
             system = make(self.scratch_dir(method, key))

@@ -12,11 +12,12 @@ import pytest
 from memcore.interfaces import LazyResource, Message, MethodContext
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
-from memcore.memory.batched import SPEC_BATCHED, BatchSettings, MemCoReBatched, split_config
+from memcore.memory.batched import SPEC_BATCHED, BatchSettings, MemCoReBatched, salvage_list_items, split_config
 from memcore.memory.config import ConfigError, MemCoReConfig, Switches
 from memcore.memory.persistence import SnapshotMismatchError
 from memcore.memory.system import MemCoRe
 from memcore.prompts import batch as BATCH_PROMPT
+from memcore.prompts import ingest as INGEST_PROMPT
 from memcore.prompts import merge as MERGE_PROMPT
 from tests.helpers import make_conversation
 
@@ -24,9 +25,18 @@ CONV = make_conversation(n_sessions=2)  # session 1: Rex the puppy (3 turns); se
 _TURN_RE = re.compile(r"^\[([^\]]+)\] \([^)]*\) (.*)$", re.MULTILINE)
 
 
-def responder(messages: Sequence[Message], *, drop_last: bool = False, garbage: bool = False) -> str:
-    """Batch ingest: "<speaker> says <text>" per turn. Batch gate: in the Rex chunk, N2 and N3 repeat their
-    predecessor (redundant, 0.9 and 0.8); nothing else is related. Merge: "merged"."""
+def responder(
+    messages: Sequence[Message],
+    *,
+    drop_last: bool = False,
+    garbage: bool = False,
+    runaway: bool = False,
+    gate_runaway: bool = False,
+) -> str:
+    """Batch ingest: "<speaker> says <text> (noted)" per turn; ``drop_last`` leaves a chunk's last turn out,
+    ``garbage`` answers no JSON for chunks of several turns, ``runaway`` (``gate_runaway``) lets the last
+    ingest entry (gate judgement) run on until the reply is cut at max_tokens. Per-turn ingest: "<text> (single)". Batch gate: in the Rex chunk, N2 and N3
+    repeat their predecessor (redundant, 0.9 and 0.8); nothing else is related. Merge: "merged"."""
     system, user = messages[0]["content"], messages[-1]["content"]
     if len(messages) > 2:
         user = messages[1]["content"]
@@ -36,14 +46,22 @@ def responder(messages: Sequence[Message], *, drop_last: bool = False, garbage: 
         turns = _TURN_RE.findall(user.split("Turns to record", 1)[1])
         if drop_last:
             turns = turns[:-1]
-        return json.dumps({"notes": [{"id": i, "context": f"{t} (noted)", "keywords": ["rex"]} for i, t in turns]})
+        notes = [{"id": i, "context": f"{t} (noted)", "keywords": ["rex"]} for i, t in turns]
+        if runaway and len(turns) > 1:
+            head = json.dumps({"notes": notes[:-1]})[:-2]  # without the closing "]}"
+            return head + ', {"id": "' + turns[-1][0] + '", "context": "' + "and then " * 2000  # cut off
+        return json.dumps({"notes": notes})
+    if system == INGEST_PROMPT.SYSTEM:
+        text = user.split("Turn to record", 1)[1].split("\n")[1]
+        return json.dumps({"context": f"{text} (single)", "keywords": ["rex"]})
     if system == BATCH_PROMPT.GATE_SYSTEM:
         if "puppy" not in user.split("New notes", 1)[1]:
             return json.dumps({"judgements": []})
         pairs = [("N2", "N1", 0.9), ("N3", "N2", 0.8)]
-        return json.dumps(
-            {"judgements": [{"new": a, "candidate": b, "relation": "redundant", "strength": s} for a, b, s in pairs]}
-        )
+        judgements = [{"new": a, "candidate": b, "relation": "redundant", "strength": s} for a, b, s in pairs]
+        if gate_runaway:  # the first judgement, then a reason that runs on until the reply is cut
+            return json.dumps({"judgements": judgements[:1]})[:-2] + ', {"new": "N3", "reason": "' + "so " * 3000
+        return json.dumps({"judgements": judgements})
     if system == MERGE_PROMPT.SYSTEM:
         return json.dumps({"context": "merged"})
     raise AssertionError(f"unexpected prompt: {system[:60]}")
@@ -80,20 +98,48 @@ def test_chunk_costs_two_calls_and_in_chunk_merges_resolve_to_the_holder() -> No
     assert mem.store.notes[1].context == "Bob: I started learning the violin in March. (noted)"
 
 
-def test_unparseable_batch_falls_back_to_raw_contexts_counted_per_turn() -> None:
+def test_a_chunk_without_a_usable_reply_is_split_down_to_per_turn_calls() -> None:
     mem, backbone = build(ablation={"name": "wo_update", "update": False}, garbage=True)
-    assert backbone.calls_by_stage() == {"ingest": 4}  # 2 chunks x 2 attempts, no gate (wo_update)
+    # per chunk of 3: batch (2 attempts) -> [1 turn: per-turn call] + [2 turns: batch (2 attempts) -> 2 per-turn]
+    assert backbone.calls_by_stage() == {"ingest": 14}
     assert len(mem.store) == 6
-    assert mem.store.notes[0].context == "Alice: I adopted a puppy named Rex last week."
-    assert not mem.store.notes[0].denoised
-    assert mem.stats()["construction"]["fallbacks"] == {"ingest_batch:raw_context_no_keywords": 6}
+    assert mem.store.notes[0].context == "Alice: I adopted a puppy named Rex last week. (single)"
+    assert mem.store.notes[0].denoised and "rex" in mem.store.notes[0].keywords
+    construction = mem.stats()["construction"]
+    assert construction["fallbacks"] == {"ingest_batch:split": 4}
+    assert construction["llm_calls"] == 14
+    assert backbone.usage.parse_failures() == {"ingest": {"ingest_batch:no_usable_reply": 4}}
 
 
-def test_a_turn_missing_from_the_reply_keeps_its_raw_text() -> None:
-    mem, _ = build(ablation={"name": "wo_update", "update": False}, drop_last=True)
-    assert mem.stats()["construction"]["fallbacks"] == {"ingest_batch:turn_missing": 2}
-    assert mem.store.notes[2].context == "Alice: Rex is a beagle."
+def test_turns_missing_from_the_reply_are_asked_again() -> None:
+    mem, backbone = build(ablation={"name": "wo_update", "update": False}, drop_last=True)
+    assert backbone.calls_by_stage() == {"ingest": 4}  # per chunk: 1 batch call + 1 per-turn call for the last turn
+    assert mem.stats()["construction"]["fallbacks"] == {"ingest_batch:reask": 2}
     assert mem.store.notes[1].context == "Bob: Congrats! What breed is Rex? (noted)"
+    assert mem.store.notes[2].context == "Alice: Rex is a beagle. (single)"
+
+
+def test_a_reply_cut_at_max_tokens_keeps_its_complete_entries_and_is_not_retried() -> None:
+    mem, backbone = build(ablation={"name": "wo_update", "update": False}, runaway=True)
+    assert backbone.calls_by_stage() == {"ingest": 4}  # no retry of the cut reply: it would be cut again
+    assert [n.context.endswith("(noted)") for n in mem.store.notes] == [True, True, False, True, True, False]
+    assert mem.store.notes[2].context == "Alice: Rex is a beagle. (single)"
+    assert mem.stats()["construction"]["fallbacks"] == {"ingest_batch:reask": 2}
+    assert backbone.usage.stage("ingest").parse_retries == 0
+
+
+def test_a_gate_reply_cut_at_max_tokens_keeps_its_complete_judgements() -> None:
+    mem, backbone = build(gate_runaway=True)
+    # chunk 1: ingest + gate (cut, not retried) + 1 merge (N2 -> N1; N3 was never judged: appended); chunk 2: 2
+    assert backbone.calls_by_stage() == {"ingest": 5}
+    assert [n.dia_ids for n in mem.store.notes[:2]] == [("D1:1", "D1:2"), ("D1:3",)]
+    assert mem.stats()["construction"]["fallbacks"] == {"gate_batch:cut_kept_complete": 1}
+
+
+def test_salvage_keeps_the_complete_items_of_a_cut_list() -> None:
+    assert salvage_list_items('{"notes": [{"a": 1}, {"b": [2, 3]} , {"c": "x') == [{"a": 1}, {"b": [2, 3]}]
+    assert salvage_list_items('{"notes": [{"a": 1}]}') == [{"a": 1}]
+    assert salvage_list_items("no list at all") == []
 
 
 def test_batch_size_one_builds_what_memcore_builds(tmp_path: Path) -> None:
@@ -148,7 +194,7 @@ def test_config_validation_and_spec(tmp_path: Path) -> None:
         split_config({"ingest_batch_size": 0})
     with pytest.raises(ConfigError, match="unknown MemCoRe config key"):
         split_config({"ingest_batch_sise": 4})
-    assert SPEC_BATCHED.construction_keys[-1] == "ingest_batch_size"
+    assert SPEC_BATCHED.construction_keys[-2:] == ("ingest_batch_size", "batch_format_version")
     ctx = MethodContext(
         {"name": "memcore-batched", "judge": "embedding"},
         {"name": "none"},

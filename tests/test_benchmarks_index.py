@@ -110,6 +110,20 @@ def test_a_query_the_ivf_index_answers_short_is_answered_exactly() -> None:
     np.testing.assert_allclose(scores, exact_scores, rtol=1e-5)
 
 
+def test_exact_search_in_query_chunks_equals_one_product(monkeypatch) -> None:
+    data, queries = _vectors(500), _vectors(37, seed=3)
+    vm = VectorMatrix(32)
+    vm.extend(data)
+    sims = queries @ data.T
+    want_rows = np.argsort(-sims, axis=1, kind="stable")[:, :10]
+    monkeypatch.setattr(notes_mod, "EXACT_CHUNK_CELLS", 500 * 4)  # 4 queries per chunk; the last one is short
+    scores, rows = vm._exact(queries, 10)
+    np.testing.assert_array_equal(rows, want_rows)
+    np.testing.assert_allclose(scores, np.take_along_axis(sims, want_rows, axis=1), rtol=1e-6)
+    _, all_rows = vm._exact(queries[:2], 500)  # k = every row: a full ranking per query
+    np.testing.assert_array_equal(all_rows, np.argsort(-sims[:2], axis=1, kind="stable"))
+
+
 def test_unknown_index_kind_is_one_clear_error() -> None:
     with pytest.raises(ValueError, match="index must be one of"):
         VectorMatrix(8, index="annoy")

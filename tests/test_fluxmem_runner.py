@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from memcore.config import validate
 from memcore.data import resolve_locomo_path
 from memcore.data.errors import DataError
 from memcore.itemlog import read_items
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.prompts import fluxmem as P
-from memcore.runner import run_config
+from memcore.runner import Runner, run_config
 from tests.runner_utils import compose_run
 
 BASE = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted"]
@@ -48,8 +49,10 @@ def responder(messages: Sequence[dict[str, str]]) -> str:
 
 def test_fluxmem_runs_through_the_runner_and_resumes(tmp_path: Path) -> None:
     _data_or_skip()
-    backbone = ScriptedBackbone(responder)
-    result = run_config(compose_run(tmp_path, [*BASE, "method=fluxmem"]), tmp_path / "run", backbone_override=backbone)
+    runner = Runner(validate(compose_run(tmp_path, [*BASE, "method=fluxmem"])), tmp_path / "run")
+    backbone = ScriptedBackbone(responder, usage=runner.usage)  # the run's tracker, so cost.json sees the calls
+    runner.backbone_override = backbone
+    result = runner.run()
     items = read_items(tmp_path / "run" / "items.jsonl")
     assert len(items) == 8 == result.n_items
     for rec in items:
@@ -68,6 +71,9 @@ def test_fluxmem_runs_through_the_runner_and_resumes(tmp_path: Path) -> None:
     conv = next(iter(stats["conversations"].values()))
     assert conv["memory"]["episodes"] == 0 and conv["memory_after_qa"]["episodes"] == 8
     assert conv["memory"]["semantic_nodes"] == conv["turns"]
+    # consolidation runs after the conversation's QA under the ingest stage: a per-question memory update
+    updates = calls["ingest"] - conv["turns"]
+    assert updates > 0 and cost["per_question"]["memory_update"] == round(updates / 8, 4)
 
     n_calls = len(backbone.calls)
     again = run_config(compose_run(tmp_path, [*BASE, "method=fluxmem"]), tmp_path / "run", backbone_override=backbone)

@@ -199,3 +199,25 @@ def test_garbage_reply_is_not_served_again_from_cache(upstream: FakeUpstream, tm
     assert len(proxy.log) == 2  # the rerun is served entirely from the cache
     assert c.usage.to_json()["by_stage"]["answer"]["cached_calls"] == 2
     assert GARBAGE not in again.raw
+
+
+def test_a_reply_cut_at_max_tokens_is_retried_unless_the_caller_asks_not_to() -> None:
+    from memcore.llm.scripted import ScriptedBackbone
+
+    cut = '{"answer": "' + "word " * 100  # ~128 scripted tokens, over max_tokens = 64
+    for retry_truncated, attempts in ((True, 2), (False, 1)):
+        b = ScriptedBackbone(lambda messages: cut)
+        res = complete_json(
+            b,
+            QUESTION,
+            stage="answer",
+            validate=_validate,
+            fallback="F",
+            fallback_kind="k",
+            prompt_version="v",
+            max_tokens=64,
+            retry_truncated=retry_truncated,
+        )
+        assert (res.ok, res.truncated, res.attempts, res.value, res.raw) == (False, True, attempts, "F", cut)
+        assert len(b.calls) == attempts
+        assert b.usage.parse_failures() == {"answer": {"k": 1}}

@@ -34,7 +34,7 @@ def _run(tmp_path: Path):
 def test_rates_and_full_locomo_totals(tmp_path: Path) -> None:
     r = measured_rates(_run(tmp_path))
     assert (r.calls_per_turn, r.prompt_per_turn, r.completion_per_turn) == (2.0, 1000.0, 200.0)
-    assert r.calls_per_question == {"retrieve": 2.0, "answer": 1.0, "judge": 0.0}
+    assert r.calls_per_question == {"retrieve": 2.0, "answer": 1.0, "judge": 0.0, "memory_update": 0.0}
     assert (r.prompt_per_question, r.completion_per_question, r.mean_context_tokens) == (1600.0, 110.0, 500.0)
     t = estimate(r, method="memcore")
     assert t["build_calls"] == 2 * LOCOMO_TURNS and t["qa_calls"] == 3 * LOCOMO_QUESTIONS
@@ -51,7 +51,7 @@ def test_rates_and_full_locomo_totals(tmp_path: Path) -> None:
 def test_estimate_table_prices_each_preset(tmp_path: Path) -> None:
     md = estimate_table([_run(tmp_path)], ["gpt-4o-mini", "gpt-4o"])
     row = md.splitlines()[2]
-    assert "| memcore | locomo-mini / local (20 turns, 4 q) | 2.00 | 2.00 + 1.00 + 0.00 |" in row
+    assert "| memcore | locomo-mini / local (20 turns, 4 q) | 2.00 | 2.00 + 1.00 + 0.00 + 0.00 |" in row
     assert "| 1,200 | 1,710 | 17,722 |" in row  # 2*5882 + 3*1986 calls
     mini = (1000 * 5882 + 1600 * 1986) * 0.15 / 1e6 + (200 * 5882 + 110 * 1986) * 0.60 / 1e6
     big = (1000 * 5882 + 1600 * 1986) * 2.5 / 1e6 + (200 * 5882 + 110 * 1986) * 10.0 / 1e6
@@ -64,5 +64,30 @@ def test_first_attempts_only_and_assumed_completions(tmp_path: Path) -> None:
     # ingest: 40 calls, 10 retries -> 30 first attempts over 20 turns; prompt tokens scaled by 30/40
     assert (r.calls_per_turn, r.prompt_per_turn, r.completion_per_turn) == (1.5, 750.0, 75.0)
     # QA stages carry no parse_retries here: unchanged calls; 8 retrieve calls x 50 + 4 answers x 10, over 4 q
-    assert r.calls_per_question == {"retrieve": 2.0, "answer": 1.0, "judge": 0.0}
+    assert r.calls_per_question == {"retrieve": 2.0, "answer": 1.0, "judge": 0.0, "memory_update": 0.0}
     assert r.completion_per_question == 110.0
+
+
+@pytest.mark.parametrize("reused", [False, True])
+def test_memory_updates_made_while_answering_count_per_question(tmp_path: Path, reused: bool) -> None:
+    """FluxMem consolidates during QA under the ingest stage: those calls are QA cost, not build cost. A reused
+    snapshot's build is not in the run's usage, so only builds made in the run are subtracted."""
+    from memcore.report.collect import qa_time_ingest
+    from memcore.report.tables import usage_totals
+
+    updates = {"calls": 8, "prompt_tokens": 800, "completion_tokens": 80}
+    built = {k: (0 if reused else INGEST[k]) + updates[k] for k in updates}
+    cost = {**COST, "usage": {"by_stage": {**COST["usage"]["by_stage"], "ingest": built}}}
+    conv = {**STATS["conversations"]["c1"], "reused": reused}
+    items = [item("c1", i, 4, 1.0, 1.0, context_tokens=500) for i in range(4)]
+    write_run(
+        tmp_path, backbone="local", method="fluxmem", items=items, cost=cost, stats={"conversations": {"c1": conv}}
+    )
+    (run,) = load_runs([tmp_path])
+    assert qa_time_ingest(run)["calls"] == 8 and qa_time_ingest(run)["prompt_tokens"] == 800
+    r = measured_rates(run)
+    assert r.calls_per_turn == 2.0  # the build, from stats.json either way
+    assert r.calls_per_question == {"retrieve": 2.0, "answer": 1.0, "judge": 0.0, "memory_update": 2.0}
+    assert (r.prompt_per_question, r.completion_per_question) == (1800.0, 130.0)
+    totals = usage_totals(run)
+    assert (totals["build_calls"], totals["qa_calls"]) == (40, 20)  # 8 retrieve + 4 answer + 8 updates

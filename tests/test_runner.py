@@ -121,10 +121,12 @@ def test_full_context_keeps_most_recent_turns_within_budget(tmp_path) -> None:
     assert "D1:1" not in item["retrieved_dia_ids"]  # the oldest is cut
 
 
-def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(tmp_path) -> None:
-    """Ctrl-C in the main thread stops a conversation's build after the call in flight (not after all turns);
-    nothing finished is lost and the same command finishes the run."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(tmp_path, signum) -> None:
+    """Ctrl-C (or SIGTERM, with memcore-run's handler) in the main thread stops a conversation's build after the
+    call in flight (not after all turns); nothing finished is lost and the same command finishes the run."""
     _data_or_skip()
+    from memcore.cli import stop_on_sigterm
     from memcore.llm.scripted import ScriptedBackbone
     from tests.test_baseline_amem_mem0_runner import responder
 
@@ -133,13 +135,20 @@ def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(tmp
     def interrupting(messages):  # type: ignore[no-untyped-def]
         nonlocal calls
         calls += 1
-        if calls == 5:  # Ctrl-C arrives while the build is at its third turn
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        if calls == 5:  # the signal arrives while the build is at its third turn
+            signal.pthread_kill(threading.main_thread().ident, signum)
         return responder(messages)
 
     overrides = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=amem"]
-    with pytest.raises(KeyboardInterrupt):
-        run_config(compose_run(tmp_path, overrides), tmp_path / "run", backbone_override=ScriptedBackbone(interrupting))
+    previous = signal.getsignal(signal.SIGTERM)
+    stop_on_sigterm()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_config(
+                compose_run(tmp_path, overrides), tmp_path / "run", backbone_override=ScriptedBackbone(interrupting)
+            )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     assert calls <= 8  # A-MEM makes 2 calls per turn: the build stopped within a turn, 70 calls were ahead
     assert read_items(tmp_path / "run" / "items.jsonl") == []
 
@@ -147,3 +156,20 @@ def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(tmp
         compose_run(tmp_path, overrides), tmp_path / "run", backbone_override=ScriptedBackbone(responder)
     )
     assert result.n_items == 8 == len(read_items(tmp_path / "run" / "items.jsonl"))
+
+
+def test_with_progress_bars_off_counts_are_logged_at_most_every_interval(caplog) -> None:
+    import logging
+
+    from memcore.runner import _Bars
+
+    with caplog.at_level(logging.INFO, logger="memcore.runner"):
+        every = _Bars(False, turns=10, items=4, log_every_s=0.0)
+        every.ingest(3)
+        every.qa(1)
+        quiet = _Bars(False, turns=10, items=4, log_every_s=3600.0)
+        quiet.ingest(10)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("progress:")]
+    assert len(lines) == 2
+    assert lines[0].startswith("progress: ingest 3/10 turns, qa 0/4 items")
+    assert lines[1].startswith("progress: ingest 3/10 turns, qa 1/4 items")

@@ -72,3 +72,34 @@ def test_half_written_snapshot_is_rebuilt(tmp_path, caplog) -> None:
     again = _build(store, calls)
     assert calls == ["build", "build"] and not again.reused
     assert "half-written" in caplog.text
+
+
+def test_scratch_dirs_of_finished_processes_are_removed(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    store = SnapshotStore(tmp_path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)  # this process has exited
+    parent = tmp_path / ".work" / "rag_bm25"
+    (parent / f"k1-{dead_pid}" / "db").mkdir(parents=True)
+    (parent / f"k1-{os.getppid()}").mkdir()  # a live process (our parent) keeps its dir
+    (parent / f"k2-{dead_pid}").mkdir()  # another key is left to that key's builder
+    mine = store.scratch_dir("rag_bm25", "k1")
+    assert mine == parent / f"k1-{os.getpid()}"
+    assert sorted(p.name for p in parent.iterdir()) == sorted([f"k1-{os.getppid()}", f"k2-{dead_pid}"])
+
+
+def test_a_build_removes_tmp_dirs_that_killed_builds_of_other_keys_left(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    method_dir = tmp_path / "rag_bm25"
+    (method_dir / f"otherkey.tmp-{int(dead.stdout)}").mkdir(parents=True)  # its builder was killed
+    (method_dir / f"livekey.tmp-{os.getppid()}").mkdir()  # a build still running in another process
+    _build(SnapshotStore(tmp_path), [])
+    assert not (method_dir / f"otherkey.tmp-{int(dead.stdout)}").exists()
+    assert (method_dir / f"livekey.tmp-{os.getppid()}").is_dir()

@@ -61,6 +61,7 @@ class JSONResult(Generic[T]):
     ok: bool
     attempts: int
     raw: str = ""
+    truncated: bool = False  # the last reply used its whole max_tokens budget
 
 
 def complete_json(
@@ -76,14 +77,19 @@ def complete_json(
     temperature: float = 0.0,
     max_tokens: int = 512,
     seed: int | None = None,
+    retry_truncated: bool = True,
 ) -> JSONResult[T]:
     """Call ``backbone`` for JSON; ``validate`` maps the parsed object to ``T`` or raises ValueError.
 
     Attempt k>1 carries ``#retry-k`` in the prompt version, so the response cache cannot hand back
     the same bad reply. After ``max_attempts`` the ``fallback`` is returned with ``ok=False`` and
-    the failure is counted in the backbone's usage tracker under ``fallback_kind``.
+    the failure is counted in the backbone's usage tracker under ``fallback_kind``. With
+    ``retry_truncated=False`` a bad reply that ran to ``max_tokens`` is not retried (a retry of the same
+    request would run to the cap again); the caller gets it in ``raw`` with ``truncated=True``.
     """
     raw = ""
+    truncated = False
+    attempt = 0
     for attempt in range(1, max_attempts + 1):
         version = prompt_version if attempt == 1 else f"{prompt_version}#retry-{attempt}"
         msgs = list(messages)
@@ -102,10 +108,13 @@ def complete_json(
             prompt_version=version,
         )
         raw = completion.text
+        truncated = completion.completion_tokens >= max_tokens
         try:
-            return JSONResult(validate(extract_json(raw)), True, attempt, raw)
+            return JSONResult(validate(extract_json(raw)), True, attempt, raw, truncated)
         except (ValueError, TypeError, KeyError) as exc:
             log.debug("%s reply failed validation (attempt %d): %s", stage, attempt, exc)
+            if truncated and not retry_truncated:
+                break
             usage = getattr(backbone, "usage", None)
             if attempt < max_attempts and usage is not None:
                 usage.record_parse_retry(stage)
@@ -113,10 +122,11 @@ def complete_json(
     if usage is not None:
         usage.record_parse_failure(stage, fallback_kind)
     log.warning(
-        "%s: unparseable LLM reply after %d attempts; fallback %s. Reply: %r",
+        "%s: unparseable LLM reply after %d attempts%s; fallback %s. Reply: %r",
         stage,
-        max_attempts,
+        attempt,
+        f" (cut at max_tokens={max_tokens})" if truncated else "",
         fallback_kind,
         raw[:200],
     )
-    return JSONResult(fallback, False, max_attempts, raw)
+    return JSONResult(fallback, False, attempt, raw, truncated)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,3 +115,20 @@ class UsageTee:
     def record_parse_failure(self, stage: str, kind: str) -> None:
         for t in self.trackers:
             t.record_parse_failure(stage, kind)
+
+
+USAGE_KEYS: tuple[str, ...] = (
+    "calls",
+    "cached_calls",
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "parse_failures",
+)
+
+
+def usage_minus(total: dict[str, Any], parts: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """``total`` minus the sum of ``parts`` per usage counter (``USAGE_KEYS``), floored at 0: e.g. a run's
+    ingest-stage usage minus the memory builds it made = the memory updates it made while answering."""
+    parts = list(parts)
+    return {k: max(0, int(total.get(k, 0)) - sum(int(p.get(k, 0)) for p in parts)) for k in USAGE_KEYS}

@@ -12,12 +12,19 @@ candidate that is an earlier note of the chunk resolves to whichever note holds 
 re-synthesis and strong-link neighbour updates remain one call per event. What batching gives up: a note is
 judged against candidate contexts as they were before the chunk, and a turn's ingestion prompt shares the
 chunk with others. Cheap mode (no LLM) is unaffected; ``ingest_batch_size: 1`` equals ``memcore``.
+
+Long replies are where a small model fails: a reply cut at max_tokens is not retried (it would be cut again)
+but keeps its complete entries; turns left without a note are asked again, and a chunk with no usable reply is
+split in halves down to the per-turn call (``BatchIngestor``). Each of these is counted under
+``construction.fallbacks`` (``ingest_batch:*``, ``gate_batch:*``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +43,7 @@ from memcore.memory.system import INGEST_BATCH, SPEC, MemCoRe
 from memcore.prompts import batch as BATCH_PROMPT
 from memcore.types import Turn
 
-BATCH_KEYS = ("ingest_batch_size",)
+BATCH_KEYS = ("ingest_batch_size", "batch_format_version")
 #: Cap on a batched reply's max_tokens (the local backbone's context is 8k tokens).
 MAX_BATCH_TOKENS = 4096
 
@@ -46,10 +53,15 @@ Ref = tuple[str, int]  # ("E", existing note id) | ("N", index of an earlier not
 @dataclass(frozen=True)
 class BatchSettings:
     ingest_batch_size: int = 8
+    # Bumped when code changes what batched construction builds (snapshot key); per-turn MemCoRe snapshots keep
+    # theirs. 2: cut replies keep their complete entries, missing turns are re-asked, failed chunks are split.
+    batch_format_version: int = 2
 
     def __post_init__(self) -> None:
-        if isinstance(self.ingest_batch_size, bool) or not isinstance(self.ingest_batch_size, int):
-            raise ConfigError(f"method.ingest_batch_size must be an integer, got {self.ingest_batch_size!r}")
+        for key in BATCH_KEYS:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"method.{key} must be an integer, got {value!r}")
         if self.ingest_batch_size < 1:
             raise ConfigError(f"method.ingest_batch_size must be >= 1, got {self.ingest_batch_size}")
 
@@ -92,14 +104,42 @@ def _validate_notes(ids: Sequence[str]) -> Callable[[Any], list[tuple[str, list[
     return validate
 
 
+def salvage_list_items(raw: str) -> list[Any]:
+    """The complete JSON values of the first list in ``raw``, which may be cut off mid-list (a reply that ran
+    to max_tokens): ``'{"notes": [{"a": 1}, {"b": 2}, {"c":'`` → ``[{"a": 1}, {"b": 2}]``."""
+    start = raw.find("[")
+    if start < 0:
+        return []
+    decoder, items, pos = json.JSONDecoder(), [], start + 1
+    while True:
+        pos = _SEPARATORS.match(raw, pos).end()  # type: ignore[union-attr]
+        if pos >= len(raw) or raw[pos] == "]":
+            return items
+        try:
+            item, pos = decoder.raw_decode(raw, pos)
+        except json.JSONDecodeError:
+            return items
+        items.append(item)
+
+
+_SEPARATORS = re.compile(r"[\s,]*")
+
+
 class BatchIngestor:
-    """One LLM call writes the notes of a chunk of turns; per-turn behaviour otherwise as ``Ingestor``."""
+    """One LLM call writes the notes of a chunk of turns; per-turn behaviour otherwise as ``Ingestor``.
+
+    A reply that leaves turns out (or runs to max_tokens: its complete entries are kept) is followed by one
+    call for the missing turns (``ingest_batch:reask``); a chunk whose reply has no usable entry is split in
+    halves (``ingest_batch:split``), down to single turns, which take the per-turn ingestion call. Both are
+    counted in ``events``; no turn is stored without a note unless the per-turn call itself falls back.
+    """
 
     def __init__(self, single: Ingestor, backbone: ChatBackbone | None, cfg: MemCoReConfig, seed: int) -> None:
         self.single = single
         self.backbone = backbone
         self.cfg = cfg
         self.seed = seed
+        self.events: Counter[str] = Counter()
 
     def ingest_many(self, turns: Sequence[Turn], previous: Sequence[Turn]) -> list[IngestResult]:
         """Notes for ``turns`` (consecutive, in order); ``previous`` = the turns before the chunk."""
@@ -109,6 +149,27 @@ class BatchIngestor:
                 out.append(self.single.ingest(t, prev))
                 prev = [*prev, t]
             return out
+        got, calls = self._ask(turns, previous)
+        missing = [i for i, g in enumerate(got) if g is None]
+        filled: dict[int, IngestResult] = {}
+        if len(missing) == len(turns):
+            self.events["ingest_batch:split"] += 1
+            half = len(turns) // 2
+            results = [
+                *self.ingest_many(turns[:half], previous),
+                *self.ingest_many(turns[half:], [*previous, *turns[:half]]),
+            ]
+            filled = dict(enumerate(results))
+        elif missing:
+            self.events["ingest_batch:reask"] += len(missing)
+            again = self.ingest_many([turns[i] for i in missing], [*previous, *turns[: missing[0]]])
+            filled = dict(zip(missing, again, strict=True))
+        out = [filled[i] if i in filled else self._result(turns[i], got[i]) for i in range(len(turns))]  # type: ignore[arg-type]
+        out[0] = dataclasses.replace(out[0], llm_calls=out[0].llm_calls + calls)  # this call, counted once
+        return out
+
+    def _ask(self, turns: Sequence[Turn], previous: Sequence[Turn]) -> tuple[list[tuple[str, list[str]] | None], int]:
+        """One batch call: per turn its (context, keywords) or None, and the calls it took."""
         ids = [t.dia_id for t in turns]
         prev = previous[-self.cfg.context_turns :] if self.cfg.context_turns else []
         listing = "\n".join(f"[{t.dia_id}] ({t.session_time_raw}) {t.speaker}: {clean_text(t.text)}" for t in turns)
@@ -119,36 +180,34 @@ class BatchIngestor:
             max_keywords=self.cfg.max_keywords,
             n=len(turns),
         )
+        validate = _validate_notes(ids)
         res = complete_json(
-            self.backbone,
+            self.backbone,  # type: ignore[arg-type]
             [{"role": "system", "content": BATCH_PROMPT.INGEST_SYSTEM}, {"role": "user", "content": user}],
             stage="ingest",
-            validate=_validate_notes(ids),
+            validate=validate,
             fallback=[None] * len(turns),
-            fallback_kind="ingest_batch:raw_context_no_keywords",
+            fallback_kind="ingest_batch:no_usable_reply",
             prompt_version=BATCH_PROMPT.INGEST_VERSION,
             temperature=self.cfg.temperature,
             max_tokens=min(MAX_BATCH_TOKENS, self.cfg.max_tokens * len(turns)),
             seed=self.seed,
+            retry_truncated=False,
         )
-        out: list[IngestResult] = []
-        for pos, (turn, got) in enumerate(zip(turns, res.value, strict=True)):
-            calls = res.attempts if pos == 0 else 0  # the chunk's calls, counted once
-            raw_context = clean_text(turn.render())
-            if got is None:
-                kind = "ingest_batch:raw_context_no_keywords" if not res.ok else "ingest_batch:turn_missing"
-                out.append(IngestResult(raw_context, self.single._with_speaker(turn, []), False, kind, calls))
-                continue
-            context, keywords = got
-            # the same keyword clean-up as the per-turn path
-            kws = self.single._with_speaker(
-                turn, drop_filler(normalise_keywords(keywords, limit=self.cfg.max_keywords))
-            )
-            if self.single.denoise:
-                out.append(IngestResult(context, kws, True, None, calls))
-            else:
-                out.append(IngestResult(raw_context, kws, False, None, calls))
-        return out
+        if res.ok or not res.truncated:
+            return res.value, res.attempts
+        try:
+            return validate({"notes": salvage_list_items(res.raw)}), res.attempts
+        except ValueError:
+            return [None] * len(turns), res.attempts
+
+    def _result(self, turn: Turn, got: tuple[str, list[str]]) -> IngestResult:
+        context, keywords = got
+        # the same keyword clean-up as the per-turn path
+        kws = self.single._with_speaker(turn, drop_filler(normalise_keywords(keywords, limit=self.cfg.max_keywords)))
+        if self.single.denoise:
+            return IngestResult(context, kws, True, None, 0)
+        return IngestResult(clean_text(turn.render()), kws, False, None, 0)
 
 
 # ---------------------------------------------------------------------- gate
@@ -233,24 +292,28 @@ class BatchedConstructor(Constructor):
             for plan in plans
         ]
         user = BATCH_PROMPT.GATE_USER.format(existing=ex_text, new_notes="\n".join(lines))
+        validate = _validate_pairs(label_plans)
         res = complete_json(
             self.backbone,
             [{"role": "system", "content": BATCH_PROMPT.GATE_SYSTEM}, {"role": "user", "content": user}],
             stage="ingest",
-            validate=_validate_pairs(label_plans),
+            validate=validate,
             fallback={},
             fallback_kind="gate_batch:append",
             prompt_version=BATCH_PROMPT.GATE_VERSION,
             temperature=self.cfg.temperature,
             max_tokens=min(MAX_BATCH_TOKENS, self.cfg.max_tokens * len(contexts)),
             seed=self.seed,
+            retry_truncated=False,
         )
         self.counters.llm_calls += res.attempts
+        judged = res.value
         if not res.ok:
-            self.counters.fallbacks["gate_batch:append"] += 1
+            # A reply cut at max_tokens keeps its complete judgements; pairs it never reached count as unrelated.
+            judged = validate({"judgements": salvage_list_items(res.raw)}) if res.truncated else {}
+            self.counters.fallbacks["gate_batch:cut_kept_complete" if judged else "gate_batch:append"] += 1
         self._judged = {
-            (i, ("E", label_to_nid[idx]) if kind == "E" else (kind, idx)): v
-            for (i, (kind, idx)), v in res.value.items()
+            (i, ("E", label_to_nid[idx]) if kind == "E" else (kind, idx)): v for (i, (kind, idx)), v in judged.items()
         }
 
     def _current(self) -> list[tuple[Ref, float]]:
@@ -341,6 +404,8 @@ class MemCoReBatched(MemCoRe):
         for start in range(0, len(pending), size):
             chunk = pending[start : start + size]
             results = self._batch_ingestor.ingest_many(chunk, self._recent)
+            cons.counters.fallbacks.update(self._batch_ingestor.events)
+            self._batch_ingestor.events.clear()
             self._recent = [*self._recent, *chunk][-max(1, self.cfg.context_turns) :]
             vecs = self.embedder.encode([r.context for r in results])
             if self.sw.update and cons.backbone is not None and size > 1:

@@ -12,6 +12,8 @@ EDGE_TYPES = ("Supports", "Conflicts", "Related_To")
 #: Below this many rows an exact numpy product beats a faiss call (whose OpenMP threads only add
 #: overhead for one query on a small matrix); the faiss index serves larger matrices.
 NUMPY_EXACT_LIMIT = 20_000
+#: Similarities one exact-search chunk may hold (float32: 128 MB).
+EXACT_CHUNK_CELLS = 32 * 1024 * 1024
 #: ``index`` knob: ``flat`` = exact faiss inner product; ``ivf`` / ``hnsw`` = approximate; ``auto`` = flat below
 #: ``ann_threshold`` rows, IVF from there on (issue 7: IVF builds in seconds where HNSW takes minutes, at
 #: recall@20 >= 0.99 on the benchmark's synthetic memories; results/benchmarks/retrieval_scale.md).
@@ -233,12 +235,23 @@ class VectorMatrix:
         return self._exact(q, k)
 
     def _exact(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact top-``k`` by a numpy product over all rows."""
-        sims = q @ self.matrix.T
-        rows = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < self._n else np.tile(np.arange(self._n), (len(q), 1))
-        part = np.take_along_axis(sims, rows, axis=1)
-        order = np.argsort(-part, axis=1, kind="stable")
-        return np.take_along_axis(part, order, axis=1), np.take_along_axis(rows, order, axis=1).astype(np.int64)
+        """Exact top-``k`` by numpy products over all rows, in query chunks of at most
+        ``EXACT_CHUNK_CELLS`` similarities (so many queries against a large matrix stay within ~128 MB)."""
+        mat = self.matrix
+        step = max(1, EXACT_CHUNK_CELLS // max(1, self._n))
+        scores = np.empty((len(q), k), dtype=np.float32)
+        rows = np.empty((len(q), k), dtype=np.int64)
+        for lo in range(0, len(q), step):
+            sims = q[lo : lo + step] @ mat.T
+            if k < self._n:
+                top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+            else:
+                top = np.tile(np.arange(self._n), (len(sims), 1))
+            part = np.take_along_axis(sims, top, axis=1)
+            order = np.argsort(-part, axis=1, kind="stable")
+            scores[lo : lo + step] = np.take_along_axis(part, order, axis=1)
+            rows[lo : lo + step] = np.take_along_axis(top, order, axis=1)
+        return scores, rows
 
 
 @dataclass

@@ -2,8 +2,9 @@
 
 ``python -m memcore.report.estimate RUN_DIR… [--backbones gpt-4o-mini,gpt-4o]`` prints, per run, the
 LLM calls and tokens per ingested turn (memory build, cached calls included — they are what the
-method needs) and per question (retrieve / answer / judge), scaled to LoCoMo's 5,882 turns and
-1,986 questions, with the USD those tokens cost at each OpenAI preset's list price.
+method needs) and per question (retrieve / answer / judge / memory updates made while answering),
+scaled to LoCoMo's 5,882 turns and 1,986 questions, with the USD those tokens cost at each OpenAI
+preset's list price.
 
 ``full_context`` answers from the whole conversation, so its answer prompt does not scale with the
 number of questions alone: its per-question context is replaced by the mean full-conversation size.
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memcore.report.collect import ReportInputError, RunData, load_runs
+from memcore.report.collect import ReportInputError, RunData, load_runs, qa_time_ingest
 
 LOCOMO_TURNS = 5882
 LOCOMO_QUESTIONS = 1986
@@ -26,7 +27,7 @@ QA_STAGES: tuple[str, ...] = ("retrieve", "answer", "judge")
 
 @dataclass(frozen=True)
 class Rates:
-    """Measured per-turn (build) and per-question (QA stages) calls and tokens of one run."""
+    """Measured per-turn (build) and per-question (QA stages + ``memory_update``) calls and tokens of one run."""
 
     calls_per_turn: float
     prompt_per_turn: float
@@ -77,6 +78,7 @@ def measured_rates(
     if n == 0:
         raise ReportInputError(f"{run.path}: no QA items; cannot estimate per-question cost.")
     qa = {s: _stage_totals(by_stage.get(s) or {}, **kw) for s in QA_STAGES}
+    qa["memory_update"] = _stage_totals(qa_time_ingest(run), **kw)  # e.g. FluxMem's consolidation
     if answer_completion is not None:
         qa["answer"] = _stage_totals(
             by_stage.get("answer") or {}, first_attempts_only=first_attempts_only, completion_per_call=answer_completion
@@ -86,7 +88,7 @@ def measured_rates(
         calls_per_turn=build[0] / turns if turns else 0.0,
         prompt_per_turn=build[1] / turns if turns else 0.0,
         completion_per_turn=build[2] / turns if turns else 0.0,
-        calls_per_question={s: qa[s][0] / n for s in QA_STAGES},
+        calls_per_question={s: v[0] / n for s, v in qa.items()},
         prompt_per_question=sum(v[1] for v in qa.values()) / n,
         completion_per_question=sum(v[2] for v in qa.values()) / n,
         mean_context_tokens=sum(ctx) / len(ctx) if ctx else 0.0,
@@ -148,7 +150,7 @@ def estimate_table(
     prices = {b: load_backbone_preset(b) for b in backbones}
     fc_cache: dict[str, float] = {}
     head = (
-        "| method | measured on | calls/turn (build) | calls/question (retrieve + answer + judge) | "
+        "| method | measured on | calls/turn (build) | calls/question (retrieve + answer + judge + memory update) | "
         "tokens/turn | tokens/question | full LoCoMo: LLM calls | full LoCoMo: tokens in / out (M) | "
         + " | ".join(f"USD {b}" for b in backbones)
         + " |"
@@ -169,7 +171,7 @@ def estimate_table(
         q = r.calls_per_question
         lines.append(
             f"| {run.label()} | {run.dataset} / {run.backbone} ({r.turns} turns, {r.questions} q) "
-            f"| {r.calls_per_turn:.2f} | {q['retrieve']:.2f} + {q['answer']:.2f} + {q['judge']:.2f} "
+            f"| {r.calls_per_turn:.2f} | {q['retrieve']:.2f} + {q['answer']:.2f} + {q['judge']:.2f} + {q['memory_update']:.2f} "
             f"| {r.prompt_per_turn + r.completion_per_turn:,.0f} | {r.prompt_per_question + r.completion_per_question:,.0f} "
             f"| {t['calls']:,.0f} | {t['prompt_tokens'] / 1e6:.1f} / {t['completion_tokens'] / 1e6:.2f} | "
             + " | ".join(f"{usd(t, prices[b].price_in_per_mtok, prices[b].price_out_per_mtok):,.2f}" for b in backbones)

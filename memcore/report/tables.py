@@ -18,7 +18,7 @@ from typing import Any
 
 from memcore.eval.aggregate import category_name
 from memcore.eval.bootstrap import bootstrap_ci
-from memcore.report.collect import RunData
+from memcore.report.collect import RunData, qa_time_ingest
 from memcore.report.reference import PAPER_DATASET, PAPER_PROTOCOL, PaperNumbers
 
 CATEGORIES: tuple[int, ...] = (1, 2, 3, 4, 5)
@@ -82,9 +82,10 @@ def metric_cis(
 
 
 def usage_totals(run: RunData) -> dict[str, int]:
-    """Memory-build and QA (every stage but ``ingest``) calls, tokens and parse fallbacks of one run,
-    cached calls included, plus the ingested turns. Build figures come from ``stats.json`` (a reused
-    snapshot keeps its original build's usage), else from ``cost.json → memory_build``."""
+    """Memory-build and QA calls, tokens and parse fallbacks of one run, cached calls included, plus the
+    ingested turns. QA = every stage but ``ingest``, plus the ingest-stage calls made while answering
+    (memory updates, :func:`qa_time_ingest`). Build figures come from ``stats.json`` (a reused snapshot
+    keeps its original build's usage), else from ``cost.json → memory_build``."""
     convs = run.stats.get("conversations") or {}
     by_stage = (run.cost.get("usage") or {}).get("by_stage") or {}
     qa = [st for name, st in by_stage.items() if name != "ingest"]
@@ -98,6 +99,7 @@ def usage_totals(run: RunData) -> dict[str, int]:
         build_calls = int(mb.get("llm_calls") or 0)
         build_tokens = int(mb.get("prompt_tokens") or 0) + int(mb.get("completion_tokens") or 0)
         build_fallbacks = 0
+    qa.append(qa_time_ingest(run))
     return {
         "turns": sum(int(c.get("turns", 0)) for c in convs.values()),
         "build_calls": build_calls,
@@ -603,6 +605,7 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
     notes = [
         "Recall and hit rate: items with gold evidence only. Recall @N tok: the leading retrieved notes that fit"
         " N context tokens, categories 1-4 (metrics.json recall_at_budget). calls/turn and tokens/turn: memory"
-        " build per ingested turn; calls/question: retrieval + answer (+ judge) per question; cached calls count.",
+        " build per ingested turn; calls/question: retrieval + answer (+ judge) + memory updates made while"
+        " answering (FluxMem's consolidation) per question; cached calls count.",
     ]
     return Table(title or f"Methods side by side ({lead})", columns, rows, notes, records, text_columns=2)
