@@ -145,6 +145,24 @@ def test_build_cost_reads_per_turn_usage(tmp_path: Path) -> None:
     assert (row["tokens_per_turn"], row["parse_failures"], row["ingest_batch_size"]) == (345.0, 1, "4")
 
 
+def test_ingest_cost_report_prints_no_quality_for_build_only_runs(tmp_path: Path, capsys) -> None:
+    import argparse
+
+    usage = {"total": {"calls": 40, "prompt_tokens": 4000, "completion_tokens": 400, "parse_failures": 0}}
+    for ablation, n in (("none", 25), ("wo_link", ingest_cost.BUILD_ONLY_QA)):
+        run = tmp_path / "runs" / "e" / "locomo-mini" / "local" / "amem" / "memcore" / ablation
+        run.mkdir(parents=True)
+        (run / "stats.json").write_text(json.dumps({"conversations": {"c": {"turns": 20, "ingest_usage": usage}}}))
+        metrics = {"overall": {"n": n, "f1": 0.5, "recall": 1.0}, "run": {"method": "memcore", "ablation": ablation}}
+        (run / "metrics.json").write_text(json.dumps(metrics))
+        (run / "cost.json").write_text("{}")
+    args = argparse.Namespace(runs=str(tmp_path / "runs"), dataset="locomo-mini", backbone="local", out=tmp_path)
+    ingest_cost.report(args)
+    table = (tmp_path / "ingest_cost.md").read_text()
+    assert "| memcore | none | 20 | 40 | 2.0 | 200.0 | 20.0 | 0 | 25 | 50.0 | 100.0 |" in table
+    assert "| memcore | wo_link | 20 | 40 | 2.0 | 200.0 | 20.0 | 0 | 1 | build only | build only |" in table
+
+
 def test_count_builds_from_manifests(tmp_path: Path) -> None:
     snaps = tmp_path / "snapshots" / "memcore"
     switch_sets = [{}, {"update": False}, {"merge": False}, {"link": False}, {"denoise": False}]
