@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memcore.config import EmbedderConfig
-from memcore.interfaces import LazyResource, MemorySystem, MethodContext, MethodSpec
+from memcore.interfaces import BufferedIngest, LazyResource, MemorySystem, MethodContext, MethodSpec
 from memcore.llm.usage import UsageTracker
 from memcore.seeding import derive_seed
 from memcore.snapshots import SnapshotError, SnapshotStore, snapshot_key
@@ -57,13 +57,22 @@ def method_context(
 def build_memory(
     system: MemorySystem, conversation: Conversation, scope: UsageTracker, on_turn: Callable[[], None] | None = None
 ) -> dict[str, Any]:
-    """Ingest every turn in order, finalize; returns the manifest extras (ingest usage, seconds, turns)."""
+    """Ingest every turn in order, finalize; returns the manifest extras (ingest usage, seconds, turns).
+    ``on_turn`` runs once per turn: as the turn enters the memory for a ``BufferedIngest`` system, else after
+    its ``ingest`` call."""
     t0 = time.perf_counter()
-    for turn in conversation.turns:
-        system.ingest(turn)
-        if on_turn is not None:
-            on_turn()
-    system.finalize()
+    buffered = on_turn is not None and isinstance(system, BufferedIngest)
+    if buffered:
+        system.set_turn_callback(on_turn)  # type: ignore[union-attr]
+    try:
+        for turn in conversation.turns:
+            system.ingest(turn)
+            if on_turn is not None and not buffered:
+                on_turn()
+        system.finalize()
+    finally:
+        if buffered:
+            system.set_turn_callback(None)  # type: ignore[union-attr]
     return {
         "ingest_usage": scope.to_json(),
         "ingest_seconds": round(time.perf_counter() - t0, 3),

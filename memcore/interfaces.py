@@ -78,6 +78,15 @@ class MemorySystem(Protocol):
     def stats(self) -> dict[str, Any]: ...
 
 
+@runtime_checkable
+class BufferedIngest(Protocol):
+    """Optional for a ``MemorySystem`` that buffers turns in ``ingest``: it calls ``callback`` once per turn
+    as the turn enters the memory, so build progress and a stop request (the callback may raise) follow the
+    real work rather than the buffering. ``None`` removes the callback."""
+
+    def set_turn_callback(self, callback: Callable[[], None] | None) -> None: ...
+
+
 class LazyResource:
     """Build an expensive object (LLM server, embedding model) on first use only, thread-safely."""
 

@@ -173,3 +173,49 @@ def test_with_progress_bars_off_counts_are_logged_at_most_every_interval(caplog)
     assert len(lines) == 2
     assert lines[0].startswith("progress: ingest 3/10 turns, qa 0/4 items")
     assert lines[1].startswith("progress: ingest 3/10 turns, qa 1/4 items")
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_a_buffered_build_reports_each_turn_as_it_enters_the_memory(batched: bool) -> None:
+    """MemCoRe buffers turns (32 per flush): progress and a stop request must follow the gate, turn by turn,
+    not the buffering (a real-model flush of 32 turns takes minutes)."""
+    from experiments.benchmarks.responders import structured_responder
+    from memcore.buildproc import build_memory
+    from memcore.llm.embedders import HashingEmbedder
+    from memcore.llm.scripted import ScriptedBackbone
+    from memcore.llm.usage import UsageTracker
+    from memcore.memory.batched import BatchSettings, MemCoReBatched
+    from memcore.memory.config import MemCoReConfig, Switches
+    from memcore.memory.system import MemCoRe
+    from tests.helpers import make_conversation
+
+    conv = make_conversation(n_sessions=2)  # 6 turns, all in one buffer
+
+    def system(backbone: ScriptedBackbone) -> MemCoRe:
+        kw = {"embedder": HashingEmbedder(64), "backbone": lambda: backbone}
+        if batched:
+            return MemCoReBatched(MemCoReConfig(name="memcore-batched"), Switches(), BatchSettings(2), **kw)
+        return MemCoRe(MemCoReConfig(), Switches(), **kw)
+
+    counted: list[int] = []
+    mem = system(ScriptedBackbone(structured_responder))
+    build_memory(mem, conv, UsageTracker(), on_turn=lambda: counted.append(len(mem.store.notes)))
+    assert len(counted) == len(conv.turns)
+    assert counted[0] == 1 and counted == sorted(counted)  # each call comes after a turn entered the memory
+    assert mem._turn_callback is None  # removed after the build
+
+    class Stop(Exception):
+        pass
+
+    calls = 0
+
+    def stop_at_second_turn() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise Stop
+
+    stopped = system(ScriptedBackbone(structured_responder))
+    with pytest.raises(Stop):
+        build_memory(stopped, conv, UsageTracker(), on_turn=stop_at_second_turn)
+    assert sum(len(n.raws) for n in stopped.store.notes) == 2  # the gate stopped after the second of 6 turns

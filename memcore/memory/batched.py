@@ -412,6 +412,7 @@ class MemCoReBatched(MemCoRe):
                 cons.prejudge([r.context for r in results], vecs)
             for turn, ing, vec in zip(chunk, results, vecs, strict=True):
                 cons.add(RawTurn(turn.dia_id, turn.speaker, turn.text, turn.session_time_raw), ing, vec)
+                self._turn_built()
 
 
 def _factory(ctx: MethodContext) -> MemCoReBatched:

@@ -83,6 +83,7 @@ class MemCoRe:
         self._ingestor: Ingestor | None = None
         self._recent: list[Turn] = []
         self._pending: list[Turn] = []
+        self._turn_callback: Callable[[], None] | None = None
         self._topics_at = 0
         self._topic_recomputes = 0
         self._refiner: Refiner | None = None
@@ -157,6 +158,15 @@ class MemCoRe:
         if len(self._pending) >= INGEST_BATCH:
             self._flush()
 
+    def set_turn_callback(self, callback: Callable[[], None] | None) -> None:
+        """``BufferedIngest``: ``callback`` runs after each turn's gate decision is applied (it may raise to stop
+        the build there)."""
+        self._turn_callback = callback
+
+    def _turn_built(self) -> None:
+        if self._turn_callback is not None:
+            self._turn_callback()
+
     def _flush(self) -> None:
         if not self._pending:
             return
@@ -170,6 +180,7 @@ class MemCoRe:
         vecs = self.embedder.encode([r.context for r in results])
         for turn, ing, vec in zip(batch, results, vecs, strict=True):
             cons.add(RawTurn(turn.dia_id, turn.speaker, turn.text, turn.session_time_raw), ing, vec)
+            self._turn_built()
         # No periodic topic recompute here (issue 7): nothing reads topics before finalize() (the gate uses the
         # embedding pre-screen; retrieval needs finalize), and Leiden restarts from scratch each time, so a
         # recompute every topic_recompute_every notes was dead work (~25% of a cheap-mode LoCoMo run).
