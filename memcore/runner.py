@@ -29,7 +29,7 @@ from memcore.itemlog import ItemWriter, read_items
 from memcore.llm.cache import ResponseCache, stable_hash
 from memcore.llm.limiter import RequestLimiter
 from memcore.llm.scoped import ScopedBackbone
-from memcore.llm.usage import UsageTracker, usage_minus
+from memcore.llm.usage import UsageTracker, updates_while_answering
 from memcore.methods import get_method
 from memcore.redact import redact_config
 from memcore.snapshots import SnapshotStore, construction_fields
@@ -569,12 +569,7 @@ class Runner:
             v["ingest_usage"].get("total", {}).get("completion_tokens", 0) for v in self.conv_stats.values()
         )
         n_items = sum(len(c.qa) for c in convs)
-        # Ingest-stage calls made after the builds of this run (memory updates while answering, e.g. FluxMem's
-        # consolidation); a reused snapshot's build is not in this run's usage.
-        updates = usage_minus(
-            usage["by_stage"].get("ingest", {}),
-            [v["ingest_usage"].get("total", {}) for v in self.conv_stats.values() if not v["reused"]],
-        )
+        updates = updates_while_answering(usage["by_stage"].get("ingest", {}), self.conv_stats.values())
         prices = (float(b.price_in_per_mtok), float(b.price_out_per_mtok))
         return {
             "backbone": {

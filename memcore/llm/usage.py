@@ -128,7 +128,14 @@ USAGE_KEYS: tuple[str, ...] = (
 
 
 def usage_minus(total: dict[str, Any], parts: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """``total`` minus the sum of ``parts`` per usage counter (``USAGE_KEYS``), floored at 0: e.g. a run's
-    ingest-stage usage minus the memory builds it made = the memory updates it made while answering."""
+    """``total`` minus the sum of ``parts`` per usage counter (``USAGE_KEYS``), floored at 0."""
     parts = list(parts)
     return {k: max(0, int(total.get(k, 0)) - sum(int(p.get(k, 0)) for p in parts)) for k in USAGE_KEYS}
+
+
+def updates_while_answering(ingest_stage: dict[str, Any], conversations: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Ingest-stage usage a run spent after building its memories (memory updates made while answering, e.g.
+    FluxMem's consolidation): ``ingest_stage`` minus the builds made in the run. ``conversations`` are the
+    per-conversation stats (``reused``, ``ingest_usage``); a reused snapshot's build is not in the run's usage."""
+    builds = [(c.get("ingest_usage") or {}).get("total") or {} for c in conversations if not c.get("reused")]
+    return usage_minus(ingest_stage, builds)

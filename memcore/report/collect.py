@@ -14,7 +14,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from memcore.itemlog import read_items
-from memcore.llm.usage import usage_minus
+from memcore.llm.usage import updates_while_answering
 
 METRICS = "metrics.json"
 # Runs moved aside by overwrite=true are named <dir>.old-<time>; they are history, not results.
@@ -176,10 +176,9 @@ def qa_time_ingest(run: RunData) -> dict[str, int]:
     """Ingest-stage usage the run spent after building its memories: memory updates made while answering
     (FluxMem's consolidation). A reused snapshot's build is not in the run's usage, so only the builds made
     in this run are subtracted. Zeros for a run without per-conversation stats."""
-    convs = (run.stats.get("conversations") or {}).values()
+    convs = list((run.stats.get("conversations") or {}).values())
     ingest = ((run.cost.get("usage") or {}).get("by_stage") or {}).get("ingest") or {}
-    builds = [(c.get("ingest_usage") or {}).get("total") or {} for c in convs if not c.get("reused")]
-    return usage_minus(ingest if convs else {}, builds)
+    return updates_while_answering(ingest if convs else {}, convs)
 
 
 def load_run(path: Path) -> RunData:
