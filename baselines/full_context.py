@@ -1,94 +1,176 @@
 """The LoCoMo baseline: the whole conversation, with session dates, in the answer prompt.
 
-When it exceeds the backbone's context budget, whole sessions' turns are dropped from the oldest
-end (as the LoCoMo paper's truncated-context baseline does), keeping the most recent turns.
+Layout and truncation follow ``get_input_context`` / ``get_gpt_answers`` of the official
+snap-research/locomo ``task_eval/evaluate_gpts.py`` (commit 9228632): the conversation header
+``CONV_START_PROMPT`` naming both speakers, then per session ``DATE: <date>\\nCONVERSATION:\\n`` and one
+``<speaker> said, "<text>"`` line per turn (an image turn adds a ``[shares <caption>]`` line). When the
+conversation exceeds the budget, **turns** are dropped from the oldest end, one at a time, so the oldest
+kept session may be partial (its DATE header stays). The budget counts everything in the context (the
+header, every session's DATE/CONVERSATION lines, the turn lines) and reserves room for the question's
+prompt and the answer, as the official ``MAX_LENGTH - PER_QA_TOKEN_BUDGET`` check does.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from baselines.turns import load_turns, save_turns, turn_note
 from memcore.interfaces import MethodContext, MethodSpec
+from memcore.prompts import answer as answer_prompts
 from memcore.text import count_tokens
 from memcore.types import Evidence, Turn
+
+#: ``CONV_START_PROMPT`` of the official ``task_eval/evaluate_gpts.py``, verbatim (its typo "wriiten" included).
+CONV_START_PROMPT = (
+    "Below is a conversation between two people: {} and {}. The conversation takes place over multiple days "
+    "and the date of each conversation is wriiten at the beginning of the conversation.\n\n"
+)
+
+#: The official ``PER_QA_TOKEN_BUDGET``: tokens reserved for one answer.
+PER_QA_TOKEN_BUDGET = 50
+
+
+def _prompt_overhead_tokens() -> int:
+    """Approximate tokens of the longest answer prompt around context and question (system message and the
+    "Not mentioned" option included), over both protocols."""
+    p = answer_prompts
+    amem = count_tokens(p.AMEM_SYSTEM) + max(count_tokens(t) for t in p.AMEM_BY_CATEGORY.values())
+    locomo = count_tokens(p.LOCOMO_QA_PROMPT) + max(
+        count_tokens(p.LOCOMO_TEMPORAL_SUFFIX), count_tokens(p.LOCOMO_ADVERSARIAL_SUFFIX)
+    )
+    return max(amem, locomo) + count_tokens(p.NOT_MENTIONED)
+
+
+PROMPT_OVERHEAD_TOKENS = _prompt_overhead_tokens()
 
 
 @dataclass(frozen=True)
 class FullContextConfig:
     name: str = "full_context"
     context_budget_tokens: int | None = None  # None: the backbone preset's budget
+    answer_reserve_tokens: int = PER_QA_TOKEN_BUDGET  # room kept for the answer
+    prompt_reserve_tokens: int | None = None  # room for the answer prompt around context + question; None: measured
+
+    def __post_init__(self) -> None:
+        if self.answer_reserve_tokens < 0 or (self.prompt_reserve_tokens or 0) < 0:
+            raise ValueError("full_context: answer_reserve_tokens and prompt_reserve_tokens must be >= 0")
 
 
-def render_session_block(date: str, lines: list[str]) -> str:
-    return f"DATE: {date}\nCONVERSATION:\n" + "\n".join(lines)
+def session_header(date: str) -> str:
+    """The official per-session header."""
+    return f"DATE: {date}\nCONVERSATION:\n"
+
+
+def turn_line(turn: Turn) -> str:
+    """One turn as the official code writes it, with its trailing newline; an image turn's caption goes on a
+    ``[shares <caption>]`` line (the harness's ``Turn.text`` carries it inline, which is taken off here)."""
+    text = turn.text
+    if turn.image_caption:
+        tag = f"[shares an image: {turn.image_caption}]"
+        if text.endswith(tag):
+            text = text[: -len(tag)].rstrip()
+        return f'{turn.speaker} said, "{text}"\n[shares {turn.image_caption}]\n'
+    return f'{turn.speaker} said, "{text}"\n'
+
+
+def conversation_header(speaker_a: str, speaker_b: str) -> str:
+    return CONV_START_PROMPT.format(speaker_a, speaker_b)
 
 
 class FullContext:
-    def __init__(self, cfg: FullContextConfig, budget_tokens: int) -> None:
+    """Whole-conversation context cut to ``budget_tokens`` (the prompt budget of the backbone).
+
+    ``retrieve(question)`` returns the most recent turns whose context (header + session headers + lines)
+    fits ``budget_tokens`` minus the question's prompt reserve; contexts are cached per reserve size.
+    """
+
+    def __init__(self, cfg: FullContextConfig, budget_tokens: int, speakers: tuple[str, str] = ("", "")) -> None:
         self.cfg = cfg
         self.budget = budget_tokens
+        self.speakers = speakers
         self.turns: list[Turn] = []
-        self._evidence: Evidence | None = None
+        self._cache: dict[int, Evidence] = {}
+        self._lock = threading.Lock()
 
     def ingest(self, turn: Turn) -> None:
         self.turns.append(turn)
-        self._evidence = None
+        self._cache = {}
 
     def finalize(self) -> None:
-        self._evidence = self._build()
+        pass
 
-    def _build(self) -> Evidence:
+    def _speakers(self) -> tuple[str, str]:
+        a, b = self.speakers
+        if a and b:
+            return a, b
+        names = [*dict.fromkeys(t.speaker for t in self.turns), "", ""]
+        return names[0], names[1]
+
+    def reserve_tokens(self, query: str) -> int:
+        """Tokens kept free for the answer prompt, the question and the answer."""
+        overhead = PROMPT_OVERHEAD_TOKENS if self.cfg.prompt_reserve_tokens is None else self.cfg.prompt_reserve_tokens
+        return overhead + count_tokens(query) + self.cfg.answer_reserve_tokens
+
+    def build(self, reserve: int = 0) -> Evidence:
+        """The context for a prompt that needs ``reserve`` tokens besides it."""
+        header = conversation_header(*self._speakers())
+        limit = self.budget - reserve
+        used = count_tokens(header)
         kept: list[Turn] = []
-        used = 0
+        open_session: int | None = None
         for turn in reversed(self.turns):
-            line = f'{turn.speaker} said, "{turn.text}"'
-            cost = count_tokens(line) + 1
-            if used + cost > self.budget:
+            # the official check charges the session header with every turn; we charge it once per session
+            extra = count_tokens(session_header(turn.session_time_raw)) if turn.session_index != open_session else 0
+            cost = count_tokens(turn_line(turn)) + extra
+            if used + cost > limit:
                 break
             kept.append(turn)
             used += cost
+            open_session = turn.session_index
         kept.reverse()
-        blocks: list[str] = []
-        current: str | None = None
-        lines: list[str] = []
+        parts = [header]
+        current: int | None = None
         for turn in kept:
-            if turn.session_time_raw != current:
-                if lines:
-                    blocks.append(render_session_block(current or "", lines))
-                current, lines = turn.session_time_raw, []
-            lines.append(f'{turn.speaker} said, "{turn.text}"')
-        if lines:
-            blocks.append(render_session_block(current or "", lines))
+            if turn.session_index != current:
+                parts.append(session_header(turn.session_time_raw))
+                current = turn.session_index
+            parts.append(turn_line(turn))
         return Evidence(
             notes=[turn_note(t, channels=("full_context",)) for t in kept],
-            context="\n\n".join(blocks),
-            extra={"turns_kept": len(kept), "turns_total": len(self.turns)},
+            context="".join(parts).rstrip("\n"),
+            extra={"turns_kept": len(kept), "turns_total": len(self.turns), "reserve_tokens": reserve},
         )
 
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
-        if self._evidence is None:
-            self._evidence = self._build()
-        return self._evidence
+        reserve = self.reserve_tokens(query)
+        with self._lock:
+            ev = self._cache.get(reserve)
+        if ev is None:
+            ev = self.build(reserve)
+            with self._lock:
+                self._cache[reserve] = ev
+        return ev
 
     def save(self, path: Path) -> None:
         save_turns(self.turns, path / "turns.jsonl")
 
     def load(self, path: Path) -> None:
         self.turns = load_turns(path / "turns.jsonl")
-        self._evidence = self._build()
+        self._cache = {}
 
     def stats(self) -> dict[str, Any]:
-        ev = self._evidence or self._build()
-        return {"turns": len(self.turns), **ev.extra}
+        ev = self.build(0)
+        return {"turns": len(self.turns), "turns_kept_without_reserve": ev.extra["turns_kept"]}
 
 
 def _factory(ctx: MethodContext) -> FullContext:
     cfg = FullContextConfig(**ctx.config)
     budget = cfg.context_budget_tokens or int(ctx.extras.get("context_budget_tokens", 6000))
-    return FullContext(cfg, budget)
+    conv = ctx.conversation
+    return FullContext(cfg, budget, (conv.speaker_a, conv.speaker_b))
 
 
 SPEC = MethodSpec(
@@ -96,5 +178,5 @@ SPEC = MethodSpec(
     factory=_factory,
     ingest_uses_llm=lambda c, a: False,
     construction_keys=(),
-    description="LoCoMo full-context baseline (oldest turns cut to the backbone's context budget)",
+    description="LoCoMo full-context baseline (official layout; oldest turns cut to the backbone's budget)",
 )

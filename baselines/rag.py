@@ -1,4 +1,13 @@
-"""Flat retrieval over raw turns: dense (embedder cosine), BM25, and their RRF hybrid."""
+"""Flat retrieval over raw turns: dense (embedder cosine), BM25, and their RRF hybrid.
+
+``rag_dense`` / ``rag_bm25`` / ``rag_hybrid`` are this harness's plain retrieval baselines (top-20 turns,
+rendered as ``[date] Speaker: text`` lines); they are not LoCoMo's RAG setting. ``rag_locomo`` is that
+setting: ``get_rag_context`` of the official snap-research/locomo ``task_eval/evaluate_gpts.py`` in
+``rag_mode=dialog`` with its default ``--top-k 5``: the question embedding's dot product with every turn
+``<speaker> said, "<text>"``, the top 5 in score order, each line ``<session date>: <turn>``. Their
+retrievers were DPR, Contriever, DRAGON or OpenAI embeddings; here it is the run's embedder, on the same
+``<speaker> said, "<text>"`` strings.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +34,16 @@ class RAGConfig:
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
     chronological_context: bool = False  # order the retrieved turns by time in the answer prompt
+    context_format: str = "notes"  # notes: [date] Speaker: text | locomo: <date>: Speaker said, "text" (official RAG)
+
+
+CONTEXT_FORMATS = ("notes", "locomo")
+
+
+def locomo_rag_line(turn: Turn) -> str:
+    """One retrieved turn as LoCoMo's dialog RAG writes it: ``<date>: <speaker> said, "<text>"``. Their dialog
+    database holds ``clean_text`` without the image caption; the harness's text keeps it (equal for all methods)."""
+    return f'{turn.session_time_raw}: {turn.speaker} said, "{turn.text}"'
 
 
 class BM25Index:
@@ -55,6 +74,8 @@ class RAG:
     def __init__(self, cfg: RAGConfig, embedder_provider: Any) -> None:
         if cfg.retriever not in ("dense", "bm25", "hybrid"):
             raise ValueError(f"unknown retriever {cfg.retriever!r}; known: dense, bm25, hybrid")
+        if cfg.context_format not in CONTEXT_FORMATS:
+            raise ValueError(f"unknown context_format {cfg.context_format!r}; known: {', '.join(CONTEXT_FORMATS)}")
         self.cfg = cfg
         self._embedder_provider = embedder_provider
         self.turns: list[Turn] = []
@@ -68,15 +89,19 @@ class RAG:
     def ingest(self, turn: Turn) -> None:
         self.turns.append(turn)
 
+    def _doc(self, turn: Turn) -> str:
+        """The text a turn is indexed under: LoCoMo's ``<speaker> said, "<text>"`` for its RAG setting."""
+        return f'{turn.speaker} said, "{turn.text}"' if self.cfg.context_format == "locomo" else turn.render()
+
     def finalize(self) -> None:
-        texts = [t.render() for t in self.turns]
+        texts = [self._doc(t) for t in self.turns]
         if self.cfg.retriever in ("dense", "hybrid"):
             self.vectors = self.embedder.encode(texts)
         self._build_bm25()
 
     def _build_bm25(self) -> None:
         if self.cfg.retriever in ("bm25", "hybrid"):
-            self.bm25 = BM25Index([t.render() for t in self.turns], self.cfg.bm25_k1, self.cfg.bm25_b)
+            self.bm25 = BM25Index([self._doc(t) for t in self.turns], self.cfg.bm25_k1, self.cfg.bm25_b)
 
     def _dense(self, query: str, k: int) -> list[tuple[int, float]]:
         assert self.vectors is not None
@@ -107,7 +132,10 @@ class RAG:
             ranked = [(i, s, tuple(ch for ch, lst in lists.items() if i in lst)) for i, s in fused]
         if self.cfg.chronological_context:
             ranked.sort(key=lambda r: r[0])
-        return Evidence(notes=[turn_note(self.turns[i], s, ch) for i, s, ch in ranked])
+        notes = [turn_note(self.turns[i], s, ch) for i, s, ch in ranked]
+        if self.cfg.context_format == "locomo":
+            return Evidence(notes=notes, context="\n".join(locomo_rag_line(self.turns[i]) for i, _, _ in ranked))
+        return Evidence(notes=notes)
 
     def save(self, path: Path) -> None:
         save_turns(self.turns, path / "turns.jsonl")
@@ -125,7 +153,9 @@ class RAG:
         return {"turns": len(self.turns), "retriever": self.cfg.retriever}
 
 
-def _spec(name: str, retriever: str) -> MethodSpec:
+def _spec(
+    name: str, retriever: str, description: str, construction_keys: tuple[str, ...] = ("retriever",)
+) -> MethodSpec:
     def factory(ctx: MethodContext) -> RAG:
         cfg = RAGConfig(**{"retriever": retriever, **ctx.config})
         return RAG(cfg, lambda: ctx.embedder)
@@ -134,11 +164,17 @@ def _spec(name: str, retriever: str) -> MethodSpec:
         name=name,
         factory=factory,
         ingest_uses_llm=lambda c, a: False,
-        construction_keys=("retriever",),
-        description=f"{retriever} retrieval over raw turns",
+        construction_keys=construction_keys,
+        description=description,
     )
 
 
-RAG_DENSE = _spec("rag_dense", "dense")
-RAG_BM25 = _spec("rag_bm25", "bm25")
-RAG_HYBRID = _spec("rag_hybrid", "hybrid")
+RAG_DENSE = _spec("rag_dense", "dense", "dense retrieval over raw turns (this harness's baseline, not LoCoMo's RAG)")
+RAG_BM25 = _spec("rag_bm25", "bm25", "BM25 over raw turns (this harness's baseline, not LoCoMo's RAG)")
+RAG_HYBRID = _spec("rag_hybrid", "hybrid", "RRF of dense + BM25 over raw turns (this harness's baseline)")
+RAG_LOCOMO = _spec(
+    "rag_locomo",
+    "dense",
+    "LoCoMo's RAG setting: top-5 turns by dense score (dialog mode)",
+    construction_keys=("retriever", "context_format"),  # the indexed text follows the format
+)

@@ -12,6 +12,7 @@ METHOD_TABLE: dict[str, str] = {
     "rag_dense": "baselines.rag:RAG_DENSE",
     "rag_bm25": "baselines.rag:RAG_BM25",
     "rag_hybrid": "baselines.rag:RAG_HYBRID",
+    "rag_locomo": "baselines.rag:RAG_LOCOMO",
     "memcore": "memcore.memory.system:SPEC",
     "memcore-cheap": "memcore.memory.system:SPEC_CHEAP",
     "memcore-batched": "memcore.memory.batched:SPEC_BATCHED",

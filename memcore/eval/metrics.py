@@ -193,7 +193,8 @@ def evidence_scores(gold_ids: Iterable[str], retrieved_ids: Iterable[str]) -> di
     """Evidence recall |E∩R|/|E| and hit 1[E∩R≠∅] over id *sets*.
 
     With empty gold evidence both values are ``None`` (such items are excluded from the averages
-    and counted separately).
+    and counted separately). The official LoCoMo code (``eval_question_answering`` in
+    ``task_eval/evaluation.py``) counts such items as recall 1 instead.
     """
     gold = set(gold_ids)
     if not gold:
