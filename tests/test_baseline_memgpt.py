@@ -359,3 +359,34 @@ def test_eviction_cut_prefers_a_turn_boundary_and_keeps_the_last_messages() -> N
     agent._evict()
     assert [m.content for m in agent.fifo] == ["r2", "t3", "a3"]
     assert agent.summary_dia_ids == ("D1:1", "D1:2")
+
+
+def test_context_window_follows_the_backbone(tmp_path) -> None:
+    """The main context is the backbone's window (its preset's context_budget_tokens), not 4,096 everywhere;
+    an explicit value still wins."""
+    from omegaconf import OmegaConf
+
+    from tests.runner_utils import compose_run
+
+    for backbone, window in (("local", 6000), ("gpt-4o-mini", 120000), ("qwen3-8b", 30000)):
+        cfg = compose_run(tmp_path, [f"backbone={backbone}", "method=memgpt"])
+        assert OmegaConf.to_container(cfg.method, resolve=True)["context_window_tokens"] == window
+    cfg = compose_run(tmp_path, ["backbone=gpt-4o-mini", "method=memgpt", "method.context_window_tokens=4096"])
+    assert cfg.method.context_window_tokens == 4096
+
+    def ctx(config: dict[str, object], budget: int) -> MethodContext:
+        return MethodContext(
+            config=config,
+            ablation={"name": "none"},
+            conversation=make_conversation(),
+            seed=1,
+            workdir=tmp_path,
+            _backbone=LazyResource(lambda: ScriptedBackbone(lambda m: _call("done"))),
+            _embedder=LazyResource(lambda: HashingEmbedder(64)),
+            extras={"context_budget_tokens": budget},
+        )
+
+    assert SPEC.factory(ctx({"name": "memgpt"}, 30000)).cfg.context_window_tokens == 30000
+    assert SPEC.factory(ctx({"name": "memgpt", "context_window_tokens": 700}, 30000)).cfg.context_window_tokens == 700
+    with pytest.raises(ValueError, match="context_window_tokens"):
+        config_from_dict({"context_window_tokens": 0})

@@ -16,6 +16,7 @@ OpenAI-compatible server (llama.cpp included); MemGPT's own local-LLM wrappers d
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Callable
@@ -159,6 +160,10 @@ class _Hit:
     channel: str
 
 
+#: The window when neither the config nor the backbone names one (the default preset's ``context_budget_tokens``).
+DEFAULT_CONTEXT_WINDOW_TOKENS = 6000
+
+
 class MemGPT:
     """One conversation's MemGPT agent. ``ingest`` in order, then ``finalize``; ``retrieve`` only
     reads memory (safe from several threads)."""
@@ -170,6 +175,8 @@ class MemGPT:
         backbone: Callable[[], ChatBackbone],
         embedder: Callable[[], Embedder],
     ) -> None:
+        if config.context_window_tokens is None:
+            config = dataclasses.replace(config, context_window_tokens=DEFAULT_CONTEXT_WINDOW_TOKENS)
         self.cfg = config
         self.speakers = speakers
         self._backbone = backbone
@@ -549,6 +556,7 @@ class MemGPT:
             hidden_messages=self.n_hidden,
             summary_covers_turns=len(self.summary_dia_ids),
             context_tokens=self.context_tokens(),
+            context_window_tokens=self.cfg.context_window_tokens,
             ingest_llm_calls=c["agent_steps"] + c["summary_calls"],
             ingest_llm_calls_per_turn=round((c["agent_steps"] + c["summary_calls"]) / turns, 4),
         )
@@ -557,6 +565,9 @@ class MemGPT:
 
 def _factory(ctx: MethodContext) -> MemGPT:
     cfg = config_from_dict(ctx.config)
+    if cfg.context_window_tokens is None:  # the backbone's window (configs/method/memgpt.yaml interpolates it)
+        window = int(ctx.extras.get("context_budget_tokens", DEFAULT_CONTEXT_WINDOW_TOKENS))
+        cfg = dataclasses.replace(cfg, context_window_tokens=window)
     conv = ctx.conversation
     return MemGPT(cfg, (conv.speaker_a, conv.speaker_b), backbone=lambda: ctx.backbone, embedder=lambda: ctx.embedder)
 

@@ -13,12 +13,13 @@ RECALL_SEARCH = ("keyword", "substring")
 
 @dataclass(frozen=True)
 class MemGPTConfig:
-    """Defaults follow MemGPT's constants (cpacker/MemGPT ``memgpt/constants.py``) where they apply;
-    the main context is smaller than GPT-4's 8k so that paging happens on short slices and each
-    CPU call stays affordable. See baselines/memgpt/README.md."""
+    """Defaults follow MemGPT's constants (cpacker/MemGPT ``memgpt/constants.py``) where they apply.
+    ``context_window_tokens`` ``None`` means the backbone's window (its preset's ``context_budget_tokens``),
+    as MemGPT sizes its main context by the model's context window; the factory fills it in.
+    See baselines/memgpt/README.md."""
 
     format_version: int = 2
-    context_window_tokens: int = 4096  # main context: system + core memory + summary + FIFO
+    context_window_tokens: int | None = None  # main context: system + core memory + summary + FIFO; None: backbone
     warning_fraction: float = 0.75  # MESSAGE_SUMMARY_WARNING_FRAC: memory-pressure alert
     evict_fraction: float = 0.75  # MESSAGE_SUMMARY_TRUNC_TOKEN_FRAC: share of FIFO tokens evicted
     keep_last_messages: int = 3  # MESSAGE_SUMMARY_TRUNC_KEEP_N_LAST
@@ -42,8 +43,10 @@ class MemGPTConfig:
             raise ValueError(f"memgpt: recall_search must be one of {RECALL_SEARCH}, got {self.recall_search!r}")
         if not 0.0 < self.warning_fraction <= 1.0 or not 0.0 < self.evict_fraction < 1.0:
             raise ValueError("memgpt: need 0 < warning_fraction <= 1 and 0 < evict_fraction < 1")
+        window = self.context_window_tokens
+        if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1):
+            raise ValueError(f"memgpt: context_window_tokens must be an int >= 1 or null, got {window!r}")
         for key in (
-            "context_window_tokens",
             "core_block_chars",
             "max_steps_per_turn",
             "page_size",
