@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -139,7 +140,8 @@ def test_consolidation_rebuilds_documents_after_threshold() -> None:
 
 def test_retrieve_uses_query_keywords_timestamps_and_links() -> None:
     mem, backbone = _build(Script())
-    ev = mem.retrieve("When did Caroline go to the support group?", budget=1)
+    mem.cfg = dataclasses.replace(mem.cfg, retrieve_k=1)  # k = 1 (eval.budget now also caps the linked notes)
+    ev = mem.retrieve("When did Caroline go to the support group?")
     assert ev.extra["amem_query"] == "LGBTQ support group"
     assert backbone.calls_by_stage()["retrieve"] == 1
     assert [(n.note_id, n.channels) for n in ev.notes] == [("amem-2", ("semantic",)), ("amem-0", ("link",))]
@@ -168,7 +170,8 @@ def _manual_memory(links: list[list[int]]) -> AMem:
 
 def test_neighbour_cap_mirrors_their_shared_counter() -> None:
     mem = _manual_memory([[2, 3, 1], [3], [], []])
-    ev = mem.retrieve("query", budget=2)
+    mem.cfg = dataclasses.replace(mem.cfg, retrieve_k=2)  # k = 2 (eval.budget now also caps the linked notes)
+    ev = mem.retrieve("query")
     # k=2: note 0, its neighbours 2 and 3 (j→2), neighbour 1 (added, then break); note 1, neighbour 3, break
     assert [line.split("memory content: ")[1].split("memory context")[0] for line in ev.context.splitlines()] == [
         "note 0",
@@ -216,7 +219,7 @@ def test_save_load_roundtrip(tmp_path: Path) -> None:
     assert [n.dia_ids for n in after.notes] == [n.dia_ids for n in before.notes]
     assert again.stats()["evolutions"] == 1
     with pytest.raises(ValueError, match="format_version"):
-        AMem(AMemConfig(format_version=2), lambda: backbone, lambda: embedder, seed=7).load(tmp_path)
+        AMem(AMemConfig(format_version=1), lambda: backbone, lambda: embedder, seed=7).load(tmp_path)
 
 
 def test_factory_validates_config_and_spec(tmp_path: Path) -> None:
@@ -238,3 +241,64 @@ def test_factory_validates_config_and_spec(tmp_path: Path) -> None:
     ctx.config = {"name": "amem", "top_k": 3}
     with pytest.raises(ValueError, match="unknown config key"):
         SPEC.factory(ctx)
+
+
+def test_neighbour_counter_per_note_follows_the_upstream_fix() -> None:
+    """5b345e6 resets the linked-note counter for every hit; before it, one counter ran over all hits."""
+
+    def contents(counter: str) -> list[str]:
+        mem = _manual_memory([[2, 3], [2, 3, 0], [], []])
+        mem.cfg = dataclasses.replace(mem.cfg, retrieve_k=2, neighbor_counter=counter)
+        ev = mem.retrieve("query")
+        return [line.split("memory content: ")[1].split("memory context")[0] for line in ev.context.splitlines()]
+
+    # k=2 hits: notes 0 and 1. Shared j: note 0 adds 2 (j=1), 3 (j=2); note 1 adds 2, then j >= 2 stops it
+    assert contents("shared") == ["note 0", "note 2", "note 3", "note 1", "note 2"]
+    # per note: note 1 starts again at j=0 and adds 2, 3, 0 (the break comes after the k+1-th)
+    assert contents("per_note") == ["note 0", "note 2", "note 3", "note 1", "note 2", "note 3", "note 0"]
+    with pytest.raises(ValueError, match="neighbor_counter"):
+        AMemConfig(neighbor_counter="global")
+
+
+def test_budget_counts_linked_neighbours() -> None:
+    """eval.budget=B gives at most B distinct notes, linked neighbours included (k alone would give 4 here)."""
+    mem = _manual_memory([[2, 3, 1], [3], [], []])
+    ev = mem.retrieve("query", budget=2)
+    assert [n.note_id for n in ev.notes] == ["amem-0", "amem-2"]
+    assert len(mem.retrieve("query", budget=3).notes) == 3
+
+
+def test_image_turns_are_ingested_as_their_loader_writes_them() -> None:
+    """load_dataset.py: an image turn is "[Image: <caption>] <text>"; image_text=harness keeps Turn.text."""
+    turn = Turn(
+        "D1:5",
+        "Caroline",
+        "look at this [shares an image: a dog]",
+        1,
+        T1,
+        "1:56 pm on 8 May, 2023",
+        image_caption="a dog",
+    )
+    backbone = ScriptedBackbone(Script())
+    embedder = HashingEmbedder(64)
+    mem = AMem(AMemConfig(), lambda: backbone, lambda: embedder, seed=7)
+    assert mem.turn_text(turn) == "[Image: a dog] look at this"
+    mem.ingest(turn)
+    assert mem.notes[0].content == "Speaker Caroline says : [Image: a dog] look at this"
+    harness = AMem(AMemConfig(image_text="harness"), lambda: backbone, lambda: embedder, seed=7)
+    assert harness.turn_text(turn) == turn.text
+
+
+def test_k_per_backbone_comes_from_the_method_config(tmp_path: Path) -> None:
+    from omegaconf import OmegaConf
+
+    from tests.runner_utils import compose_run
+
+    def k(*overrides: str) -> int:
+        cfg = compose_run(tmp_path, ["method=amem", *overrides])
+        return int(OmegaConf.to_container(cfg.method, resolve=True)["retrieve_k"])
+
+    assert k("backbone=gpt-4o-mini") == 10
+    assert k("backbone=qwen3-8b", "method.retrieve_k_by_backbone.qwen3-8b=35") == 35
+    assert k("backbone=qwen3-8b", "method.retrieve_k=20") == 20  # an explicit k wins (the k sweep)
+    assert k("backbone=scripted") == 10  # a backbone not in the map

@@ -30,18 +30,26 @@ SNAPSHOT_FILE = "amem.json"
 VECTORS_FILE = "amem_vectors.npy"
 
 
+NEIGHBOR_COUNTERS = ("shared", "per_note")
+IMAGE_TEXT = ("upstream", "harness")
+
+
 @dataclass(frozen=True)
 class AMemConfig:
     """Knobs of A-MEM; defaults are the authors' LoCoMo settings (see README for each source)."""
 
-    format_version: int = 1
+    format_version: int = 2  # 2: image turns as their loader writes them ("[Image: <caption>] <text>")
     # Their ingestion string is "Speaker " + speaker + "says : " + text (no space before "says").
     content_template: str = "Speaker {speaker} says : {text}"
+    image_text: str = "upstream"  # upstream: "[Image: <caption>] <text>" (their load_dataset.py) | harness: Turn.text
     evolution_neighbors: int = 5  # process_memory: find_related_memories(note.content, k=5)
     evo_threshold: int = 100  # rebuild the retriever documents after every N evolutions
     temperature: float = 0.7  # their OpenAIController.get_completion default
     max_tokens: int = 1000
-    retrieve_k: int = 10  # test_advanced.py --retrieve_k default
+    retrieve_k: int = 10  # test_advanced.py --retrieve_k default; configs/method/amem.yaml picks it per backbone
+    retrieve_k_by_backbone: dict[str, int] = field(default_factory=dict)  # record of the per-backbone k (yaml)
+    # shared: one neighbour counter over all hits (c3bb1ee, the paper-era code); per_note: reset per hit (5b345e6)
+    neighbor_counter: str = "shared"
     query_keywords: bool = True  # retrieval query = LLM keywords of the question (generate_query_llm)
     query_temperature: float = 0.7
 
@@ -53,11 +61,18 @@ class AMemConfig:
             )
         if "{speaker}" not in self.content_template or "{text}" not in self.content_template:
             raise ValueError("amem: content_template must contain {speaker} and {text}.")
+        if self.neighbor_counter not in NEIGHBOR_COUNTERS:
+            raise ValueError(
+                f"amem: neighbor_counter must be one of {NEIGHBOR_COUNTERS}, got {self.neighbor_counter!r}"
+            )
+        if self.image_text not in IMAGE_TEXT:
+            raise ValueError(f"amem: image_text must be one of {IMAGE_TEXT}, got {self.image_text!r}")
 
 
 CONSTRUCTION_KEYS = (
     "format_version",
     "content_template",
+    "image_text",
     "evolution_neighbors",
     "evo_threshold",
     "temperature",
@@ -278,8 +293,18 @@ class AMem:
         self.counters["consolidations"] += 1
 
     # -- construction ---------------------------------------------------------------------------
+    def turn_text(self, turn: Turn) -> str:
+        """The turn's text as their ``load_dataset.py`` gives it: an image turn is ``[Image: <caption>] <text>``
+        (the harness's ``Turn.text`` appends ``[shares an image: <caption>]`` instead)."""
+        if self.cfg.image_text == "harness" or not turn.image_caption:
+            return turn.text
+        tag = f"[shares an image: {turn.image_caption}]"
+        text = turn.text[: -len(tag)].rstrip() if turn.text.endswith(tag) else turn.text
+        caption = f"[Image: {turn.image_caption}]"
+        return f"{caption} {text}" if text else caption
+
     def ingest(self, turn: Turn) -> None:
-        content = self.cfg.content_template.format(speaker=turn.speaker, text=turn.text)
+        content = self.cfg.content_template.format(speaker=turn.speaker, text=self.turn_text(turn))
         analysis = self._analyse(content)
         note = AMemNote(
             note_id=f"amem-{len(self.notes)}",
@@ -390,7 +415,10 @@ class AMem:
 
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """Top-k notes for the LLM's query keywords, each followed by its linked notes, capped the
-        way their ``find_related_memories_raw`` caps them (a shared neighbour counter ``j``)."""
+        way their ``find_related_memories_raw`` caps them (a neighbour counter ``j``, shared or per note).
+
+        With ``budget`` (``eval.budget``) k = budget and entries of notes beyond the budget-th distinct one are
+        skipped, so linked neighbours count against the budget like any other note."""
         k = budget or self.cfg.retrieve_k
         search_query, ok = self._query(query)
         hits = self._search(search_query, k)
@@ -399,6 +427,8 @@ class AMem:
 
         def add(idx: int, score: float, channel: str) -> None:
             n = self.notes[idx]
+            if budget is not None and idx not in picked and len(picked) >= budget:
+                return
             lines.append(self._line(n))
             if idx not in picked:
                 picked[idx] = EvidenceNote(
@@ -414,6 +444,8 @@ class AMem:
 
         j = 0
         for idx, sim in hits:
+            if self.cfg.neighbor_counter == "per_note":
+                j = 0  # upstream's fix (5b345e6): each hit may add up to k of its linked notes
             add(idx, sim, "semantic")
             for neighbour in self.notes[idx].links:
                 add(neighbour, 0.0, "link")
@@ -463,6 +495,8 @@ class AMem:
         with self._lock:
             counters = dict(self.counters)
         return {
+            "retrieve_k": self.cfg.retrieve_k,
+            "neighbor_counter": self.cfg.neighbor_counter,
             "notes": len(self.notes),
             "links": sum(len(n.links) for n in self.notes),
             "notes_with_links": sum(1 for n in self.notes if n.links),
