@@ -55,6 +55,11 @@ def _section(text: str, start: str, end: str | None = None) -> str:
     return s.split(end, 1)[0] if end else s
 
 
+def _undated(note: str) -> str:
+    """A note as the prompts show it, without its leading ``(session date)``: what a model writes back."""
+    return re.sub(r"^\([^)]*\d{4}\) ", "", note)
+
+
 class ScriptedLLM:
     """A responder for every MemCoRe prompt. Set ``garbage`` to a prompt kind (or "all") to make that reply
     unparseable; ``strength`` maps (new note, candidate note) → s; ``ier_plan`` scripts the IER judge."""
@@ -82,7 +87,7 @@ class ScriptedLLM:
             return "merge"
         if "New related note" in user:
             return "link_update"
-        if "Retrieved notes:" in user:
+        if "Retrieved notes" in user:
             return "ier"
         if user.startswith("Question:"):
             return "decompose"
@@ -107,11 +112,11 @@ class ScriptedLLM:
             ]
             return json.dumps({"judgements": judgements})
         if kind == "merge":
-            a = _section(user, "Note A:\n", "\n\nNote B:")
-            b = _section(user, "Note B:\n", "\n\nFormat")
+            a = _undated(_section(user, "Note A:\n", "\n\nNote B:"))
+            b = _undated(_section(user, "Note B:\n", "\n\nFormat"))
             return json.dumps({"context": f"MERGED {a} + {b}"})
         if kind == "link_update":
-            old = _section(user, "Existing note:\n", "\n\nNew related note:")
+            old = _undated(_section(user, "Existing note:\n", "\n\nNew related note:"))
             return json.dumps({"context": f"{old} (followed up later)"})
         if kind == "decompose":
             q = _section(user, "Question: ", "\n")

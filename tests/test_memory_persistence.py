@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memcore.memory.config import MemCoReConfig
 from memcore.memory.persistence import MANIFEST, SnapshotMismatchError
 from tests.test_memory_ablations import QUESTIONS, TOPIC_TURNS
 from tests.test_memory_fixtures import build, make_conversation, make_memory
@@ -33,7 +34,7 @@ def test_save_load_round_trip_is_equal(tmp_path: Path) -> None:
         ]
     )
     manifest = json.loads((tmp_path / "snap" / MANIFEST).read_text())
-    assert manifest["format_version"] == 1
+    assert manifest["format_version"] == MemCoReConfig().format_version
     assert manifest["counts"]["notes"] == len(mem.store)
     assert manifest["counts"]["turns"] == len(CONV.turns)
 

@@ -35,7 +35,7 @@ from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.cache import stable_hash
 from memcore.llm.json_reply import complete_json
 from memcore.memory.config import CONSTRUCTION_KEYS, ConfigError, MemCoReConfig, Switches
-from memcore.memory.construction import RELATIONS, Constructor, Judgement
+from memcore.memory.construction import Constructor, Judgement, parse_relation
 from memcore.memory.ingestion import Ingestor, IngestResult, clean_text, drop_filler
 from memcore.memory.keywords import normalise_keywords
 from memcore.memory.notes import EDGE_TYPES, Note, RawTurn
@@ -213,7 +213,7 @@ class BatchIngestor:
 # ---------------------------------------------------------------------- gate
 def _validate_pairs(
     plans: Sequence[Sequence[tuple[Ref, float]]],
-) -> Callable[[Any], dict[tuple[int, Ref], tuple[float, str, str]]]:
+) -> Callable[[Any], dict[tuple[int, Ref], tuple[float, str | None, str]]]:
     """Reply → {(new index, candidate ref): (strength, relation, edge)} for the listed pairs only."""
     allowed = {(i, ref) for i, plan in enumerate(plans) for ref, _ in plan}
 
@@ -221,10 +221,10 @@ def _validate_pairs(
         m = re.fullmatch(r"\s*([EN])\s*(\d+)\s*", str(text))
         return (m.group(1), int(m.group(2)) - 1) if m else None
 
-    def validate(obj: Any) -> dict[tuple[int, Ref], tuple[float, str, str]]:
+    def validate(obj: Any) -> dict[tuple[int, Ref], tuple[float, str | None, str]]:
         if not isinstance(obj, dict) or not isinstance(obj.get("judgements"), list):
             raise ValueError("batch gate reply has no 'judgements' list")
-        out: dict[tuple[int, Ref], tuple[float, str, str]] = {}
+        out: dict[tuple[int, Ref], tuple[float, str | None, str]] = {}
         for item in obj["judgements"]:
             if not isinstance(item, dict):
                 continue
@@ -238,10 +238,9 @@ def _validate_pairs(
             key = (new[1], cand)
             if key not in allowed:
                 continue
-            rel = str(item.get("relation", "")).strip().lower()
             edge = str(item.get("edge", "Related_To")).strip()
             edge = next((e for e in EDGE_TYPES if e.lower() == edge.lower().replace(" ", "_")), "Related_To")
-            out[key] = (min(1.0, max(0.0, s)), rel if rel in RELATIONS else "unrelated", edge)
+            out[key] = (min(1.0, max(0.0, s)), parse_relation(item.get("relation")), edge)
         return out
 
     return validate
@@ -254,7 +253,7 @@ class BatchedConstructor(Constructor):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._plans: list[list[tuple[Ref, float]]] | None = None
-        self._judged: dict[tuple[int, Ref], tuple[float, str, str]] = {}
+        self._judged: dict[tuple[int, Ref], tuple[float, str | None, str]] = {}
         self._holders: list[int] = []
 
     def prejudge(self, contexts: Sequence[str], vecs: np.ndarray) -> None:
@@ -333,16 +332,17 @@ class BatchedConstructor(Constructor):
             best[nid] = max(cos, best.get(nid, -1.0))
         return list(best.items())
 
-    def judge(self, context: str, cands: list[tuple[int, float]]) -> list[Judgement]:
+    def judge(self, context: str, cands: list[tuple[int, float]], *, date: str = "") -> list[Judgement]:
         if self._plans is None or self.backbone is None:
-            return super().judge(context, cands)
+            return super().judge(context, cands, date=date)
         i = len(self._holders)
         best: dict[int, Judgement] = {}
         for ref, cos in self._current():
             nid = self._resolve(ref)
             s, rel, edge = self._judged.get((i, ref), (0.0, "unrelated", "Related_To"))
-            if nid not in best or s > best[nid].strength:
-                best[nid] = Judgement(nid, s, rel, edge, cos)
+            j = self.judgement(nid, cos, s, rel, edge)
+            if nid not in best or j.strength > best[nid].strength:
+                best[nid] = j
         return list(best.values())
 
     def add(self, turn_raw: RawTurn, ing: IngestResult, vec: np.ndarray | None = None) -> Note:

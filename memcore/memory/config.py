@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
+from memcore.config import ConfigError as _RunConfigError
 from memcore.memory.notes import INDEX_KINDS
 
 JUDGES = ("llm", "embedding")
@@ -14,8 +15,9 @@ SWITCHES = ("update", "merge", "link", "denoise", "topic", "keyword", "neighbor"
 CONSTRUCTION_SWITCHES = ("update", "merge", "link", "denoise")
 
 
-class ConfigError(ValueError):
-    """A method or ablation config that MemCoRe cannot run with; the message names the key."""
+class ConfigError(_RunConfigError):
+    """A method or ablation config that MemCoRe cannot run with; the message names the key. A subclass of the
+    run's one ``memcore.config.ConfigError`` (issue 16), so memcore-run reports it as one line, exit 2."""
 
 
 @dataclass(frozen=True)
@@ -25,13 +27,14 @@ class MemCoReConfig:
 
     name: str = "memcore"
     judge: Literal["llm", "embedding"] = "llm"
-    format_version: int = 1
+    format_version: int = 2
     # gate
     tau_merge: float = 0.7
     tau_link: float = 0.5
     candidates: int = 5
     strong_link: float = 0.6
     merge_max_turns: int = 6
+    merge_min_cosine: float = 0.0
     # ingestion
     context_turns: int = 2
     max_keywords: int = 6
@@ -41,7 +44,6 @@ class MemCoReConfig:
     hub_max_fraction: float = 0.1
     topic_min: int = 20
     topic_max: int = 80
-    topic_recompute_every: int = 100
     leiden_resolution: float = 1.0
     # retrieval
     k_topic: int = 3
@@ -54,7 +56,9 @@ class MemCoReConfig:
     topic_weight: float = 1.0
     ier_max_rounds: int = 3
     ier_max_subqueries: int = 3
-    ier_subquery_weight: float = 0.5
+    ier_subquery_weight: float = 1.0
+    ier_reserved: int = 2
+    ier_judge_tokens: int = 3000
     evidence_text: Literal["raw", "context", "both"] = "both"
     ann_threshold: int = 200_000
     index: Literal["auto", "flat", "ivf", "hnsw"] = "auto"
@@ -73,8 +77,12 @@ class MemCoReConfig:
             raise ConfigError(
                 f"need 0 <= tau_link <= tau_merge <= 1, got tau_link={self.tau_link} tau_merge={self.tau_merge}"
             )
-        if not 0.0 <= self.strong_link <= 1.0:
-            raise ConfigError(f"method.strong_link must be in [0, 1], got {self.strong_link}")
+        for key in ("strong_link", "merge_min_cosine", "keyword_min_sim", "hub_max_fraction"):
+            if not 0.0 <= getattr(self, key) <= 1.0:
+                raise ConfigError(f"method.{key} must be in [0, 1], got {getattr(self, key)}")
+        for key in ("neighbor_weight", "topic_weight", "ier_subquery_weight", "temperature"):
+            if getattr(self, key) < 0.0:
+                raise ConfigError(f"method.{key} must be >= 0, got {getattr(self, key)}")
         if not 1 <= self.topic_min <= self.topic_max:
             raise ConfigError(f"need 1 <= topic_min <= topic_max, got {self.topic_min}, {self.topic_max}")
         for key in (
@@ -86,11 +94,14 @@ class MemCoReConfig:
             "channel_depth",
             "ier_max_rounds",
             "merge_max_turns",
+            "ier_judge_tokens",
+            "max_tokens",
         ):
             if getattr(self, key) < 1:
                 raise ConfigError(f"method.{key} must be >= 1, got {getattr(self, key)}")
-        if self.topic_recompute_every < 0 or self.ier_max_subqueries < 0 or self.context_turns < 0:
-            raise ConfigError("topic_recompute_every, ier_max_subqueries and context_turns must be >= 0")
+        for key in ("ier_max_subqueries", "ier_reserved", "context_turns", "cheap_keyword_unigrams"):
+            if getattr(self, key) < 0:
+                raise ConfigError(f"method.{key} must be >= 0, got {getattr(self, key)}")
 
     @property
     def uses_llm(self) -> bool:
@@ -136,6 +147,7 @@ CONSTRUCTION_KEYS: tuple[str, ...] = (
     "candidates",
     "strong_link",
     "merge_max_turns",
+    "merge_min_cosine",
     "context_turns",
     "max_keywords",
     "cheap_keyword_ngram",
@@ -143,7 +155,6 @@ CONSTRUCTION_KEYS: tuple[str, ...] = (
     "hub_max_fraction",
     "topic_min",
     "topic_max",
-    "topic_recompute_every",
     "leiden_resolution",
     "temperature",
     "max_tokens",

@@ -1,14 +1,22 @@
 """Gated construction: embedding pre-screen → judge (LLM, or cosine in cheap mode) → Merge / Link / Append.
 
-For the best candidate with s ≥ τ_m the new note is merged into it (raws kept, context re-synthesised,
-re-embedded, keywords and dia_ids unioned); every other candidate with s ≥ τ_l gets a weighted typed
-edge (Supports | Conflicts | Related_To) to the note that now holds the new turn; the strongest link with
-s ≥ strong_link updates that neighbour's context (LLM mode only). Otherwise the note is appended.
+The judge sees every note with its session date(s), so the same kind of event on another day is not taken
+for a repeat. Its relation label and strength must agree: the ranges do not overlap (redundant ≥ τ_m,
+complementary [τ_l, τ_m), unrelated < τ_l) and when they disagree **the label decides** — the strength is
+moved to the nearest end of the label's range (``resolve_label``) and the disagreement is counted; a reply
+without a known label is judged by its strength alone.
+
+For the best candidate with s ≥ τ_m (and pre-screen cosine ≥ ``merge_min_cosine``) the new note is merged into
+it (raws kept, context re-synthesised with each turn's date, re-embedded, keywords and dia_ids unioned); every
+other candidate with s ≥ τ_l gets a weighted typed edge (Supports | Conflicts | Related_To) to the note that
+now holds the new turn; the strongest link with s ≥ strong_link updates that neighbour's context (LLM mode
+only; the neighbour records the new turn's dia_ids as ``linked_sources``). Otherwise the note is appended.
 
 Switches: ``update`` off → plain Append (no gate at all); ``merge`` off → a redundant candidate no longer
 merges (the note is appended; link-range candidates still link); ``link`` off → no edges and no neighbour
 update; ``denoise`` off → contexts stay raw (merges concatenate raws; no neighbour rewrite, since c = r).
-A candidate that already holds ``merge_max_turns`` turns is linked instead of merged, so notes stay small.
+A candidate that already holds ``merge_max_turns`` turns is linked instead of merged, so notes stay small;
+such an edge joins near-duplicates and is marked ``merge_cap`` (neighbour expansion ignores it).
 """
 
 from __future__ import annotations
@@ -40,6 +48,30 @@ class Judgement:
     relation: str
     edge: str
     cosine: float
+    disagreed: bool = False  # the reply's strength lay outside its label's range (see ``resolve_label``)
+
+
+def parse_relation(text: Any) -> str | None:
+    """A reply's relation label, or None when it names none of ``RELATIONS``."""
+    rel = str(text if text is not None else "").strip().lower()
+    return rel if rel in RELATIONS else None
+
+
+def resolve_label(strength: float, relation: str | None, tau_merge: float, tau_link: float) -> tuple[float, str, bool]:
+    """Make label and strength agree: (strength, relation, disagreed).
+
+    The label decides: a strength outside the label's range moves to the nearest end of it (redundant
+    [τ_m, 1], complementary [τ_l, τ_m), unrelated [0, τ_l)). No label → the label follows the strength."""
+    s = min(1.0, max(0.0, float(strength)))
+    by_strength = "redundant" if s >= tau_merge else "complementary" if s >= tau_link else "unrelated"
+    if relation is None or relation == by_strength:
+        return s, by_strength, False
+    below = np.nextafter(tau_merge, 0.0) if relation == "complementary" else np.nextafter(tau_link, 0.0)
+    if relation == "redundant":
+        return max(s, tau_merge), relation, True
+    if relation == "complementary":
+        return float(min(max(s, tau_link), below)), relation, True
+    return float(min(s, below)), relation, True
 
 
 @dataclass
@@ -47,6 +79,7 @@ class Decision:
     action: str  # merge | link | append
     target: int | None
     links: list[Judgement]
+    capped: set[int] = field(default_factory=set)  # link targets that were merge candidates but full (merge_cap)
 
 
 @dataclass
@@ -58,6 +91,8 @@ class ConstructionCounters:
     linked_appends: int = 0  # notes created with at least one edge
     neighbour_updates: int = 0
     merge_cap_redirects: int = 0
+    merge_cosine_redirects: int = 0  # "redundant" verdicts linked instead: pre-screen cosine < merge_min_cosine
+    label_strength_disagreements: int = 0  # judgements whose strength lay outside their label's range
     llm_calls: int = 0  # including format retries
     edge_types: Counter[str] = field(default_factory=Counter)
     relations: Counter[str] = field(default_factory=Counter)
@@ -72,6 +107,8 @@ class ConstructionCounters:
             "linked_appends": self.linked_appends,
             "neighbour_updates": self.neighbour_updates,
             "merge_cap_redirects": self.merge_cap_redirects,
+            "merge_cosine_redirects": self.merge_cosine_redirects,
+            "label_strength_disagreements": self.label_strength_disagreements,
             "llm_calls": self.llm_calls,
             "edge_types": dict(sorted(self.edge_types.items())),
             "relations": dict(sorted(self.relations.items())),
@@ -88,6 +125,8 @@ class ConstructionCounters:
             linked_appends=d["linked_appends"],
             neighbour_updates=d["neighbour_updates"],
             merge_cap_redirects=d.get("merge_cap_redirects", 0),
+            merge_cosine_redirects=d.get("merge_cosine_redirects", 0),
+            label_strength_disagreements=d.get("label_strength_disagreements", 0),
             llm_calls=d.get("llm_calls", 0),
             edge_types=Counter(d["edge_types"]),
             relations=Counter(d["relations"]),
@@ -95,11 +134,11 @@ class ConstructionCounters:
         )
 
 
-def _validate_gate(n: int) -> Callable[[Any], list[tuple[float, str, str]]]:
-    def validate(obj: Any) -> list[tuple[float, str, str]]:
+def _validate_gate(n: int) -> Callable[[Any], list[tuple[float, str | None, str]]]:
+    def validate(obj: Any) -> list[tuple[float, str | None, str]]:
         if not isinstance(obj, dict) or not isinstance(obj.get("judgements"), list):
             raise ValueError("gate reply has no 'judgements' list")
-        out: list[tuple[float, str, str]] = [(0.0, "unrelated", "Related_To")] * n
+        out: list[tuple[float, str | None, str]] = [(0.0, "unrelated", "Related_To")] * n
         got = 0
         for item in obj["judgements"]:
             if not isinstance(item, dict):
@@ -111,10 +150,9 @@ def _validate_gate(n: int) -> Callable[[Any], list[tuple[float, str, str]]]:
                 continue
             if not 0 <= i < n or not np.isfinite(s):
                 continue
-            rel = str(item.get("relation", "")).strip().lower()
             edge = str(item.get("edge", "Related_To")).strip()
             edge = next((e for e in EDGE_TYPES if e.lower() == edge.lower().replace(" ", "_")), "Related_To")
-            out[i] = (min(1.0, max(0.0, s)), rel if rel in RELATIONS else "unrelated", edge)
+            out[i] = (min(1.0, max(0.0, s)), parse_relation(item.get("relation")), edge)
             got += 1
         if got == 0:
             raise ValueError("gate reply judged none of the candidates")
@@ -159,8 +197,9 @@ class Constructor:
         scores, rows = self.store.vectors.search(vec[None, :], self.cfg.candidates)
         return [(int(r), float(s)) for r, s in zip(rows[0], scores[0], strict=True)]
 
-    def judge(self, context: str, cands: list[tuple[int, float]]) -> list[Judgement]:
-        """Relation, strength s ∈ [0,1] and edge type per candidate. Cheap mode: s = cosine."""
+    def judge(self, context: str, cands: list[tuple[int, float]], *, date: str = "") -> list[Judgement]:
+        """Relation, strength s ∈ [0,1] and edge type per candidate (label and strength made to agree by
+        ``resolve_label``); ``date`` is the new turn's session date. Cheap mode: s = cosine."""
         if self.backbone is None:
             out = []
             for nid, cos in cands:
@@ -174,12 +213,15 @@ class Constructor:
                 )
                 out.append(Judgement(nid, s, rel, "Related_To", cos))
             return out
-        listing = "\n".join(f"[{i}] {self.store.notes[nid].context}" for i, (nid, _) in enumerate(cands, start=1))
+        listing = "\n".join(
+            f"[{i}] {self.store.notes[nid].dated_context()}" for i, (nid, _) in enumerate(cands, start=1)
+        )
+        new_note = f"({date}) {context}" if date else context
         res = complete_json(
             self.backbone,
             [
                 {"role": "system", "content": GATE_PROMPT.SYSTEM},
-                {"role": "user", "content": GATE_PROMPT.USER.format(new_note=context, candidates=listing)},
+                {"role": "user", "content": GATE_PROMPT.USER.format(new_note=new_note, candidates=listing)},
             ],
             stage="ingest",
             validate=_validate_gate(len(cands)),
@@ -193,7 +235,12 @@ class Constructor:
         self.counters.llm_calls += res.attempts
         if not res.ok:
             self.counters.fallbacks["gate:append"] += 1
-        return [Judgement(nid, s, rel, edge, cos) for (nid, cos), (s, rel, edge) in zip(cands, res.value, strict=True)]
+        return [self.judgement(nid, cos, s, rel, edge) for (nid, cos), (s, rel, edge) in zip(cands, res.value, strict=True)]
+
+    def judgement(self, nid: int, cosine: float, strength: float, relation: str | None, edge: str) -> Judgement:
+        """One LLM verdict with its label and strength made to agree (``resolve_label``)."""
+        s, rel, disagreed = resolve_label(strength, relation, self.cfg.tau_merge, self.cfg.tau_link)
+        return Judgement(nid, s, rel, edge, cosine, disagreed)
 
     def decide(self, judgements: list[Judgement]) -> Decision:
         """Pure decision rule over the judgements (see module docstring)."""
@@ -201,23 +248,29 @@ class Constructor:
             return Decision("append", None, [])
         target: Judgement | None = None
         links: list[Judgement] = []
+        capped: set[int] = set()
         for j in sorted(judgements, key=lambda j: (-j.strength, j.nid)):
             if j.strength >= self.cfg.tau_merge:
                 if not self.sw.merge:
                     continue  # redundant, but Merge is ablated: appended instead, without an edge
+                if target is None and self.cfg.merge_min_cosine > 0 and j.cosine < self.cfg.merge_min_cosine:
+                    self.counters.merge_cosine_redirects += 1
+                    links.append(j)
+                    continue
                 if target is None and len(self.store.notes[j.nid].raws) < self.cfg.merge_max_turns:
                     target = j
                     continue
                 if target is None:
                     self.counters.merge_cap_redirects += 1
+                    capped.add(j.nid)
                 links.append(j)
             elif j.strength >= self.cfg.tau_link:
                 links.append(j)
         if not self.sw.link:
-            links = []
+            links, capped = [], set()
         if target is not None:
-            return Decision("merge", target.nid, links)
-        return Decision("link" if links else "append", None, links)
+            return Decision("merge", target.nid, links, capped)
+        return Decision("link" if links else "append", None, links, capped)
 
     # ------------------------------------------------------------------ apply
     def add(self, turn_raw: RawTurn, ing: IngestResult, vec: np.ndarray | None = None) -> Note:
@@ -231,9 +284,10 @@ class Constructor:
             vec = self.embedder.encode([ing.context])[0]
         judgements: list[Judgement] = []
         if self.sw.update and len(self.store):
-            judgements = self.judge(ing.context, self.candidates(vec))
+            judgements = self.judge(ing.context, self.candidates(vec), date=turn_raw.time)
             for j in judgements:
                 self.counters.relations[j.relation] += 1
+                self.counters.label_strength_disagreements += int(j.disagreed)
         decision = self.decide(judgements)
         if decision.action == "merge":
             assert decision.target is not None
@@ -247,20 +301,28 @@ class Constructor:
             else:
                 self.counters.appends += 1
         for j in decision.links:
-            if j.nid != note.nid and self.store.add_edge(note.nid, j.nid, j.strength, j.edge):
+            origin = "merge_cap" if j.nid in decision.capped else "gate"
+            if j.nid != note.nid and self.store.add_edge(note.nid, j.nid, j.strength, j.edge, origin):
                 self.counters.links += 1
                 self.counters.edge_types[j.edge] += 1
-        strong = [j for j in decision.links if j.strength >= self.cfg.strong_link and j.nid != note.nid]
+        strong = [
+            j
+            for j in decision.links
+            if j.strength >= self.cfg.strong_link and j.nid != note.nid and j.nid not in decision.capped
+        ]
         if strong and self.backbone is not None and self.sw.denoise:
             best = max(strong, key=lambda j: (j.strength, -j.nid))
             self._update_neighbour(self.store.notes[best.nid], note, best.edge)
         return note
 
     def _merge(self, target: Note, turn_raw: RawTurn, ing: IngestResult) -> Note:
+        a_dated = target.dated_context()
         target.raws.append(turn_raw)
         target.keywords = normalise_keywords([*target.keywords, *ing.keywords])
         if self.backbone is not None and self.sw.denoise and target.denoised and ing.denoised:
-            user = MERGE_PROMPT.MERGE_USER.format(a=target.context, b=ing.context, max_words=MERGED_CONTEXT_MAX_WORDS)
+            user = MERGE_PROMPT.MERGE_USER.format(
+                a=a_dated, b=f"({turn_raw.time}) {ing.context}", max_words=MERGED_CONTEXT_MAX_WORDS
+            )
             concatenated = f"{target.context} {ing.context}"
             res = complete_json(
                 self.backbone,
@@ -291,7 +353,7 @@ class Constructor:
         if not neighbour.denoised:
             return
         user = MERGE_PROMPT.LINK_USER.format(
-            old=neighbour.context, new=new.context, edge=edge, max_words=MERGED_CONTEXT_MAX_WORDS
+            old=neighbour.dated_context(), new=new.dated_context(), edge=edge, max_words=MERGED_CONTEXT_MAX_WORDS
         )
         res = complete_json(
             self.backbone,
@@ -311,5 +373,6 @@ class Constructor:
             return
         neighbour.context = res.value
         neighbour.updates += 1
+        neighbour.linked_sources = list(dict.fromkeys([*neighbour.linked_sources, *new.dia_ids]))
         self.counters.neighbour_updates += 1
         self.store.set_vector(neighbour.nid, self.embedder.encode([neighbour.context])[0])

@@ -40,6 +40,10 @@ class RawTurn:
     def render(self) -> str:
         return f"{self.speaker}: {self.text}"
 
+    def render_dated(self) -> str:
+        """``(session date) Speaker: text``: a raw turn with the date it was said."""
+        return f"({self.time}) {self.render()}"
+
     def to_json(self) -> dict[str, str]:
         return {"dia_id": self.dia_id, "speaker": self.speaker, "text": self.text, "time": self.time}
 
@@ -56,10 +60,27 @@ class Note:
     keywords: list[str]
     denoised: bool = True
     updates: int = 0  # neighbour-context updates received from strong links
+    #: dia_ids of other turns whose facts a strong-link update wrote into ``context`` (provenance of the rewrite)
+    linked_sources: list[str] = field(default_factory=list)
 
     @property
     def dia_ids(self) -> tuple[str, ...]:
+        """The turns this note holds verbatim."""
         return tuple(dict.fromkeys(r.dia_id for r in self.raws))
+
+    @property
+    def source_ids(self) -> tuple[str, ...]:
+        """Every turn whose facts the note's text carries: its raws, then turns a link update added."""
+        return tuple(dict.fromkeys([*self.dia_ids, *self.linked_sources]))
+
+    @property
+    def dates(self) -> tuple[str, ...]:
+        """The distinct session dates of the raw turns, in order."""
+        return tuple(dict.fromkeys(r.time for r in self.raws))
+
+    def dated_context(self) -> str:
+        """``(date[; date…]) context``: what the gate and the rewrite prompts see of a note."""
+        return f"({'; '.join(self.dates)}) {self.context}"
 
     @property
     def speakers(self) -> tuple[str, ...]:
@@ -67,13 +88,13 @@ class Note:
 
     @property
     def timestamp(self) -> str:
-        times = list(dict.fromkeys(r.time for r in self.raws))
-        return times[0] if len(times) == 1 else f"{times[0]} … {times[-1]}"
+        """Every distinct session date of the note, ``; ``-joined (a merged note lists each, not a range)."""
+        return "; ".join(self.dates)
 
     def raw_text(self) -> str:
         if len(self.raws) == 1:
             return self.raws[0].render()
-        return "\n".join(f"({r.time}) {r.render()}" for r in self.raws)
+        return "\n".join(r.render_dated() for r in self.raws)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,6 +104,7 @@ class Note:
             "keywords": list(self.keywords),
             "denoised": self.denoised,
             "updates": self.updates,
+            "linked_sources": list(self.linked_sources),
         }
 
     @classmethod
@@ -94,6 +116,7 @@ class Note:
             keywords=list(d["keywords"]),
             denoised=bool(d["denoised"]),
             updates=int(d.get("updates", 0)),
+            linked_sources=list(d.get("linked_sources", [])),
         )
 
 
@@ -254,15 +277,27 @@ class VectorMatrix:
         return scores, rows
 
 
+#: Why an edge exists: ``gate`` = the judge linked two notes; ``merge_cap`` = the judge called them redundant but
+#: the target was full (``merge_max_turns``), so they are near-duplicates and stay out of neighbour expansion.
+EDGE_ORIGINS = ("gate", "merge_cap")
+
+
 @dataclass
 class Edge:
     a: int
     b: int
     weight: float
     etype: str
+    origin: str = "gate"
 
     def to_json(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "weight": round(float(self.weight), 6), "type": self.etype}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "weight": round(float(self.weight), 6),
+            "type": self.etype,
+            "origin": self.origin,
+        }
 
 
 @dataclass
@@ -291,27 +326,32 @@ class NoteStore:
     def set_vector(self, nid: int, vec: np.ndarray) -> None:
         self.vectors.set(nid, vec)
 
-    def add_edge(self, a: int, b: int, weight: float, etype: str) -> bool:
-        """Add or strengthen the undirected edge a–b (keeps the larger weight); True when new."""
+    def add_edge(self, a: int, b: int, weight: float, etype: str, origin: str = "gate") -> bool:
+        """Add or strengthen the undirected edge a–b (keeps the larger weight); True when new. A ``gate`` edge
+        replaces a ``merge_cap`` one between the same notes (the pair is then judged related, not duplicate)."""
         if a == b:
             return False
         key = (min(a, b), max(a, b))
         old = self.edges.get(key)
         self._csr = None
         if old is None:
-            self.edges[key] = Edge(key[0], key[1], float(weight), etype)
+            self.edges[key] = Edge(key[0], key[1], float(weight), etype, origin)
             return True
         if weight > old.weight:
             old.weight, old.etype = float(weight), etype
+        if origin == "gate":
+            old.origin = "gate"
         return False
 
     def neighbours_csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(indptr, neighbour ids, weights) over all notes; cached until the next edge write."""
+        """(indptr, neighbour ids, weights) over the ``gate`` edges of all notes (near-duplicate ``merge_cap``
+        edges never feed neighbour expansion); cached until the next edge write."""
         if self._csr is None:
             n = len(self.notes)
-            if self.edges:
-                e = np.array([(x.a, x.b) for x in self.edges.values()], dtype=np.int64)
-                w = np.array([x.weight for x in self.edges.values()], dtype=np.float32)
+            expandable = [x for x in self.edges.values() if x.origin == "gate"]
+            if expandable:
+                e = np.array([(x.a, x.b) for x in expandable], dtype=np.int64)
+                w = np.array([x.weight for x in expandable], dtype=np.float32)
                 src = np.concatenate([e[:, 0], e[:, 1]])
                 dst = np.concatenate([e[:, 1], e[:, 0]])
                 ww = np.concatenate([w, w])

@@ -5,7 +5,7 @@ Layout of a snapshot directory::
     memcore_manifest.json    format, format_version, construction hash + values, embedder, counts, file list
     notes.jsonl              one note per line (raws verbatim, context, keywords, flags)
     embeddings.npy           (notes, dim) float32, row i embeds note i's context
-    edges.jsonl              undirected typed weighted edges {a, b, weight, type}
+    edges.jsonl              undirected typed weighted edges {a, b, weight, type, origin}
     keywords.json            keyword strings (id = position) and each note's keyword ids
     keyword_embeddings.npy   (keywords, dim) float32
     topics.json              per topic: keyword ids and note ids; Leiden info
@@ -140,7 +140,7 @@ def load_memory(path: Path, expected: dict[str, Any], *, ann_threshold: int) -> 
         for line in fh:
             if line.strip():
                 d = json.loads(line)
-                store.edges[(d["a"], d["b"])] = Edge(d["a"], d["b"], float(d["weight"]), d["type"])
+                store.edges[(d["a"], d["b"])] = Edge(d["a"], d["b"], float(d["weight"]), d["type"], d.get("origin", "gate"))
     kw = json.loads((path / "keywords.json").read_text())
     kindex = KeywordIndex()
     for k in kw["keywords"]:

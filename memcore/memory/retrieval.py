@@ -316,8 +316,10 @@ class Retriever:
     def _expand(
         self, anchors: list[tuple[int, float]], scores: dict[int, float], channels: dict[int, set[str]]
     ) -> None:
-        """One hop along Related edges: neighbour score = max over adjacent anchors of anchor score × edge
-        weight × neighbor_weight; a note takes it when it beats the note's own fused score."""
+        """One hop along the gate's edges: neighbour score = max over adjacent anchors of anchor score × edge
+        weight × neighbor_weight, capped just below the lowest anchor that both channels found (so expansion adds
+        evidence but never pushes out an anchor the two channels agree on); a note takes it when it beats the
+        note's own fused score."""
         indptr, nbrs, weights = self.ix.store.neighbours_csr()
         ids = np.array([a for a, _ in anchors], dtype=np.int64)
         a_scores = np.array([s for _, s in anchors], dtype=np.float64)
@@ -330,6 +332,9 @@ class Retriever:
             a_scores, lens
         )
         prop *= self.cfg.neighbor_weight
+        dual = [sc for a, sc in anchors if len(channels.get(a, ())) >= 2]
+        if dual:
+            np.minimum(prop, np.nextafter(min(dual), 0.0), out=prop)
         uniq, inv = np.unique(nb, return_inverse=True)
         best = np.full(len(uniq), -np.inf)
         np.maximum.at(best, inv, prop)

@@ -89,6 +89,7 @@ class MemCoRe:
         self._refiner: Refiner | None = None
         self._stats_lock = threading.Lock()
         self._rounds: Counter[int] = Counter()
+        self._ier_stops: Counter[str] = Counter()
         self._retrieve_fallbacks: Counter[str] = Counter()
         self._near_dup_sum = 0.0
         self._retrieves = 0
@@ -145,8 +146,13 @@ class MemCoRe:
             return note.raw_text()
         if mode == "context":
             return note.context
-        raw = "\n".join(f"  > {r.render()}" for r in note.raws)
+        dated = len(note.dates) > 1  # a note spanning several sessions shows each turn's own date
+        raw = "\n".join(f"  > {r.render_dated() if dated else r.render()}" for r in note.raws)
         return f"{note.context}\n{raw}"
+
+    def render_dated(self, nid: int) -> str:
+        """``(date[; date…]) text``: a note as the IER judge sees it."""
+        return f"({self.store.notes[nid].timestamp}) {self.render(nid)}"
 
     # ------------------------------------------------------------------ build
     def ingest(self, turn: Turn) -> None:
@@ -225,7 +231,7 @@ class MemCoRe:
             decomposer=Decomposer(backbone, self.extractor, self.cfg, self.seed),
             kindex=self.kindex,
             backbone=backbone,
-            render=self.render,
+            render=self.render_dated,
             cfg=self.cfg,
             switches=self.sw,
             seed=self.seed,
@@ -248,7 +254,7 @@ class MemCoRe:
             chans = tuple(c for c in CHANNELS if c in pool.channels.get(nid, set()))
             notes.append(
                 EvidenceNote(
-                    f"n{nid}", self.render(nid), note.dia_ids, pool.scores.get(nid, 0.0), chans, note.timestamp
+                    f"n{nid}", self.render(nid), note.source_ids, pool.scores.get(nid, 0.0), chans, note.timestamp
                 )
             )
         vecs = self.store.vectors.matrix[np.asarray(top, dtype=np.int64)] if top else np.zeros((0, self.store.dim))
@@ -257,11 +263,13 @@ class MemCoRe:
         with self._stats_lock:
             self._retrieves += 1
             self._rounds[pool.rounds] += 1
+            self._ier_stops[pool.stop] += 1
             self._near_dup_sum += dup
             self._channel_counts.update(by_channel)
             self._retrieve_fallbacks.update(pool.fallbacks)
         extra = {
             "rounds_log": pool.log,
+            "ier_stop": pool.stop,
             "near_dup_rate": round(dup, 4),
             "channel_counts": dict(by_channel),
             "fallbacks": pool.fallbacks,
@@ -307,6 +315,7 @@ class MemCoRe:
         topic_notes = [len(t) for t in self.topics.notes]
         with self._stats_lock:
             rounds = dict(sorted(self._rounds.items()))
+            ier_stops = dict(sorted(self._ier_stops.items()))
             retrieves = self._retrieves
             near_dup = self._near_dup_sum / retrieves if retrieves else None
             channel_counts = dict(self._channel_counts)
@@ -343,6 +352,8 @@ class MemCoRe:
             "retrieval": {
                 "retrieves": retrieves,
                 "ier_rounds": rounds,
+                "ier_rounds_mean": round(sum(r * c for r, c in rounds.items()) / retrieves, 4) if retrieves else None,
+                "ier_stops": ier_stops,
                 "near_dup_rate_top_k_mean": None if near_dup is None else round(near_dup, 4),
                 "notes_by_channel": channel_counts,
                 "fallbacks": r_fallbacks,

@@ -1,6 +1,9 @@
-"""MemCoRe construction gate: judge a new note against its embedding-nearest candidates (JSON)."""
+"""MemCoRe construction gate: judge a new note against its embedding-nearest candidates (JSON).
 
-VERSION = "memcore-gate-v1"
+v2: every note shows its session date(s); the three relations have non-overlapping strength ranges; the rules
+say that a new fact about the same person, or the same kind of event on another date, is not redundant."""
+
+VERSION = "memcore-gate-v2"
 
 SYSTEM = (
     "You maintain a long-term memory of a conversation. You compare a new memory note with existing notes and "
@@ -13,10 +16,11 @@ USER = """New note:
 Existing notes:
 {candidates}
 
-For every existing note, judge its relation to the new note:
-- "redundant": both state the same fact or event (the new note repeats it or adds only a small detail). strength 0.7 to 1.0.
-- "complementary": same person and subject or the same event, and together they say more (one supports, contradicts or extends the other). strength 0.5 to 0.7.
-- "unrelated": different facts that merely share words or people. strength 0.0 to 0.5.
+For every existing note, judge its relation to the new note (each note starts with the date it was said):
+- "redundant": the new note says the SAME fact as the existing note, about the same event: a repetition or paraphrase. Merging them would lose nothing. strength 0.7 to 1.0.
+- "complementary": the same person and subject, or the same event, and the new note adds a different fact: a detail, a follow-up, a change of plan, a confirmation or a contradiction. strength 0.5 to 0.69.
+- "unrelated": different facts that only share a person, words or a kind of activity. strength 0.0 to 0.49.
+Rules: a new fact about the same person is NOT redundant. The same kind of event on a different date (another trip, another class, another game) is NOT redundant. If unsure between two relations, choose the weaker one.
 Also give "edge": "Supports" (one confirms or explains the other), "Conflicts" (they contradict each other, e.g. changed plans) or "Related_To" (anything else).
 
 Format: {{"judgements": [{{"id": 1, "relation": "redundant|complementary|unrelated", "strength": 0.0, "edge": "Supports|Conflicts|Related_To"}}, ...]}} with one entry per existing note."""
