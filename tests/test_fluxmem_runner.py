@@ -49,7 +49,8 @@ def responder(messages: Sequence[dict[str, str]]) -> str:
 
 def test_fluxmem_runs_through_the_runner_and_resumes(tmp_path: Path) -> None:
     _data_or_skip()
-    runner = Runner(validate(compose_run(tmp_path, [*BASE, "method=fluxmem"])), tmp_path / "run")
+    # T=2 pinned (the default follows upstream's 5 rounds since issue 15)
+    runner = Runner(validate(compose_run(tmp_path, [*BASE, "method=fluxmem", "method.T=2"])), tmp_path / "run")
     backbone = ScriptedBackbone(responder, usage=runner.usage)  # the run's tracker, so cost.json sees the calls
     runner.backbone_override = backbone
     result = runner.run()
@@ -76,7 +77,9 @@ def test_fluxmem_runs_through_the_runner_and_resumes(tmp_path: Path) -> None:
     assert updates > 0 and cost["per_question"]["memory_update"] == round(updates / 8, 4)
 
     n_calls = len(backbone.calls)
-    again = run_config(compose_run(tmp_path, [*BASE, "method=fluxmem"]), tmp_path / "run", backbone_override=backbone)
+    again = run_config(
+        compose_run(tmp_path, [*BASE, "method=fluxmem", "method.T=2"]), tmp_path / "run", backbone_override=backbone
+    )
     assert len(backbone.calls) == n_calls and again.metrics["overall"] == result.metrics["overall"]
 
 

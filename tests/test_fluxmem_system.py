@@ -76,10 +76,10 @@ class Script:
             return json.dumps({"mode": "expand", "text": self.reshape})
         if system == P.SKILL_EXTRACT_SYSTEM:
             self.log.append(("skill_extract", user))
-            return json.dumps({"skill": self.skills.pop(0)})
+            return json.dumps({"skill": self._next_skill()})
         if system == P.SKILL_REFINE_SYSTEM:
             self.log.append(("skill_refine", user))
-            return json.dumps({"skill": self.skills.pop(0)})
+            return json.dumps({"skill": self._next_skill()})
         if system == P.SKILL_RERUN_SYSTEM:
             self.log.append(("skill_rerun", user))
             skill = re.search(r"Procedure: (.*)", user)
@@ -91,8 +91,23 @@ class Script:
             return json.dumps({"answer": "x", "success": pattern[i % len(pattern)]})
         raise AssertionError(f"unexpected prompt: {system[:60]}")
 
+    def _next_skill(self) -> str:
+        """The next scripted skill text; the last one repeats (upstream's loop may rewrite more often)."""
+        return self.skills.pop(0) if len(self.skills) > 1 else self.skills[0]
+
     def purposes(self) -> list[str]:
         return [p for p, _ in self.log]
+
+
+# Stage 1 as it was before the upstream alignment (issue 15): pool by dense + BM25, layer-wide normalisation,
+# weights 0.4 / 0.3 / 0.3. Tests of that arithmetic pin it explicitly; the upstream defaults are tested below.
+OLD_STAGE1: dict[str, Any] = {
+    "pool_by": "hybrid",
+    "normalize_over": "layer",
+    "w_dense": 0.4,
+    "w_sparse": 0.3,
+    "w_llm": 0.3,
+}
 
 
 def build(script: Script, tmp_path: Path, **overrides: Any) -> tuple[FluxMem, ScriptedBackbone]:
@@ -178,7 +193,7 @@ def test_no_llm_at_ingest_without_fact_extraction(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- Stage 1
 def test_stage1_hybrid_ranking_with_llm_verification(tmp_path: Path) -> None:
     script = Script(relevant=[3])
-    mem, _ = build(script, tmp_path, extract_facts=False, k=2, verify_pool=4)
+    mem, _ = build(script, tmp_path, extract_facts=False, k=2, verify_pool=4, **OLD_STAGE1)
     q = "What breed is Rex?"
     q_vec = mem.embedder.encode([q])[0]
     pre, dn, sn = mem._pre_scores(q, q_vec)
@@ -196,7 +211,7 @@ def test_stage1_hybrid_ranking_with_llm_verification(tmp_path: Path) -> None:
 
 
 def test_verification_fallback_ranks_by_dense_and_bm25(tmp_path: Path) -> None:
-    mem, backbone = build(Script(), tmp_path, extract_facts=False, k=3)
+    mem, backbone = build(Script(), tmp_path, extract_facts=False, k=3, **OLD_STAGE1)
     backbone.responder = lambda messages: "not json"
     ev = mem.retrieve("What breed is Rex?")
     q_vec = mem.embedder.encode(["What breed is Rex?"])[0]
@@ -209,7 +224,7 @@ def test_verification_fallback_ranks_by_dense_and_bm25(tmp_path: Path) -> None:
 def test_refinement_honours_T_and_records_attributions(tmp_path: Path) -> None:
     unsupported = {"supported": False, "failure": "under_connection", "missing": "violin"}
     script = Script(checks=[unsupported] * 10)
-    mem, _ = build(script, tmp_path, extract_facts=False, k=2, T=2, consolidate=False)
+    mem, _ = build(script, tmp_path, extract_facts=False, k=2, T=2, expand_n=5, consolidate=False)
     ans = Answerer()
     text, ev = mem.answer(item("What breed is Rex?"), ans)
     assert text == "beagle" and len(ans.contexts) == 3 and ev.rounds == 3
@@ -322,6 +337,7 @@ def test_consolidation_makes_a_skill_and_stops_on_threshold(tmp_path: Path) -> N
         consolidate_every=0,
         cluster_min_sim=0.3,
         rerun_episodes=2,
+        pems_formula="linear",  # the earlier score (upstream's is the default now; tested below)
         pems_w_length=0.0,
         pems_w_drift=0.0,
         pems_threshold=0.2,
@@ -496,3 +512,31 @@ def test_specs_and_variants(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown config key"):
         SPEC.factory(replace(ctx, config={"name": "fluxmem", "T_max": 3}))
     assert FluxMemConfig().construction()["format_version"] == 1
+
+
+def test_stage1_upstream_fusion_over_the_dense_pool(tmp_path: Path) -> None:
+    """Upstream semantic_retriever: the pool is the dense top candidates, dense and BM25 are min-max
+    normalised over the pool, fused 1.0 / 0.5 / 0.3 with the LLM term; verification runs at 0.1, seeded."""
+    from baselines.fluxmem.relevance import minmax
+
+    script = Script(relevant=[2])
+    mem, backbone = build(script, tmp_path, extract_facts=False, k=2, verify_pool=4)
+    q = "What breed is Rex?"
+    q_vec = mem.embedder.encode([q])[0]
+    dense = mem.graph.sem_vecs @ q_vec
+    pool = np.lexsort((np.arange(len(dense)), -dense))[:4]
+    bm25 = np.asarray(mem.graph.bm25.scores(q), dtype=np.float64)
+    v = np.array([0.0, 1.0, 0.0, 0.0])
+    expected = (1.0 * minmax(dense[pool]) + 0.5 * minmax(bm25[pool]) + 0.3 * v) / 1.8
+    best = pool[np.lexsort((np.arange(4), -expected))[:2]]
+    seen: list[dict[str, Any]] = []
+    inner = backbone.complete
+
+    def recording(messages: Any, **kw: Any) -> Any:
+        seen.append(kw)
+        return inner(messages, **kw)
+
+    backbone.complete = recording  # type: ignore[method-assign]
+    ev = mem.retrieve(q)
+    assert [n.note_id for n in ev.notes] == [f"s{i}" for i in best]
+    assert [(kw["temperature"], kw["seed"]) for kw in seen] == [(0.1, 1)]  # one verification call

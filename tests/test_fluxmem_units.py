@@ -223,3 +223,61 @@ def test_yaml_configs_mirror_the_dataclass() -> None:
         assert variant["defaults"] == ["fluxmem", "_self_"]
         assert variant["name"] == name and variant[key] is False
         assert set(variant) == {"defaults", "name", key}
+
+
+# ---------------------------------------------------------------- upstream alignment (issue 15)
+def test_upstream_pems_formula() -> None:
+    """metrics/pems.py: S / (|V_proc| · ln(words)) · (1 − drift); a one-word skill scores 0."""
+    from baselines.fluxmem.consolidate import pems_upstream
+
+    assert pems_upstream(1.0, 1, 100, 0.0) == pytest.approx(1.0 / math.log(100))
+    assert pems_upstream(0.5, 2, 20, 0.1) == pytest.approx(0.5 / (2 * math.log(20)) * 0.9)
+    assert pems_upstream(1.0, 0, 20, 0.0) == pytest.approx(1.0 / math.log(20))  # |V_proc| at least 1
+    assert pems_upstream(1.0, 1, 1, 0.0) == 0.0 and pems_upstream(1.0, 1, 0, 0.0) == 0.0
+
+
+def test_refine_until_converged_follows_upstreams_loop() -> None:
+    """Round k scores version k; stop at |ΔPEMS| < ε or after `rounds` scores; a rewrite always replaces."""
+    from baselines.fluxmem.consolidate import refine_until_converged
+
+    scores = {"v1": 0.2, "v2": 0.205, "v3": 0.9}
+    texts = iter(["v1", "v2", "v3"])
+    out = refine_until_converged(
+        _version("v0", 0.5), lambda cur: next(texts), lambda t, p: _version(t, scores[t]), threshold=0.01, rounds=5
+    )
+    # v1 is worse than v0 and still replaces it; v2 moves PEMS by 0.005 < 0.01: converged
+    assert out.best.text == "v2" and out.version == 2 and out.rewrites == 2
+    assert [h["pems"] for h in out.history] == [0.5, 0.2, 0.205]
+    counter = iter(range(100))
+    capped = refine_until_converged(
+        _version("v0", 0.0),
+        lambda cur: f"v{next(counter)}",
+        lambda t, p: _version(t, float(len(t))),
+        threshold=0.0,
+        rounds=3,
+    )
+    assert capped.rewrites == 2 and len(capped.history) == 3  # 3 scores = 3 rounds
+    assert (
+        refine_until_converged(
+            _version("v0", 0.0), lambda c: "x", lambda t, p: _version(t, 0), threshold=1, rounds=1
+        ).rewrites
+        == 0
+    )
+
+
+def test_defaults_follow_upstream_fluxmemconfig() -> None:
+    cfg = FluxMemConfig()
+    assert (cfg.k, cfg.k_episodes, cfg.T, cfg.pems_threshold, cfg.pems_rounds) == (5, 3, 5, 0.01, 5)
+    assert (cfg.w_dense, cfg.w_sparse, cfg.w_llm) == (1.0, 0.5, 0.3)
+    assert (cfg.pool_by, cfg.normalize_over, cfg.pems_formula, cfg.verify_pool, cfg.expand_n) == (
+        "dense",
+        "pool",
+        "upstream",
+        15,
+        3,
+    )
+    assert (cfg.temperature_verify, cfg.temperature_check, cfg.temperature_skill_refine) == (0.1, 0.2, 0.5)
+    with pytest.raises(ConfigError, match="pems_formula"):
+        FluxMemConfig.from_dict({"pems_formula": "mine"})
+    with pytest.raises(ConfigError, match="pool_by"):
+        FluxMemConfig.from_dict({"pool_by": "bm25"})

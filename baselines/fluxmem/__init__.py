@@ -24,7 +24,7 @@ def _factory(name: str, forced: dict[str, Any]) -> Callable[[MethodContext], Flu
                 raise ConfigError(f"method {name} runs with {key}={value}; use method=fluxmem to set {key}={raw[key]}.")
             raw[key] = value
         cfg = FluxMemConfig.from_dict(raw)
-        return FluxMem(cfg, backbone=lambda: ctx.backbone, embedder=lambda: ctx.embedder)
+        return FluxMem(cfg, backbone=lambda: ctx.backbone, embedder=lambda: ctx.embedder, seed=ctx.seed)
 
     return factory
 

@@ -18,9 +18,13 @@ CONSTRUCTION_KEYS: tuple[str, ...] = (
 )
 
 
+PEMS_FORMULAS = ("upstream", "linear")
+
+
 @dataclass(frozen=True)
 class FluxMemConfig:
-    """Every knob with its default (configs/method/fluxmem.yaml mirrors these)."""
+    """Every knob with its default (configs/method/fluxmem.yaml mirrors these). Defaults follow FluxMemConfig
+    and the stage code of zjunlp/LightMem ``src/fluxmem`` where a counterpart exists (baselines/fluxmem/README.md)."""
 
     name: str = "fluxmem"
     format_version: int = 1  # bump when code changes what construction builds
@@ -33,22 +37,26 @@ class FluxMemConfig:
 
     # Stage 1: connection forming
     connect: bool = True  # false: plain dense top-k over the semantic layer, no BM25 / LLM / episodes / skills
-    k: int = 10  # semantic nodes linked to the step anchor
-    verify_pool: int = 20  # top candidates (by dense + BM25) the LLM verifies
+    k: int = 5  # semantic nodes linked to the step anchor (upstream top_k_semantic)
+    verify_pool: int = 15  # candidates the LLM verifies (upstream: the 3·top_k dense candidates)
     llm_verify: bool = True
-    w_dense: float = 0.4
-    w_sparse: float = 0.3
-    w_llm: float = 0.3
+    # upstream: the pool is the 3·k dense candidates and each signal is min-max normalised over the pool;
+    # hybrid/layer: pool by dense + BM25, dense min-max and BM25 / max over the whole semantic layer (earlier)
+    pool_by: str = "dense"  # dense | hybrid
+    normalize_over: str = "pool"  # pool | layer
+    w_dense: float = 1.0  # upstream dense_weight
+    w_sparse: float = 0.5  # upstream bm25_weight
+    w_llm: float = 0.3  # upstream llm_weight
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
-    k_episodes: int = 3  # most similar past episodes joining the step subgraph
+    k_episodes: int = 3  # most similar past episodes joining the step subgraph (upstream top_k_episodic)
     episode_min_sim: float = 0.5
     episodes_supported_only: bool = True  # only episodes whose answer was self-judged supported
 
     # Stage 2: feedback-driven refinement
     refine: bool = True
-    T: int = 2  # at most T refinement rounds (answers ≤ T + 1)
-    expand_n: int = 5  # nodes added by one link expansion
+    T: int = 5  # at most T refinement rounds (answers ≤ T + 1; upstream max_refinement_rounds)
+    expand_n: int = 3  # nodes added by one link expansion (upstream expand_top_k)
     expand_assoc_bonus: float = 0.2  # bonus per unit association weight to the active subgraph
     prune_n: int = 2  # nodes dropped by one pruning when the checker names none
     min_keep: int = 3  # pruning never leaves fewer semantic nodes than this
@@ -63,13 +71,26 @@ class FluxMemConfig:
     max_cluster_episodes: int = 6  # episodes shown to the LLM per cluster
     rerun_episodes: int = 3  # source episodes re-run per skill version
     skill_max_words: int = 80
-    pems_threshold: float = 0.02  # stop refining once PEMS improves by less than this
-    pems_target: float = 0.9  # skills scoring at least this are not rewritten
-    pems_max_iters: int = 3
+    # upstream: PEMS = S / (|skills| · ln(words)) · (1 − drift), rewrite until |ΔPEMS| < pems_threshold or
+    # pems_rounds evaluations (metrics/pems.py, stage3_consolidation.py); linear: our earlier weighted score
+    pems_formula: str = "upstream"
+    pems_threshold: float = 0.01  # upstream ε: |ΔPEMS| below it = converged (linear: minimum gain)
+    pems_rounds: int = 5  # upstream max_consolidation_rounds (evaluations per skill)
+    pems_target: float = 0.9  # linear only: skills scoring at least this are not rewritten
+    pems_max_iters: int = 3  # linear only: rewrites per skill
     pems_w_success: float = 1.0
     pems_w_length: float = 0.2
     pems_w_drift: float = 0.3
-    pems_length_ref: int = 120  # tokens at which the length penalty saturates
+    pems_length_ref: int = 120  # linear only: tokens at which the length penalty saturates
+
+    # sampling temperatures per call purpose (upstream OpenAILLM: verify 0.1, attribute_failure 0.2,
+    # reshape_content 0.4, extract_skills 0.3, refine_skill 0.5, generate 0.7); seeded so the cache replays them
+    temperature_verify: float = 0.1
+    temperature_check: float = 0.2
+    temperature_reshape: float = 0.4
+    temperature_skill_extract: float = 0.3
+    temperature_skill_refine: float = 0.5
+    temperature_skill_rerun: float = 0.7
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> FluxMemConfig:
@@ -109,6 +130,7 @@ class FluxMemConfig:
             "rerun_episodes",
             "skill_max_words",
             "pems_length_ref",
+            "pems_rounds",
         )
         for key in positive:
             if getattr(self, key) < 1:
@@ -131,6 +153,12 @@ class FluxMemConfig:
             "pems_w_success",
             "pems_w_length",
             "pems_w_drift",
+            "temperature_verify",
+            "temperature_check",
+            "temperature_reshape",
+            "temperature_skill_extract",
+            "temperature_skill_refine",
+            "temperature_skill_rerun",
         )
         for key in non_negative:
             if getattr(self, key) < 0:
@@ -140,6 +168,12 @@ class FluxMemConfig:
         if self.w_dense + self.w_sparse <= 0:
             raise ConfigError(
                 "fluxmem: w_dense + w_sparse must be > 0 (the candidates are ranked by them before verification)."
+            )
+        if self.pool_by not in ("dense", "hybrid") or self.normalize_over not in ("pool", "layer"):
+            raise ConfigError("fluxmem: pool_by must be dense or hybrid and normalize_over pool or layer.")
+        if self.pems_formula not in PEMS_FORMULAS:
+            raise ConfigError(
+                f"fluxmem: pems_formula must be one of {', '.join(PEMS_FORMULAS)}, got {self.pems_formula!r}."
             )
         if self.max_cluster_episodes < self.min_cluster_size:
             raise ConfigError("fluxmem: max_cluster_episodes must be >= min_cluster_size.")

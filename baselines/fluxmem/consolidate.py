@@ -1,14 +1,19 @@
 """Stage 3 pieces without LLM calls: trajectory clustering, the PEMS score and the test-score-refine
 loop (the LLM parts come in as callables, so the loop is testable on its own).
 
-PEMS(v) = w_s · S(v) − w_l · min(1, L(v) / L_ref) − w_d · D(v), with S the mean self-judged success of
-the re-run source episodes, L the skill length in tokens and D = 1 − cos(e_v, e_{v−1}) the embedding
-drift from the version it rewrites (0 for the first version). Higher is more mature: it works, it
-is short, and it has stopped moving.
+Two PEMS formulas. ``upstream`` (default) is zjunlp/LightMem ``src/fluxmem/metrics/pems.py``:
+PEMS(v) = S(v) / (|V_proc| · ln L(v)) · (1 − D(v)), with S the mean success of the re-run source episodes,
+|V_proc| the number of skills, L the skill length in words (``split()``) and D = 1 − cos(e_v, e_{v−1}) the
+embedding drift from the previous version (0 for the first); the loop (``stage3_consolidation.py``
+``iterative_consolidation``) rewrites the skill until |PEMS_k − PEMS_{k−1}| < ε or ``rounds`` evaluations,
+and every rewrite replaces the current version. ``linear`` is this package's earlier score,
+PEMS(v) = w_s · S − w_l · min(1, L / L_ref) − w_d · D with L in tokens, in a loop that keeps a rewrite only
+if it scores higher.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -45,8 +50,16 @@ class PEMSWeights:
 
 
 def pems(success: float, tokens: int, drift: float, w: PEMSWeights) -> float:
-    """The procedure evolution maturity score of one skill version (see module docstring)."""
+    """The ``linear`` maturity score of one skill version (see module docstring)."""
     return w.success * success - w.length * min(1.0, tokens / w.length_ref) - w.drift * drift
+
+
+def pems_upstream(success: float, n_skills: int, words: int, drift: float) -> float:
+    """Upstream PEMS: success / (max(n_skills, 1) · ln(max(words, 1))) · (1 − drift); 0 for a one-word skill."""
+    log_length = math.log(max(words, 1))
+    if log_length == 0:
+        return 0.0
+    return success / (max(n_skills, 1) * log_length) * (1.0 - drift)
 
 
 @dataclass(frozen=True)
@@ -109,3 +122,33 @@ def refine_skill(
         if gain < threshold:
             break
     return RefineOutcome(best, version, history, rewrites)
+
+
+def refine_until_converged(
+    first: VersionScore,
+    rewrite: Callable[[VersionScore], str | None],
+    evaluate: Callable[[str, np.ndarray | None], VersionScore],
+    *,
+    threshold: float,
+    rounds: int,
+) -> RefineOutcome:
+    """Upstream's test-score-refine loop: round k scores version k; it stops when |PEMS_k − PEMS_{k−1}| <
+    ``threshold`` (needs two scores) or after ``rounds`` scores; otherwise the LLM rewrites the skill and the
+    rewrite replaces it, better or not. ``rewrite`` returning None (no usable text) ends the loop early."""
+    current, version, rewrites = first, 0, 0
+    history = [first.record(0, True)]
+    previous: float | None = None
+    for round_k in range(1, rounds + 1):
+        if previous is not None and abs(current.score - previous) < threshold:
+            break
+        if round_k == rounds:
+            break
+        text = rewrite(current)
+        rewrites += 1
+        if text is None:
+            break
+        previous = current.score
+        current = evaluate(text, current.vec)
+        version += 1
+        history.append(current.record(version, True))
+    return RefineOutcome(current, version, history, rewrites)

@@ -90,9 +90,14 @@ class FluxMem:
     lock: QA is sequential by design (episodes accumulate), ``retrieve`` is safe from any thread."""
 
     def __init__(
-        self, cfg: FluxMemConfig, backbone: Callable[[], ChatBackbone], embedder: Callable[[], Embedder]
+        self,
+        cfg: FluxMemConfig,
+        backbone: Callable[[], ChatBackbone],
+        embedder: Callable[[], Embedder],
+        seed: int = 0,
     ) -> None:
         self.cfg = cfg
+        self.seed = seed
         self._backbone = backbone
         self._embedder = embedder
         self.graph = FluxGraph(cfg.bm25_k1, cfg.bm25_b)
@@ -112,13 +117,20 @@ class FluxMem:
     def _embed(self, texts: list[str]) -> np.ndarray:
         return self.embedder.encode(texts)
 
+    def _temperature(self, purpose: str) -> float:
+        """The sampling temperature of a call purpose (upstream's per-call values; fact extraction: 0)."""
+        return float(getattr(self.cfg, f"temperature_{purpose}", 0.0))
+
     def _json(self, purpose: str, stage: str, system: str, user: str, **kw: Any) -> Any:
-        """One JSON call, counted per purpose (attempts included)."""
+        """One JSON call at the purpose's temperature (seeded), counted per purpose (attempts included)."""
+        temperature = self._temperature(purpose)
         result = complete_json(
             self.backbone,
             [{"role": "system", "content": system}, {"role": "user", "content": user}],
             stage=stage,
             prompt_version=f"{P.VERSION}:{purpose}",
+            temperature=temperature,
+            seed=self.seed if temperature > 0 else None,
             **kw,
         )
         self.counters[f"calls_{purpose}"] += result.attempts
@@ -196,14 +208,21 @@ class FluxMem:
                 sub.link(ids[i], float(dense[i]), ("dense",))
             return sub
         pre, dense_n, sparse_n = self._pre_scores(question, q_vec)
-        pool = top_indices(pre, max(self.cfg.verify_pool, k))
+        size = max(self.cfg.verify_pool, k)
+        # upstream: the dense top candidates; hybrid: by dense + BM25
+        pool = top_indices(self.graph.sem_vecs @ q_vec if self.cfg.pool_by == "dense" else pre, size)
         verified: np.ndarray | None = None
         if self.cfg.llm_verify and self.cfg.w_llm > 0:
             verified = self._verify(question, [ids[i] for i in pool])
         pool_arr = np.asarray(pool, dtype=np.int64)
+        if self.cfg.normalize_over == "pool":  # upstream: min-max of each signal over the candidates
+            pool_dense = minmax((self.graph.sem_vecs @ q_vec)[pool_arr])
+            pool_sparse = minmax(np.asarray(self.graph.bm25.scores(question), dtype=np.float64)[pool_arr])
+        else:
+            pool_dense, pool_sparse = dense_n[pool_arr], sparse_n[pool_arr]
         hybrid = fuse(
-            dense_n[pool_arr],
-            sparse_n[pool_arr],
+            pool_dense,
+            pool_sparse,
             verified,
             w_dense=self.cfg.w_dense,
             w_sparse=self.cfg.w_sparse,
@@ -491,12 +510,18 @@ class FluxMem:
             self.cfg.pems_w_success, self.cfg.pems_w_length, self.cfg.pems_w_drift, self.cfg.pems_length_ref
         )
 
+        n_skills = len(self.graph.skills) + 1  # upstream's |V_proc| counts the skill being consolidated
+
         def evaluate(text: str, prev_vec: np.ndarray | None) -> c3.VersionScore:
             vec = self._embed([text])[0]
             drift = 0.0 if prev_vec is None else float(1.0 - np.clip(vec @ prev_vec, -1.0, 1.0))
             results = tuple(self._rerun(text, ep) for ep in rerun)
             judged = [r[2] for r in results if r[2] is not None]
             success = sum(judged) / len(judged) if judged else 0.0
+            if self.cfg.pems_formula == "upstream":
+                words = len(text.split())
+                score = c3.pems_upstream(success, n_skills, words, drift)
+                return c3.VersionScore(text, vec, success, words, drift, score, results)
             tokens = count_tokens(text)
             return c3.VersionScore(text, vec, success, tokens, drift, c3.pems(success, tokens, drift, weights), results)
 
@@ -524,14 +549,23 @@ class FluxMem:
             )
             return out.value
 
-        outcome = c3.refine_skill(
-            evaluate(res.value, None),
-            rewrite,
-            evaluate,
-            threshold=self.cfg.pems_threshold,
-            target=self.cfg.pems_target,
-            max_iters=self.cfg.pems_max_iters,
-        )
+        if self.cfg.pems_formula == "upstream":
+            outcome = c3.refine_until_converged(
+                evaluate(res.value, None),
+                rewrite,
+                evaluate,
+                threshold=self.cfg.pems_threshold,
+                rounds=self.cfg.pems_rounds,
+            )
+        else:
+            outcome = c3.refine_skill(
+                evaluate(res.value, None),
+                rewrite,
+                evaluate,
+                threshold=self.cfg.pems_threshold,
+                target=self.cfg.pems_target,
+                max_iters=self.cfg.pems_max_iters,
+            )
         self.counters["skill_rewrites"] += outcome.rewrites
         skill = Skill(
             f"k{len(self.graph.skills)}",
