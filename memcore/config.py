@@ -85,7 +85,9 @@ class AblationConfig:
 class EvalConfig:
     answer: bool = True
     judge: bool = False
-    judge_backbone: str | None = None
+    judge_preset: str = "judge-v1"  # judge-v1 | mem0-judge (memcore.eval.judge.JUDGE_PRESETS)
+    judge_backbone: str | None = None  # null: the judge preset's default (mem0-judge: gpt-4o-mini), else the run's
+    judge_runs: int | None = None  # null: the judge preset's default (judge-v1 1, mem0-judge 3)
     audited: bool = False
     audit_path: str | None = None
     budget: int | None = None

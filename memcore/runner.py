@@ -78,8 +78,17 @@ def result_fields(cfg: DictConfig, dataset_sha256: str) -> dict[str, Any]:
         "dataset_sha256": dataset_sha256,
         "protocol": c["protocol"],
         "seed": c["seed"],
-        "eval": {k: c["eval"].get(k) for k in ("answer", "budget", "judge", "judge_backbone", "audited")},
+        "eval": _eval_fields(c["eval"]),
     }
+
+
+def _eval_fields(ev: dict[str, Any]) -> dict[str, Any]:
+    """The result-affecting ``eval`` keys; the judge preset and its number of runs only when judging (so runs
+    made before they existed still resume)."""
+    out = {k: ev.get(k) for k in ("answer", "budget", "judge", "judge_backbone", "audited")}
+    if ev.get("judge"):
+        out.update(judge_preset=ev.get("judge_preset"), judge_runs=ev.get("judge_runs"))
+    return out
 
 
 class Runner:
@@ -105,6 +114,8 @@ class Runner:
         self.conv_stats: dict[str, Any] = {}
         self.data_cleaning: dict[str, Any] = {}
         self._judge: LazyResource | None = None  # LLM judge (issue 5), built on first use when eval.judge
+        self.audit_changed: dict[str, str] = {}  # eval.audited: item_id -> the audit's error_type (gold ceiling)
+        self.audit_items: dict[str, Any] = {}
         self._stop = threading.Event()  # set on the first fatal error: the other workers stop taking items
 
     # ---------------------------------------------------------------- setup
@@ -144,6 +155,7 @@ class Runner:
                 for q in conv.qa:
                     audit[q.item_id] = q
             log.info("audited overlay: %s", report.to_dict())
+            self.audit_changed, self.audit_items = dict(report.changed), audit
         return convs, dataset.sha256, audit
 
     def _guard(self, fields: dict[str, Any]) -> None:
@@ -181,10 +193,12 @@ class Runner:
     def run(self) -> RunResult:
         t_start = time.perf_counter()
         self._check_ablation()
-        if self.cfg.eval.judge:  # LLM judge (issue 5): a bad eval.judge_backbone fails here, before any work
-            from memcore.eval.judge import judge_run_info
+        # LLM judge (issues 5, 15): a bad judge preset / backbone / runs value or a missing key fails here, before any work
+        from memcore.eval.judge import get_preset, judge_run_info
 
-            judge_run_info(self.cfg)
+        get_preset(self.cfg.eval.get("judge_preset"))
+        if self.cfg.eval.judge:
+            judge_run_info(self.cfg, check_key=True)
         convs, data_sha, audit = self._load_conversations()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._guard(result_fields(self.cfg, data_sha))
@@ -399,11 +413,15 @@ class Runner:
         gold = item.gold(protocol)
         scores = score_answer(answer_text, gold, item.category, protocol) if answer_text is not None else {}
         ev = evidence_scores(item.evidence, evidence.dia_ids)
-        # --- LLM judge (issue 5): scores["judge"] = 1.0 CORRECT / 0.0 WRONG ---
-        verdict = None
+        # --- LLM judge (issues 5, 15): scores["judge"] = mean over runs of 1.0 CORRECT / 0.0 WRONG,
+        # scores["judge_runs"] per run, scores["judge_majority"]; None when the preset skips the category ---
+        from memcore.eval.judge import verdict_record, verdict_scores
+
+        verdicts = None
         if self.cfg.eval.judge and answer_text is not None and self._judge is not None:
-            verdict = self._judge.get().judge_item(item, answer_text, protocol)
-            scores["judge"] = verdict.score
+            verdicts = self._judge.get().judge_runs(item, answer_text, protocol)
+            if verdicts is not None:
+                scores.update(verdict_scores(verdicts))
         # --- end LLM judge ---
         context = evidence.render()
         record: dict[str, Any] = {
@@ -438,14 +456,15 @@ class Runner:
                 "recall": None if a_ev is None else a_ev["recall"],
                 "hit": None if a_ev is None else a_ev["hit"],
             }
-            if verdict is not None and self._judge is not None:  # LLM judge (issue 5) against the audited gold
-                same = a_gold == gold
-                a_verdict = (
-                    verdict if same else self._judge.get().judge_item(item, answer_text, protocol, gold_item=audited)
+            if verdicts is not None and self._judge is not None:  # LLM judge (issue 5) against the audited gold
+                same = audited.answer == item.answer and a_gold == gold
+                a_verdicts = (
+                    verdicts if same else self._judge.get().judge_runs(item, answer_text, protocol, gold_item=audited)
                 )
-                record["audited"]["scores"]["judge"] = a_verdict.score
-        if verdict is not None:
-            record["judge"] = verdict.to_json()
+                if a_verdicts is not None:
+                    record["audited"]["scores"].update(verdict_scores(a_verdicts))
+        if verdicts is not None and self._judge is not None:
+            record["judge"] = verdict_record(self._judge.get().protocol.name, verdicts)
         return record
 
     # ---------------------------------------------------------------- builders
@@ -537,6 +556,16 @@ class Runner:
             from memcore.eval.judge import judge_run_info
 
             metrics["run"]["judge"] = judge_run_info(self.cfg)
+        if self.cfg.eval.answer:  # issue 15: the answer prompt moves J more than the memory does; disclose it
+            from memcore.eval.disclosure import answer_disclosure
+
+            metrics["run"]["answer"] = answer_disclosure(self.cfg.protocol, items)
+        if self.audit_changed:  # issue 15: the best score a perfect system reaches against the original gold
+            from memcore.eval.ceiling import gold_ceiling
+
+            metrics["gold_ceiling"] = gold_ceiling(
+                convs, self.audit_changed, self.audit_items, str(self.cfg.protocol.name)
+            )
         if any("audited" in r for r in items):
             audited_items = [
                 dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 
@@ -15,6 +16,8 @@ from memcore.eval.judge import Judge, JudgeConfigError, judge_gold, label_from_t
 from memcore.itemlog import read_items
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.prompts import judge as prompts
+from memcore.prompts import judge_mem0
+from memcore.registry import UnknownNameError
 from memcore.runner import Runner
 from memcore.types import Category, QAItem
 from tests.runner_utils import compose_run
@@ -122,20 +125,25 @@ def test_runner_adds_judge_scores_and_records_the_preset(tmp_path) -> None:
     result = runner.run()
     items = read_items(tmp_path / "run" / "items.jsonl")
     assert len(items) == 8
+    assert result.metrics["run"]["answer"]["prompt"] == "answer-v1/amem"
+    assert result.metrics["run"]["answer"]["mean_words"] == 1.0  # every answer is "beagle"
     for r in items:
         expected = 1.0 if any(ch.isdigit() for ch in r["gold"]) else 0.0
         assert r["scores"]["judge"] == expected
-        assert r["judge"]["label"] == ("CORRECT" if expected else "WRONG")
+        assert r["judge"]["majority"] == ("CORRECT" if expected else "WRONG")
     assert bb.calls_by_stage() == {"answer": 8, "judge": 8}
     mean = sum(r["scores"]["judge"] for r in items) / 8
     assert result.metrics["overall"]["judge"] == pytest.approx(mean)
     info = result.metrics["run"]["judge"]
-    assert info == {
+    assert {k: info[k] for k in ("judge_preset", "preset", "model", "prompt_version", "prompt_hash", "runs")} == {
+        "judge_preset": "judge-v1",
         "preset": "local",
         "model": "qwen2.5-coder-1.5b-instruct-q4_k_m",
         "prompt_version": judge_mod.prompt_version(),
         "prompt_hash": judge_mod.prompt_hash(),
+        "runs": 1,
     }
+    assert items[0]["judge"]["preset"] == "judge-v1" and len(items[0]["judge"]["runs"]) == 1
     assert result.cost["per_question"]["judge"] == 1.0
     assert result.cost["usage"]["by_stage"]["judge"]["calls"] == 8
 
@@ -150,3 +158,156 @@ def test_bad_judge_preset_fails_before_any_work(tmp_path) -> None:
     with pytest.raises(JudgeConfigError, match="no backbone preset"):
         runner.run()
     assert not (tmp_path / "run" / "items.jsonl").exists()
+
+
+# --------------------------------------------------------------------------- issue 15: mem0-judge preset
+MEM0_PHRASES = (
+    "Your task is to label an answer to a question as ’CORRECT’ or ’WRONG’.",
+    "    (1) a question (posed by one user to another user), \n",
+    "Gold answer: A shell necklace\n",
+    'Even if the format differs (e.g., "May 7th" vs "7 May"), consider it CORRECT if it\'s the same date.',
+    "Now it's time for the real question:",
+    "Question: {question}\nGold answer: {gold_answer}\nGenerated answer: {generated_answer}\n",
+    'Just return the label CORRECT or WRONG in a json format with the key as "label".\n',
+)
+
+
+def test_mem0_accuracy_prompt_is_the_original_text() -> None:
+    """sha256 computed from mem0ai/mem0 evaluation/metrics/llm_judge.py at aae5989 (git show <commit>:<path>)."""
+    text = judge_mem0.ACCURACY_PROMPT
+    assert hashlib.sha256(text.encode("utf-8")).hexdigest() == (
+        "62395dd312a631dfd9355026a0b69cc936018274c3198b6365b5c2a5c9bca9e0"
+    )
+    assert hashlib.sha256(text.encode("utf-8")).hexdigest() == judge_mem0.ACCURACY_PROMPT_SHA256
+    for phrase in MEM0_PHRASES:
+        assert phrase in text, phrase
+    assert text.startswith("\nYour task") and text.count("’") == 6 and len(text) == 1657
+    assert judge_mem0.SOURCE_COMMIT == "aae5989e78a6188b3b047c104d960c9ad0927e75"
+
+
+def test_mem0_preset_sends_one_user_message_and_reads_the_label_as_mem0_does() -> None:
+    bb = _reply('{"label": "CORRECT"}')
+    judge = Judge(bb, judge_preset="mem0-judge")
+    assert judge.runs == 3
+    assert judge.judge("When?", "7 May 2023", "May 7th").label == "CORRECT"
+    ((_, msgs),) = bb.calls
+    assert msgs == [
+        {
+            "role": "user",
+            "content": judge_mem0.ACCURACY_PROMPT.format(
+                question="When?", gold_answer="7 May 2023", generated_answer="May 7th"
+            ),
+        }
+    ]
+    # Mem0 scores 1 iff label == "CORRECT" exactly: "correct" is 0 there, and here
+    assert Judge(_reply('{"label": "correct"}'), judge_preset="mem0-judge").judge("q", "g", "a").label == "WRONG"
+    no_label = _reply('{"verdict": "CORRECT"}')
+    v = Judge(no_label, judge_preset="mem0-judge").judge("q", "g", "a")
+    assert (v.label, v.parsed) == ("CORRECT", False)  # retried once, then the counted text fallback
+    assert no_label.usage.parse_failures() == {"judge": {judge_mod.FALLBACK_KIND: 1}}
+
+
+def test_mem0_preset_skips_category_5_and_grades_the_raw_answer() -> None:
+    bb = _reply('{"label": "CORRECT"}')
+    judge = Judge(bb, judge_preset="mem0-judge", runs=2)
+    adv = _item(Category.ADVERSARIAL, answer=None, adversarial="self-care is important")
+    assert judge.judge_runs(adv, "Not mentioned", "amem") is None and bb.calls == []
+    verdicts = judge.judge_runs(_item(), "a beagle", "locomo")
+    assert verdicts is not None and [v.label for v in verdicts] == ["CORRECT", "CORRECT"]
+    assert "Gold answer: a beagle" in bb.calls[0][1][0]["content"]
+
+
+class _VersionRecorder(ScriptedBackbone):
+    def __init__(self, labels: Sequence[str]) -> None:
+        self.labels = list(labels)
+        self.versions: list[str] = []
+        super().__init__(lambda messages: json.dumps({"label": self.labels[len(self.versions) - 1]}))
+
+    def complete(self, messages, **kwargs):  # type: ignore[no-untyped-def]
+        self.versions.append(kwargs["prompt_version"])
+        return super().complete(messages, **kwargs)
+
+
+def test_each_run_index_is_its_own_cache_entry_and_majority_is_kept() -> None:
+    bb = _VersionRecorder(["CORRECT", "WRONG", "CORRECT"])
+    verdicts = Judge(bb, judge_preset="mem0-judge").judge_runs(_item(), "beagle", "amem")
+    assert verdicts is not None
+    base = judge_mod.get_preset("mem0-judge").prompt_version()
+    assert bb.versions == [base, f"{base}#run-1", f"{base}#run-2"]
+    scores = judge_mod.verdict_scores(verdicts)
+    assert scores == {"judge": pytest.approx(2 / 3), "judge_runs": [1.0, 0.0, 1.0], "judge_majority": 1.0}
+    rec = judge_mod.verdict_record("mem0-judge", verdicts)
+    assert [r["label"] for r in rec["runs"]] == ["CORRECT", "WRONG", "CORRECT"] and rec["majority"] == "CORRECT"
+    assert judge_mod.majority_label(verdicts[:2]) == "WRONG"  # a tie is WRONG
+
+
+def test_unknown_judge_preset_and_bad_runs_fail_with_one_line() -> None:
+    with pytest.raises(UnknownNameError, match=r"unknown judge preset 'mem0'\. Did you mean 'mem0-judge'"):
+        judge_mod.get_preset("mem0")
+    with pytest.raises(JudgeConfigError, match="judge_runs must be >= 1"):
+        Judge(_reply("{}"), runs=0)
+
+
+def test_mem0_preset_without_a_key_fails_before_any_work(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _data_or_skip()
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cfg = compose_run(
+        tmp_path,
+        [
+            "dataset=locomo-tiny",
+            "embedder=hashing",
+            "method=rag_bm25",
+            "eval.judge=true",
+            "eval.judge_preset=mem0-judge",
+        ],
+    )
+    runner = Runner(validate(cfg), tmp_path / "run", backbone_override=ScriptedBackbone(_responder))
+    with pytest.raises(JudgeConfigError, match=r"needs \$OPENAI_API_KEY.*eval.judge_backbone"):
+        runner.run()
+    assert not (tmp_path / "run" / "items.jsonl").exists()
+
+
+def _mem0_responder(messages: Sequence[dict[str, str]]) -> str:
+    """Answers 'beagle'; Mem0's judge says CORRECT iff the gold contains a digit."""
+    content = messages[-1]["content"] if len(messages) == 1 else messages[0]["content"]
+    if content.startswith(judge_mem0.ACCURACY_PROMPT[:40]):
+        gold = content.split("Gold answer: ")[-1].split("\n", 1)[0]
+        return json.dumps({"label": "CORRECT" if any(ch.isdigit() for ch in gold) else "WRONG"})
+    return json.dumps({"answer": "beagle"})
+
+
+def test_runner_with_mem0_judge_three_runs_on_a_local_judge(tmp_path) -> None:
+    _data_or_skip()
+    cfg = compose_run(
+        tmp_path,
+        [
+            "dataset=locomo-tiny",
+            "embedder=hashing",
+            "method=rag_bm25",
+            "eval.judge=true",
+            "eval.judge_preset=mem0-judge",
+            "eval.judge_backbone=local",
+        ],
+    )
+    runner = Runner(validate(cfg), tmp_path / "run")
+    bb = ScriptedBackbone(_mem0_responder, usage=runner.usage)
+    runner.backbone_override = bb
+    result = runner.run()
+    items = read_items(tmp_path / "run" / "items.jsonl")
+    judged = [r for r in items if r["category"] != 5]
+    assert bb.calls_by_stage()["judge"] == 3 * len(judged)
+    for r in items:
+        if r["category"] == 5:
+            assert "judge" not in r["scores"] and "judge" not in r
+        else:
+            assert len(r["judge"]["runs"]) == 3 and r["scores"]["judge_runs"] == [r["scores"]["judge"]] * 3
+    overall = result.metrics["overall"]
+    assert overall["n_judged"] == len(judged) and overall["judge_n_runs"] == 3
+    assert overall["judge_std"] == 0.0 and overall["judge_agreement"] == 1.0
+    assert result.metrics["overall_no_adv"]["judge"] == pytest.approx(overall["judge"])
+    assert result.metrics["run"]["judge"]["judge_preset"] == "mem0-judge"
+    table = (tmp_path / "run" / "table.md").read_text()
+    assert "J % (mean ± std over runs)" in table and "J majority %" in table
+    assert "judge preset mem0-judge (mem0ai/mem0 evaluation/metrics/llm_judge.py @ aae5989" in table
+    assert "all runs agreed on 100.0% of items" in table
+    assert "Answers: prompt answer-v1/amem" in table

@@ -143,11 +143,14 @@ def test_main_table_numbers_deltas_and_cis(tmp_path: Path, paper) -> None:
         in md
     )
     ours = next(line for line in md.splitlines() if "| ours |" in line)
-    assert "| 25.00 | 100.00 | – | 100.00 | 100.00 | 70.00 [66.67, 75.00] | 58.00 [" in ours
+    # the paper's overall (categories 1-5) and categories 1-4 side by side
+    assert "| 25.00 | 100.00 | – | 100.00 | 100.00 | 70.00 [66.67, 75.00] | 62.50 [50.00, 75.00] | 58.00 [" in ours
     assert "| 22.5 | 2,090 | 20.0 |" in ours
     # paper (gpt-4o-mini, memcore): 32.11 46.61 23.98 44.74 51.48 | 43.76 37.27
-    assert "| paper | 32.11 | 46.61 | 23.98 | 44.74 | 51.48 | 43.76 | 37.27 |" in md
-    assert "| Δ ours−paper | -7.11 | +53.39 | – | +55.26 | +48.52 | +26.24 | +20.73 |" in md
+    assert "| paper | 32.11 | 46.61 | 23.98 | 44.74 | 51.48 | 43.76 | – | 37.27 |" in md
+    assert "| Δ ours−paper | -7.11 | +53.39 | – | +55.26 | +48.52 | +26.24 | – | +20.73 |" in md
+    assert "F1 cat. 1-5 (paper's overall) (95% CI)" in md and "F1 cat. 1-4 (95% CI)" in md
+    assert "category 5 is scored against adversarial_answer, the misleading answer" in md
 
     rec = next(csv.DictReader(io.StringIO(table.to_csv())))
     assert rec["f1"] == "70.0000" and rec["f1_paper"] == "43.7600" and rec["f1_delta"] == "26.2400"
@@ -164,7 +167,7 @@ def test_not_comparable_runs_are_flagged(tmp_path: Path, paper) -> None:
     write_run(tmp_path, backbone="qwen3-8b", method="memcore", items=main_items(), dataset="locomo-mini")
     md = main_table([summarize_run(r, n_boot=50) for r in load_runs([tmp_path])], paper).to_markdown()
     assert "Δ ours−paper †" in md and "locomo-mini/amem" in md
-    assert "| paper | 28.24 | 38.39 | 15.43 | 42.09 | 43.79 | 38.62 | 34.51 |" in md
+    assert "| paper | 28.24 | 38.39 | 15.43 | 42.09 | 43.79 | 38.62 | – | 34.51 |" in md
 
 
 def test_variant_is_labelled_and_never_compared(tmp_path: Path, paper) -> None:
@@ -296,7 +299,7 @@ def test_reference_backbone_compares_a_local_run_with_the_papers_row(tmp_path: P
     (s,) = [summarize_run(r, n_boot=50) for r in load_runs([tmp_path])]
     assert "| paper" not in main_table([s], paper).to_markdown()  # the paper has no 'local' backbone
     md = main_table([s], paper, reference_backbone="qwen3-8b").to_markdown()
-    assert "| paper (qwen3-8b) | 28.24 | 38.39 | 15.43 | 42.09 | 43.79 | 38.62 | 34.51 |" in md
+    assert "| paper (qwen3-8b) | 28.24 | 38.39 | 15.43 | 42.09 | 43.79 | 38.62 | – | 34.51 |" in md
     assert "| Δ ours−paper † | -3.24 |" in md  # 25.00 - 28.24, flagged: locomo-mini is not the paper's setting
     assert "Paper rows are the paper's qwen3-8b numbers" in md
 
@@ -308,12 +311,13 @@ def test_judge_column_appears_when_items_were_judged(tmp_path: Path, paper) -> N
     write_run(tmp_path, backbone="gpt-4o-mini", method="amem", items=rows)
     table = main_table([summarize_run(r, n_boot=50) for r in load_runs([tmp_path])], paper)
     md = table.to_markdown()
-    assert "| J (95% CI) |" in md
+    assert "| J cat. 1-4 (95% CI) |" in md  # published J numbers cover categories 1-4
     ours = next(line for line in md.splitlines() if "| ours |" in line)
-    assert "| 60.00 [" in ours
+    assert "| 75.00 [50.00, 100.00] | – | – |" in ours  # no run.judge / run.answer in this synthetic run
     paper_row = next(line for line in md.splitlines() if "| paper |" in line)
-    assert paper_row.rstrip().endswith("| 41.97 | 36.16 | – |  |  |  |")  # the paper reports no J
-    assert next(csv.DictReader(io.StringIO(table.to_csv())))["judge"] == "60.0000"
+    assert paper_row.rstrip().endswith("| 41.97 | – | 36.16 | – |  |  |  |  |  |")  # the paper reports no J
+    rec = next(csv.DictReader(io.StringIO(table.to_csv())))
+    assert rec["judge_no_adv"] == "75.0000"
 
 
 def test_plots_from_synthetic_runs(tmp_path: Path, paper) -> None:
@@ -395,11 +399,18 @@ def test_detail_table_per_category_and_unit_costs(tmp_path: Path) -> None:
     # category 1: F1 (0.5 + 0) / 2, BLEU-1 (0.4 + 0) / 2, recall (1 + 0.5) / 2, hit 1
     assert lines[0].startswith("| amem | 1 multi-hop | 2 | 25.00 | 20.00 | 75.00 | 100.00 |")
     # overall: F1 70, BLEU 58; build 30 calls / 60 turns, 3,300 tokens / 60 turns; QA 15 calls / 5 questions
-    overall = lines[-1]
+    overall = next(line for line in lines if "| overall |" in line)
     assert overall.startswith(
         "|  | overall | 5 | 70.00 | 58.00 | 75.00 | 100.00 | 25.00 | 0.50 | 55 | 3.00 | 176 | 0 | 40 |"
     )
     assert "Recall @500 tok %" in md
     recs = list(csv.DictReader(io.StringIO(table.to_csv())))
-    assert [r["category"] for r in recs] == ["1 multi-hop", "2 temporal", "4 single-hop", "5 adversarial", "overall"]
-    assert recs[-1]["calls_per_turn"] == "0.5000"
+    assert [r["category"] for r in recs] == [
+        "1 multi-hop",
+        "2 temporal",
+        "4 single-hop",
+        "5 adversarial",
+        "overall",
+        "overall 1-4",
+    ]
+    assert recs[-2]["calls_per_turn"] == "0.5000"  # the overall row carries the unit costs

@@ -16,6 +16,7 @@ from memcore.report.reference import ReferenceError, default_reference_dir, load
 from memcore.report.tables import Table, ablation_table, detail_table, main_table, summarize_run
 
 FORMATS = ("md", "csv", "tex")
+DEFAULT_PROBE = Path("results/measured/judge_probe.json")
 LAYOUTS = ("auto", "main", "ablation", "both", "detail")
 
 
@@ -53,6 +54,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--budgets", default="250,500,1000,2000,4000", help="token budgets of the recall curve")
     p.add_argument("--include-old", action="store_true", help="also read runs moved aside by overwrite=true (*.old-*)")
     p.add_argument("--quiet", action="store_true", help="do not print the Markdown tables")
+    p.add_argument(
+        "--probe",
+        type=Path,
+        default=DEFAULT_PROBE,
+        help=f"judge leniency probe results printed beside J when the runs were judged (default {DEFAULT_PROBE};"
+        " written by memcore-judge-probe)",
+    )
     return p
 
 
@@ -109,6 +117,19 @@ def run_report(args: argparse.Namespace) -> list[Path]:
         written += _write(table, out, stem, formats)
         if not args.quiet:
             print(table.to_markdown())
+    if any(s.values.get("judge") is not None for s in summaries) and args.probe is not None:
+        from memcore.eval.probe import load_probe, probe_table
+
+        try:
+            probe = load_probe(Path(args.probe))
+        except ValueError as exc:
+            raise ReportInputError(f"{args.probe} is not a judge-probe json ({exc}).") from None
+        if probe:
+            text = f"### Judge leniency probe ({args.probe})\n\n" + probe_table(probe)
+            (out / "judge_probe.md").write_text(text)
+            written.append(out / "judge_probe.md")
+            if not args.quiet:
+                print(text)
     if not args.no_plots:
         from memcore.report.plots import make_plots
 
