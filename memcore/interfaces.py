@@ -29,7 +29,8 @@ Message = dict[str, str]
 
 @runtime_checkable
 class ChatBackbone(Protocol):
-    """An OpenAI-compatible chat model. Thread-safe; ``stage`` labels the call for cost accounting."""
+    """An OpenAI-compatible chat model. Thread-safe; ``stage`` labels the call for cost accounting.
+    ``top_p`` None leaves nucleus sampling at the server's default (and out of the cache key)."""
 
     model: str
 
@@ -43,6 +44,7 @@ class ChatBackbone(Protocol):
         json: bool = False,
         seed: int | None = None,
         prompt_version: str = "",
+        top_p: float | None = None,
     ) -> Completion: ...
 
 

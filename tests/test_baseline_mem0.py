@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import re
@@ -98,7 +99,8 @@ def test_provenance_maps_memories_to_their_add_call(tmp_path: Path) -> None:
 
 def test_retrieve_searches_each_speaker_in_their_layout(tmp_path: Path) -> None:
     mem, _ = _memory(tmp_path, Extractor())
-    ev = mem.retrieve("What did Caroline do at the LGBTQ support group?", budget=2)
+    mem.cfg = dataclasses.replace(mem.cfg, top_k=2)  # top_k per speaker (eval.budget now caps the total)
+    ev = mem.retrieve("What did Caroline do at the LGBTQ support group?")
     assert len(ev.notes) == 4  # top 2 per speaker
     assert [n.channels for n in ev.notes] == [("mem0:Caroline",)] * 2 + [("mem0:Melanie",)] * 2
     assert ev.context.startswith('Memories for user Caroline:\n\n[\n    "')
@@ -107,7 +109,22 @@ def test_retrieve_searches_each_speaker_in_their_layout(tmp_path: Path) -> None:
     assert top.text == f"{RAW1}: user: Caroline: I went to the LGBTQ support group yesterday [fact]"
     assert top.dia_ids == ("D1:1", "D1:2") and top.timestamp == RAW1
     assert mem.stats()["retrieved_without_provenance"] == 0
+    mem.cfg = dataclasses.replace(mem.cfg, top_k=30)
     assert len(mem.retrieve("camping").notes) == 8  # default top_k 30 > stored
+
+
+def test_budget_counts_both_speakers(tmp_path: Path) -> None:
+    """eval.budget=B: B notes in all (the B best by score over both speakers), not B per speaker."""
+    from baselines.mem0.system import cap_per_speaker_results
+
+    mem, _ = _memory(tmp_path, Extractor())
+    per_speaker = mem.retrieve("What did Caroline do at the LGBTQ support group?")
+    ev = mem.retrieve("What did Caroline do at the LGBTQ support group?", budget=3)
+    assert len(ev.notes) == 3
+    best = sorted((n.score for n in per_speaker.notes), reverse=True)[:3]
+    assert sorted((n.score for n in ev.notes), reverse=True) == pytest.approx(best)
+    capped = cap_per_speaker_results({"A": [{"score": 0.9}, {"score": 0.2}], "B": [{"score": 0.5}, {"score": 0.4}]}, 2)
+    assert capped == {"A": [{"score": 0.9}], "B": [{"score": 0.5}]}
 
 
 def test_save_load_roundtrip(tmp_path: Path) -> None:
@@ -196,3 +213,38 @@ def test_real_minilm_through_mem0_huggingface_embedder(tmp_path: Path) -> None:
     assert mem.stats()["embedding_route"] == "mem0" and mem.dims == 384
     ev = mem.retrieve("camping trip with the kids", budget=1)
     assert ev.notes[1].dia_ids == ("D2:1",)  # Melanie's best memory is the camping one
+
+
+def test_top_p_reaches_every_call(tmp_path: Path) -> None:
+    """mem0's OpenAILLM sends config.top_p (BaseLlmConfig default 0.1); so does the backbone route."""
+    seen: list[object] = []
+    mem, backbone = _memory(tmp_path, Extractor())
+    assert mem.cfg.top_p == 0.1
+    inner = backbone.complete
+
+    def recording(messages: object, **kw: object) -> object:
+        seen.append(kw.get("top_p"))
+        return inner(messages, **kw)  # type: ignore[arg-type]
+
+    backbone.complete = recording  # type: ignore[method-assign]
+    llm = next(iter(mem._memories.values())).llm
+    llm._clock = None  # a bare prompt without mem0's dated sections
+    prompt = [{"role": "system", "content": "Memory Extractor"}, {"role": "user", "content": "## New Messages\nhi\n"}]
+    llm.generate_response(prompt, response_format={"type": "json_object"})
+    assert seen and all(p == 0.1 for p in seen)
+
+
+def test_backbone_cache_key_holds_top_p_only_when_given(tmp_path: Path) -> None:
+    from memcore.llm.cache import ResponseCache
+
+    base = {
+        "model": "m",
+        "messages": [],
+        "temperature": 0.0,
+        "max_tokens": 1,
+        "json": False,
+        "seed": None,
+        "prompt_version": "",
+        "extra_body": {},
+    }
+    assert ResponseCache.key(base) != ResponseCache.key({**base, "top_p": 0.1})

@@ -116,6 +116,8 @@ class BackboneLLM(LLMBase):
         wants_json = isinstance(response_format, dict) and response_format.get("type") in ("json_object", "json_schema")
         temperature = float(self.config.temperature)
         max_tokens = int(self.config.max_tokens)
+        top_p = getattr(self.config, "top_p", None)  # mem0's OpenAILLM sends config.top_p with every call
+        top_p = None if top_p is None else float(top_p)
         if not wants_json:
             return (
                 self._backbone()
@@ -126,6 +128,7 @@ class BackboneLLM(LLMBase):
                     max_tokens=max_tokens,
                     seed=self._seed,
                     prompt_version=PROMPT_VERSION,
+                    top_p=top_p,
                 )
                 .text
             )
@@ -140,6 +143,7 @@ class BackboneLLM(LLMBase):
             temperature=temperature,
             max_tokens=max_tokens,
             seed=self._seed,
+            top_p=top_p,
         )
         return json.dumps(res.value, ensure_ascii=False)
 
@@ -245,6 +249,7 @@ def build_memory(
     temperature: float,
     max_tokens: int,
     llm: LLMBase,
+    top_p: float = 0.1,
     embedding_model: EmbeddingBase,
 ) -> Any:
     """A real ``mem0.Memory`` (faiss + SQLite history under the given paths) whose ``llm`` and
@@ -263,6 +268,7 @@ def build_memory(
                     "openai_base_url": "http://127.0.0.1:9/v1",
                     "temperature": temperature,
                     "max_tokens": max_tokens,
+                    "top_p": top_p,
                 },
             },
             "embedder": {
@@ -287,7 +293,14 @@ def build_memory(
     return memory
 
 
-def openai_llm_config(*, model: str, base_url: str, api_key: str, temperature: float, max_tokens: int) -> OpenAIConfig:
+def openai_llm_config(
+    *, model: str, base_url: str, api_key: str, temperature: float, max_tokens: int, top_p: float
+) -> OpenAIConfig:
     return OpenAIConfig(
-        model=model, api_key=api_key, openai_base_url=base_url, temperature=temperature, max_tokens=max_tokens
+        model=model,
+        api_key=api_key,
+        openai_base_url=base_url,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        top_p=top_p,
     )

@@ -30,16 +30,32 @@ PROVENANCE_FILE = "mem0_provenance.json"
 MINILM_NAME = "all-MiniLM-L6-v2"
 
 
+def cap_per_speaker_results(results: dict[str, list[dict[str, Any]]], budget: int) -> dict[str, list[dict[str, Any]]]:
+    """Keep the ``budget`` highest-scoring results over all speakers (ties: speaker order, then rank),
+    each speaker's list keeping its own order."""
+    ranked = [
+        (-float(r.get("score") or 0.0), s_i, r_i)
+        for s_i, found in enumerate(results.values())
+        for r_i, r in enumerate(found)
+    ]
+    keep = {(s_i, r_i) for _, s_i, r_i in sorted(ranked)[:budget]}
+    return {
+        speaker: [r for r_i, r in enumerate(found) if (s_i, r_i) in keep]
+        for s_i, (speaker, found) in enumerate(results.items())
+    }
+
+
 @dataclass(frozen=True)
 class Mem0Config:
     """Knobs; defaults follow Mem0's LoCoMo evaluation (evaluation/src/memzero*/add.py, search.py)."""
 
-    format_version: int = 1
+    format_version: int = 2  # 2: top_p passed (issue 15)
     batch_size: int = 2  # messages per add() call
     top_k: int = 30  # memories per speaker per question
     search_threshold: float = 0.1  # mem0ai 2.2.1's Memory.search default
-    temperature: float = 0.1  # their no-client config
-    max_tokens: int = 2000
+    temperature: float = 0.1  # mem0's BaseLlmConfig default (their evaluation sets no LLM parameters)
+    max_tokens: int = 2000  # BaseLlmConfig default
+    top_p: float = 0.1  # BaseLlmConfig default; mem0's OpenAILLM sends it with every call
     llm_route: str = "backbone"  # backbone: our client (cache, retries, accounting) | direct: mem0's OpenAI client
     embedder_route: str = "auto"  # auto: mem0's huggingface embedder for MiniLM, else the run's | mem0 | run
     distance_strategy: str = "euclidean"  # mem0's faiss default; unit vectors → same ranking as cosine
@@ -64,6 +80,7 @@ CONSTRUCTION_KEYS = (
     "batch_size",
     "temperature",
     "max_tokens",
+    "top_p",
     "llm_route",
     "embedder_route",
     "distance_strategy",
@@ -160,6 +177,7 @@ class Mem0Memory:
             api_key="unused",
             temperature=self.cfg.temperature,
             max_tokens=self.cfg.max_tokens,
+            top_p=self.cfg.top_p,
         )
         if self.cfg.llm_route == "backbone" or not for_ingest:
             return bridge.BackboneLLM(placeholder, self._backbone, clock, seed=self.seed)
@@ -177,6 +195,7 @@ class Mem0Memory:
             api_key=conn["api_key"],
             temperature=self.cfg.temperature,
             max_tokens=self.cfg.max_tokens,
+            top_p=self.cfg.top_p,
         )
         return bridge.DirectLLM(config, backbone.usage, self._clock, getattr(backbone, "extra_body", None))
 
@@ -195,6 +214,7 @@ class Mem0Memory:
                 distance_strategy=self.cfg.distance_strategy,
                 temperature=self.cfg.temperature,
                 max_tokens=self.cfg.max_tokens,
+                top_p=self.cfg.top_p,
                 llm=llm,
                 embedding_model=embedding_model,
             )
@@ -266,18 +286,27 @@ class Mem0Memory:
 
     # -- retrieval --------------------------------------------------------------------------------
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
-        """Search each speaker's memories (top_k each); context = their search.py layout."""
+        """Search each speaker's memories (top_k each); context = their search.py layout.
+
+        With ``budget`` (``eval.budget``) each speaker is searched for ``budget`` memories and only the
+        ``budget`` best by score over both speakers are kept, so the run gets ``budget`` notes in all, as
+        every other method does (without it: ``top_k`` per speaker, as their search.py)."""
         if not self._memories:
             raise RuntimeError("mem0: retrieve() before ingest/finalize or load(); build the memory first.")
         k = budget or self.cfg.top_k
+        results: dict[str, list[dict[str, Any]]] = {}
+        for speaker in self.speakers:
+            with self._lock:  # mem0's search path (embedder, faiss) is not meant for concurrent use
+                results[speaker] = self._memories[speaker].search(
+                    query, top_k=k, filters={"user_id": self.user_ids[speaker]}, threshold=self.cfg.search_threshold
+                )["results"]
+        if budget is not None:
+            results = cap_per_speaker_results(results, budget)
         notes: list[EvidenceNote] = []
         blocks: list[str] = []
         missing = 0
         for speaker in self.speakers:
-            with self._lock:  # mem0's search path (embedder, faiss) is not meant for concurrent use
-                found = self._memories[speaker].search(
-                    query, top_k=k, filters={"user_id": self.user_ids[speaker]}, threshold=self.cfg.search_threshold
-                )["results"]
+            found = results[speaker]
             lines = []
             for r in found:
                 stamp = (r.get("metadata") or {}).get("timestamp", "")

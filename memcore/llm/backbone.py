@@ -115,23 +115,25 @@ class OpenAIChat:
         json: bool = False,
         seed: int | None = None,
         prompt_version: str = "",
+        top_p: float | None = None,
     ) -> Completion:
         msgs = [dict(m) for m in messages]
         cacheable = self.cache is not None and (temperature == 0.0 or seed is not None)
         key = ""
         if cacheable:
-            key = ResponseCache.key(
-                {
-                    "model": self.model,
-                    "messages": msgs,
-                    "temperature": temperature,
-                    "max_tokens": max_tokens,
-                    "json": bool(json and self.json_mode),
-                    "seed": seed,
-                    "prompt_version": prompt_version,
-                    "extra_body": self.extra_body,
-                }
-            )
+            payload: dict[str, Any] = {
+                "model": self.model,
+                "messages": msgs,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "json": bool(json and self.json_mode),
+                "seed": seed,
+                "prompt_version": prompt_version,
+                "extra_body": self.extra_body,
+            }
+            if top_p is not None:  # only then: keys of calls without top_p stay what they were
+                payload["top_p"] = float(top_p)
+            key = ResponseCache.key(payload)
             hit = self.cache.get(key)  # type: ignore[union-attr]
             if hit is not None:
                 c = Completion(
@@ -151,7 +153,7 @@ class OpenAIChat:
                 )
                 return c
         completion = self._call_with_retries(
-            msgs, stage=stage, temperature=temperature, max_tokens=max_tokens, json=json, seed=seed
+            msgs, stage=stage, temperature=temperature, max_tokens=max_tokens, json=json, seed=seed, top_p=top_p
         )
         self.usage.record(
             stage,
@@ -180,6 +182,7 @@ class OpenAIChat:
         max_tokens: int,
         json: bool,
         seed: int | None,
+        top_p: float | None = None,
     ) -> Completion:
         oa = self._openai
         kwargs: dict[str, Any] = {
@@ -190,6 +193,8 @@ class OpenAIChat:
         }
         if seed is not None:
             kwargs["seed"] = int(seed)
+        if top_p is not None:
+            kwargs["top_p"] = float(top_p)
         if json and self.json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         if self.extra_body:

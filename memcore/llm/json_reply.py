@@ -78,6 +78,7 @@ def complete_json(
     max_tokens: int = 512,
     seed: int | None = None,
     retry_truncated: bool = True,
+    top_p: float | None = None,
 ) -> JSONResult[T]:
     """Call ``backbone`` for JSON; ``validate`` maps the parsed object to ``T`` or raises ValueError.
 
@@ -98,6 +99,7 @@ def complete_json(
                 *msgs,
                 {"role": "user", "content": "Reply with one valid JSON object only, exactly in the requested format."},
             ]
+        extra: dict[str, Any] = {} if top_p is None else {"top_p": top_p}  # wrappers without top_p keep working
         completion = backbone.complete(
             msgs,
             stage=stage,
@@ -106,6 +108,7 @@ def complete_json(
             json=True,
             seed=seed,
             prompt_version=version,
+            **extra,
         )
         raw = completion.text
         truncated = completion.completion_tokens >= max_tokens

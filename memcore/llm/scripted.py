@@ -49,6 +49,7 @@ class ScriptedBackbone:
         json: bool = False,
         seed: int | None = None,
         prompt_version: str = "",
+        top_p: float | None = None,
     ) -> Completion:
         with self._sem:
             t0 = time.perf_counter()
