@@ -92,7 +92,7 @@ class FullContext:
         self.budget = budget_tokens
         self.speakers = speakers
         self.turns: list[Turn] = []
-        self._cache: dict[int, Evidence] = {}
+        self._cache: dict[tuple[int, int | None], Evidence] = {}
         self._lock = threading.Lock()
 
     def ingest(self, turn: Turn) -> None:
@@ -114,14 +114,17 @@ class FullContext:
         overhead = PROMPT_OVERHEAD_TOKENS if self.cfg.prompt_reserve_tokens is None else self.cfg.prompt_reserve_tokens
         return overhead + count_tokens(query) + self.cfg.answer_reserve_tokens
 
-    def build(self, reserve: int = 0) -> Evidence:
-        """The context for a prompt that needs ``reserve`` tokens besides it."""
+    def build(self, reserve: int = 0, max_turns: int | None = None) -> Evidence:
+        """The context for a prompt that needs ``reserve`` tokens besides it; ``max_turns`` (``eval.budget``)
+        also caps the number of turns, so the run gets as many notes as every other method."""
         header = conversation_header(*self._speakers())
         limit = self.budget - reserve
         used = count_tokens(header)
         kept: list[Turn] = []
         open_session: int | None = None
         for turn in reversed(self.turns):
+            if max_turns is not None and len(kept) >= max_turns:
+                break
             # the official check charges the session header with every turn; we charge it once per session
             extra = count_tokens(session_header(turn.session_time_raw)) if turn.session_index != open_session else 0
             cost = count_tokens(turn_line(turn)) + extra
@@ -145,13 +148,15 @@ class FullContext:
         )
 
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
+        """The most recent turns that fit; ``budget`` (``eval.budget``) keeps at most that many turns."""
         reserve = self.reserve_tokens(query)
+        key = (reserve, budget)
         with self._lock:
-            ev = self._cache.get(reserve)
+            ev = self._cache.get(key)
         if ev is None:
-            ev = self.build(reserve)
+            ev = self.build(reserve, budget)
             with self._lock:
-                self._cache[reserve] = ev
+                self._cache[key] = ev
         return ev
 
     def save(self, path: Path) -> None:

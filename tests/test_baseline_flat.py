@@ -107,3 +107,9 @@ def test_rag_locomo_is_top5_dense_in_the_official_line_format(tmp_path) -> None:
     assert lines[0] == f'{first.session_time_raw}: {first.speaker} said, "{first.text}"'  # best match first
     assert len(lines) == len(ev.notes)
     assert [n.score for n in ev.notes] == sorted((n.score for n in ev.notes), reverse=True)
+
+
+def test_budget_keeps_that_many_most_recent_turns() -> None:
+    ev = _system(10_000).retrieve("q?", budget=3)
+    assert [n.dia_ids[0] for n in ev.notes] == ["D2:3", "D2:4", "D2:5"]
+    assert ev.context.count("CONVERSATION:") == 1

@@ -390,3 +390,21 @@ def test_context_window_follows_the_backbone(tmp_path) -> None:
     assert SPEC.factory(ctx({"name": "memgpt", "context_window_tokens": 700}, 30000)).cfg.context_window_tokens == 700
     with pytest.raises(ValueError, match="context_window_tokens"):
         config_from_dict({"context_window_tokens": 0})
+
+
+def test_budget_caps_all_notes_hits_first() -> None:
+    """eval.budget=B: B notes in all, main context included: hits, then the newest FIFO turns, then core."""
+    from baselines.memgpt.agent import cap_evidence
+    from memcore.types import Evidence, EvidenceNote
+
+    notes = [
+        EvidenceNote("core:Alice:0", "Alice: has a dog", ("D1:1",), 1.0, ("core",)),
+        EvidenceNote("summary", "earlier things", (), 1.0, ("summary",)),
+        *(EvidenceNote(f"recall:D1:{i}", f"turn {i}", (f"D1:{i}",), 1.0, ("fifo",), "t") for i in (2, 3, 4)),
+        EvidenceNote("archival:0", "the dog is Rex", ("D1:2",), 0.9, ("archival",), "t"),
+    ]
+    ev = cap_evidence(Evidence(notes=notes, context="unused"), 3)
+    assert [n.note_id for n in ev.notes] == ["recall:D1:3", "recall:D1:4", "archival:0"]
+    assert ev.context == "Recent messages:\nturn 3\nturn 4\n\nMemory search results:\n[t] the dog is Rex"
+    everything = cap_evidence(Evidence(notes=notes), 10)
+    assert len(everything.notes) == 6 and everything.context.startswith("Core memory:\nAlice: has a dog\n\nSummary")

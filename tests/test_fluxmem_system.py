@@ -540,3 +540,22 @@ def test_stage1_upstream_fusion_over_the_dense_pool(tmp_path: Path) -> None:
     ev = mem.retrieve(q)
     assert [n.note_id for n in ev.notes] == [f"s{i}" for i in best]
     assert [(kw["temperature"], kw["seed"]) for kw in seen] == [(0.1, 1)]  # one verification call
+
+
+def test_budget_counts_episodes_and_skills(tmp_path: Path) -> None:
+    """eval.budget=B: B notes in all at Stage 1; semantic nodes make room for past episodes."""
+    mem, _ = build(
+        Script(),
+        tmp_path,
+        extract_facts=False,
+        consolidate=False,
+        refine=False,
+        episode_min_sim=-1.0,
+        episodes_supported_only=False,
+    )
+    for i, q in enumerate(QUESTIONS):
+        mem.answer(item(q, i), Answerer())
+    ev = mem.retrieve("What breed is Rex?", budget=4)
+    kinds = [n.channels[0] if n.channels and n.channels[0] in ("episode", "skill") else "semantic" for n in ev.notes]
+    assert len(ev.notes) == 4 and kinds.count("episode") == 3 and kinds.count("semantic") == 1
+    assert len(mem.retrieve("What breed is Rex?").notes) == 5 + 3  # no budget: k = 5 plus the episodes

@@ -53,6 +53,10 @@ class FluxMemConfig:
     episode_min_sim: float = 0.5
     episodes_supported_only: bool = True  # only episodes whose answer was self-judged supported
 
+    # eval.budget (configs/method/fluxmem.yaml interpolates it): notes in all at Stage 1 (None: k semantic nodes
+    # plus episodes and skills). FluxMem answers its own questions, so it reads the budget from its config.
+    budget: int | None = None
+
     # Stage 2: feedback-driven refinement
     refine: bool = True
     T: int = 5  # at most T refinement rounds (answers ≤ T + 1; upstream max_refinement_rounds)
@@ -169,6 +173,10 @@ class FluxMemConfig:
             raise ConfigError(
                 "fluxmem: w_dense + w_sparse must be > 0 (the candidates are ranked by them before verification)."
             )
+        if self.budget is not None and (
+            isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1
+        ):
+            raise ConfigError(f"fluxmem: budget must be an integer >= 1 or null, got {self.budget!r}.")
         if self.pool_by not in ("dense", "hybrid") or self.normalize_over not in ("pool", "layer"):
             raise ConfigError("fluxmem: pool_by must be dense or hybrid and normalize_over pool or layer.")
         if self.pems_formula not in PEMS_FORMULAS:

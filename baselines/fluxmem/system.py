@@ -305,10 +305,26 @@ class FluxMem:
         notes += [EvidenceNote(k, self.graph.skill(k).text, (), 0.0, ("skill",)) for k in sub.skills]
         return Evidence(notes=notes, context=context)
 
+    def _connect_within(self, question: str, budget: int | None) -> StepSubgraph:
+        """Stage 1 with k semantic nodes, or with ``budget`` (``eval.budget``) notes in all: k = budget, then
+        the lowest-ranked semantic nodes make room for the episodes and skills (at least one semantic node
+        stays; episodes and skills beyond the budget are dropped, skills first). Stage 2's link expansion may
+        add nodes beyond it later, by design."""
+        if budget is None:
+            return self._connect(question, self.cfg.k)
+        sub = self._connect(question, budget)
+        order = sub.ordered()
+        while len(order) > 1 and len(order) + len(sub.episodes) + len(sub.skills) > budget:
+            sub.unlink(order.pop())
+        room = max(0, budget - len(order))
+        sub.episodes = sub.episodes[:room]
+        sub.skills = sub.skills[: max(0, room - len(sub.episodes))]
+        return sub
+
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
-        """Stage 1 only (no answer, no episode); ``budget`` overrides k."""
+        """Stage 1 only (no answer, no episode); ``budget`` (or the config's ``budget``) caps the notes."""
         with self._lock:
-            sub = self._connect(query, budget or self.cfg.k)
+            sub = self._connect_within(query, budget if budget is not None else self.cfg.budget)
             context, _ = self._serialise(sub)
             return self._evidence(sub, context)
 
@@ -390,7 +406,7 @@ class FluxMem:
         episode → Stage 3 every N episodes. Uses only ``item.question`` (never the gold)."""
         with self._lock:
             question = item.question
-            sub = self._connect(question, self.cfg.k)
+            sub = self._connect_within(question, self.cfg.budget)
             initial = list(sub.ordered())
             context, _ = self._serialise(sub)
             answers = [answer_fn(context)]

@@ -160,6 +160,33 @@ class _Hit:
     channel: str
 
 
+def cap_evidence(evidence: Evidence, budget: int) -> Evidence:
+    """At most ``budget`` notes in all (``eval.budget``): search hits first (the question's own retrieval, in
+    rank order), then the most recent FIFO turns, then core-memory lines, then the summary; the context keeps
+    MemGPT's sections with only the kept notes."""
+    by_channel: dict[str, list[EvidenceNote]] = {"hit": [], "fifo": [], "core": [], "summary": []}
+    for n in evidence.notes:
+        first = n.channels[0] if n.channels else ""
+        kind = first if first in ("fifo", "core", "summary") else "hit"
+        by_channel[kind].append(n)
+    order = [*by_channel["hit"], *reversed(by_channel["fifo"]), *by_channel["core"], *by_channel["summary"]]
+    keep = {id(n) for n in order[:budget]}
+    notes = [n for n in evidence.notes if id(n) in keep]
+
+    def body(kind: str) -> list[str]:
+        return [n.text if kind != "hit" else f"[{n.timestamp}] {n.text}" for n in by_channel[kind] if id(n) in keep]
+
+    core = [n.text for n in by_channel["core"] if id(n) in keep]
+    sections = [
+        ("Core memory", core),
+        ("Summary of earlier conversation", body("summary")),
+        ("Recent messages", body("fifo")),
+        ("Memory search results", body("hit")),
+    ]
+    context = "\n\n".join(f"{title}:\n" + "\n".join(lines) for title, lines in sections if lines)
+    return Evidence(notes=notes, context=context)
+
+
 #: The window when neither the config nor the backbone names one (the default preset's ``context_budget_tokens``).
 DEFAULT_CONTEXT_WINDOW_TOKENS = 6000
 
@@ -425,7 +452,8 @@ class MemGPT:
     # ------------------------------------------------------------------ question time
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """The agent's own searches (at most ``qa_max_steps`` steps) over recall and archival
-        storage, plus its main context; ``budget`` caps the number of search-result notes."""
+        storage, plus its main context. ``budget`` (``eval.budget``) caps the notes in all, main context
+        included (:func:`cap_evidence`), so MemGPT gets as many notes as every other method."""
         local: list[Message] = []
         hits: dict[str, _Hit] = {}
         searches: list[dict[str, Any]] = []
@@ -457,6 +485,8 @@ class MemGPT:
             self.counters["qa_fallback_searches"] += int(fallback_search)
         cap = budget or self.cfg.qa_max_results or None
         evidence = self._evidence(list(hits.values())[:cap] if cap else list(hits.values()))
+        if budget is not None:
+            evidence = cap_evidence(evidence, budget)
         evidence.extra = {
             "searches": searches,
             "qa_steps": steps,
