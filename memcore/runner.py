@@ -15,7 +15,7 @@ import os
 import shutil
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,8 +33,10 @@ from memcore.llm.usage import UsageTracker, updates_while_answering
 from memcore.methods import get_method
 from memcore.redact import redact_config
 from memcore.snapshots import SnapshotStore, construction_fields
+from memcore.stopflag import StopFlag
 from memcore.text import count_tokens
 from memcore.types import Conversation, QAItem
+from memcore.validation import validate_run
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +118,8 @@ class Runner:
         self._judge: LazyResource | None = None  # LLM judge (issue 5), built on first use when eval.judge
         self.audit_changed: dict[str, str] = {}  # eval.audited: item_id -> the audit's error_type (gold ceiling)
         self.audit_items: dict[str, Any] = {}
-        self._stop = threading.Event()  # set on the first fatal error: the other workers stop taking items
+        # Set on the first fatal error, Ctrl-C or SIGTERM: the other workers stop taking turns and items.
+        self._stop = StopFlag()
 
     # ---------------------------------------------------------------- setup
     def _check_ablation(self) -> None:
@@ -193,6 +196,7 @@ class Runner:
     def run(self) -> RunResult:
         t_start = time.perf_counter()
         self._check_ablation()
+        validate_run(self.cfg)  # every knob (method, backbone, embedder, eval, …) before any work (issue 16)
         # LLM judge (issues 5, 15): a bad judge preset / backbone / runs value or a missing key fails here, before any work
         from memcore.eval.judge import get_preset, judge_run_info
 
@@ -225,6 +229,7 @@ class Runner:
             store = SnapshotStore(Path(paths.snapshots))
             bars = _Bars(self.cfg.progress, sum(len(c.turns) for c in pending_convs), n_pending)
             writer = resources.enter_context(ItemWriter(items_path))
+            resources.enter_context(self._stop.watch_signals())  # workers see Ctrl-C/SIGTERM on delivery
             build_pool = self._build_pool(len(pending_convs))
             if build_pool is not None:
                 resources.enter_context(build_pool)
@@ -245,15 +250,12 @@ class Runner:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="conv") as pool:
                 futures = [pool.submit(process, c) for c in pending_convs]
                 try:
-                    for fut in futures:
-                        if not fut.cancelled() and fut.exception() is not None:
-                            for other in futures:
-                                other.cancel()  # conversations not started yet; running ones see self._stop
+                    _wait_for_conversations(futures)
                 except KeyboardInterrupt:
                     # Threads cannot be killed: workers stop at their next turn or item, after the LLM call in
                     # flight; every finished item is already in items.jsonl, so a rerun resumes from there.
+                    self._stop.set()  # before logging: a log call releases the GIL to the workers
                     log.warning("interrupted: stopping after the LLM calls in flight; rerun the command to resume")
-                    self._stop.set()
                     for other in futures:
                         other.cancel()
                     raise
@@ -652,6 +654,18 @@ def _cost_lines(cost: dict[str, Any]) -> str:
         f"parse fallbacks {u['parse_failures']}; memory build: {mb['llm_calls_per_turn']} LLM calls/turn over {mb['turns']} turns "
         f"({mb['snapshots_reused']} snapshots reused); wall {cost['wall_s']['total']:.1f}s"
     )
+
+
+def _wait_for_conversations(futures: list[Future[None]], poll_s: float = 0.5) -> None:
+    """Wait in the main thread until every conversation is done; on the first failure cancel those not started
+    (running ones see the stop flag). The wait wakes every ``poll_s``: a signal the kernel delivered to a worker
+    thread runs its Python handler (KeyboardInterrupt) only when the main thread runs bytecode."""
+    pending: set[Future[None]] = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=poll_s, return_when=FIRST_EXCEPTION)
+        if any(not f.cancelled() and f.exception() is not None for f in done):
+            for other in futures:
+                other.cancel()  # conversations not started yet; running ones see the stop flag
 
 
 def _with_qa(conv: Conversation, qa: tuple[QAItem, ...]) -> Conversation:
