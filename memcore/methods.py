@@ -18,6 +18,7 @@ METHOD_TABLE: dict[str, str] = {
     "memcore-batched": "memcore.memory.batched:SPEC_BATCHED",
     "amem": "baselines.amem:SPEC",
     "mem0": "baselines.mem0:SPEC",
+    "mem0-two-phase": "baselines.mem0.two_phase:SPEC",
     "memgpt": "baselines.memgpt:SPEC",
     "lightmem": "baselines.lightmem:SPEC",
     "fluxmem": "baselines.fluxmem:SPEC",

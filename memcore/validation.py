@@ -261,12 +261,23 @@ def _mem0(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) -> None:
         "max_tokens": POS,
         "search_threshold": UNIT,
         "temperature": TEMPERATURE,
+        "top_p": UNIT,
         "llm_route": Rule(choices=("backbone", "direct")),
         "embedder_route": Rule(choices=("auto", "mem0", "run")),
         "distance_strategy": Rule(choices=("euclidean", "cosine", "inner_product")),
     }
     check_fields(Mem0Config, cfg, prefix="method.", where=f"method {name}", rules=rules)
     _construct(lambda: config_from_dict(Mem0Config, cfg, name), "method.")
+
+
+def _mem0_two_phase(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) -> None:
+    from baselines.amem.system import config_from_dict
+    from baselines.mem0.two_phase import EXTRACTION_PROMPTS, Mem0TwoPhaseConfig
+
+    rules = {key: POS for key in ("format_version", "batch_size", "top_k", "existing_per_fact", "max_tokens")}
+    rules.update(temperature=TEMPERATURE, top_p=UNIT, extraction_prompt=Rule(choices=EXTRACTION_PROMPTS))
+    check_fields(Mem0TwoPhaseConfig, cfg, prefix="method.", where=f"method {name}", rules=rules)
+    _construct(lambda: config_from_dict(Mem0TwoPhaseConfig, cfg, name), "method.")
 
 
 def _memgpt(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) -> None:
@@ -362,6 +373,7 @@ METHOD_VALIDATORS: dict[str, Callable[[str, dict[str, Any], dict[str, Any]], Non
     "rag_locomo": _rag,
     "amem": _amem,
     "mem0": _mem0,
+    "mem0-two-phase": _mem0_two_phase,
     "memgpt": _memgpt,
     "lightmem": _lightmem,
     "fluxmem": _fluxmem,
@@ -377,6 +389,7 @@ def method_config_keys(name: str) -> list[str]:
         "full_context": "baselines.full_context:FullContextConfig",
         "rag": "baselines.rag:RAGConfig",
         "amem": "baselines.amem.system:AMemConfig",
+        "mem0-two-phase": "baselines.mem0.two_phase:Mem0TwoPhaseConfig",
         "mem0": "baselines.mem0.system:Mem0Config",
         "memgpt": "baselines.memgpt.config:MemGPTConfig",
         "lightmem": "baselines.lightmem.config:LightMemConfig",
