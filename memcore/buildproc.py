@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memcore.config import EmbedderConfig
-from memcore.interfaces import BufferedIngest, LazyResource, MemorySystem, MethodContext, MethodSpec
+from memcore.interfaces import BufferedIngest, LazyResource, MemorySystem, MethodContext, MethodSpec, StagedIngest
 from memcore.llm.usage import UsageTracker
 from memcore.seeding import derive_seed
 from memcore.snapshots import SnapshotError, SnapshotStore, snapshot_key
@@ -55,15 +55,23 @@ def method_context(
 
 
 def build_memory(
-    system: MemorySystem, conversation: Conversation, scope: UsageTracker, on_turn: Callable[[], None] | None = None
+    system: MemorySystem,
+    conversation: Conversation,
+    scope: UsageTracker,
+    on_turn: Callable[[], None] | None = None,
+    on_ingested: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Ingest every turn in order, finalize; returns the manifest extras (ingest usage, seconds, turns).
     ``on_turn`` runs once per turn: as the turn enters the memory for a ``BufferedIngest`` system, else after
-    its ``ingest`` call."""
+    its ``ingest`` call. ``on_ingested(n)`` runs when a ``StagedIngest`` system finished ingesting ``n`` more
+    turns (before its gate); other systems have no separate stage and never call it."""
     t0 = time.perf_counter()
     buffered = on_turn is not None and isinstance(system, BufferedIngest)
+    staged = on_ingested is not None and isinstance(system, StagedIngest)
     if buffered:
         system.set_turn_callback(on_turn)  # type: ignore[union-attr]
+    if staged:
+        system.set_ingest_callback(on_ingested)  # type: ignore[union-attr]
     try:
         for turn in conversation.turns:
             system.ingest(turn)
@@ -73,6 +81,8 @@ def build_memory(
     finally:
         if buffered:
             system.set_turn_callback(None)  # type: ignore[union-attr]
+        if staged:
+            system.set_ingest_callback(None)  # type: ignore[union-attr]
     return {
         "ingest_usage": scope.to_json(),
         "ingest_seconds": round(time.perf_counter() - t0, 3),

@@ -89,6 +89,15 @@ class BufferedIngest(Protocol):
     def set_turn_callback(self, callback: Callable[[], None] | None) -> None: ...
 
 
+@runtime_checkable
+class StagedIngest(Protocol):
+    """Optional for a ``BufferedIngest`` system whose turns go through a separate ingestion stage (MemCoRe: one
+    LLM call per turn, buffered, then the gate): it calls ``callback(n)`` once ``n`` more turns finished
+    ingestion, so progress moves (and a stop request is seen) before the first turn reaches the gate."""
+
+    def set_ingest_callback(self, callback: Callable[[int], None] | None) -> None: ...
+
+
 class LazyResource:
     """Build an expensive object (LLM server, embedding model) on first use only, thread-safely."""
 
@@ -159,6 +168,7 @@ class MethodSpec:
     sequential_qa: bool = False
     description: str = ""
     build_cpu_bound: bool = False  # building costs seconds of CPU per conversation (not LLM waits): see below
+    staged_ingest: bool = False  # its systems are ``StagedIngest``: progress shows an ingest bar before the build bar
 
 
 @runtime_checkable

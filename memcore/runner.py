@@ -227,7 +227,8 @@ class Runner:
             answerer = LazyResource(lambda: self._make_answerer(backbone.get()))
             self._judge = LazyResource(lambda: self._make_judge(backbone, cache, resources))  # LLM judge (issue 5)
             store = SnapshotStore(Path(paths.snapshots))
-            bars = _Bars(self.cfg.progress, sum(len(c.turns) for c in pending_convs), n_pending)
+            n_turns = sum(len(c.turns) for c in pending_convs)
+            bars = _Bars(self.cfg.progress, n_turns, n_pending, staged=self.spec.staged_ingest)
             writer = resources.enter_context(ItemWriter(items_path))
             resources.enter_context(self._stop.watch_signals())  # workers see Ctrl-C/SIGTERM on delivery
             build_pool = self._build_pool(len(pending_convs))
@@ -311,12 +312,19 @@ class Runner:
             return self.spec.factory(ctx)
 
         def build(system: MemorySystem) -> dict[str, Any]:
-            def on_turn() -> None:
-                bars.ingest(1)
+            def stop_check() -> None:
                 if self._stop.is_set():
                     raise RunStopped(f"{conv.conv_id}: memory build stopped (run interrupted or failed elsewhere)")
 
-            return build_memory(system, conv, scope, on_turn=on_turn)
+            def on_turn() -> None:
+                bars.build(1)
+                stop_check()
+
+            def on_ingested(n: int) -> None:
+                bars.ingested(n)
+                stop_check()
+
+            return build_memory(system, conv, scope, on_turn=on_turn, on_ingested=on_ingested)
 
         built_in_worker = False
         if build_pool is not None:
@@ -335,7 +343,7 @@ class Runner:
             built_in_worker = build_pool.submit(build_in_worker, job).result()
         snap = store.build_or_load(method=self.spec.name, fields=fields, make=make, build=build)
         if snap.reused:
-            bars.ingest(len(conv.turns))
+            bars.build(len(conv.turns), reused=True)
         self.conv_stats[conv.conv_id] = {
             "snapshot": str(snap.path),
             "reused": snap.reused and not built_in_worker,
@@ -686,26 +694,31 @@ def _write_json(path: Path, obj: Any) -> None:
 
 
 class _Bars:
-    """Two tqdm bars (ingest turns, QA items), thread-safe. With the bars off (``progress=false``: logs,
-    batch jobs) one INFO line reports both counts at most every ``log_every_s`` seconds instead."""
+    """Progress per stage, thread-safe: ``ingest`` (turns a staged method such as MemCoRe has ingested, before
+    its gate; only when ``staged``), ``build`` (turns in the memory) and ``qa`` (items answered), as tqdm bars
+    with rate and ETA. With the bars off (``progress=false``: logs, batch jobs) one INFO line reports the counts
+    at most every ``log_every_s`` seconds instead."""
 
-    def __init__(self, enabled: bool, turns: int, items: int, log_every_s: float = 60.0) -> None:
+    def __init__(self, enabled: bool, turns: int, items: int, log_every_s: float = 60.0, staged: bool = False) -> None:
         self._lock = threading.Lock()
-        self._ingest: Any = None
-        self._qa: Any = None
-        self._total = {"ingest": turns, "qa": items}
-        self._done = {"ingest": 0, "qa": 0}
+        stages = {**({"ingest": ("turn", turns)} if staged else {}), "build": ("turn", turns), "qa": ("item", items)}
+        self._total = {k: total for k, (_, total) in stages.items()}
+        self._done = dict.fromkeys(stages, 0)
+        self._bars: dict[str, Any] = {}
         self._t0 = self._last_log = time.monotonic()
         self._log_every_s = log_every_s
         if enabled:
             from tqdm import tqdm
 
-            self._ingest = tqdm(total=turns, desc="ingest", unit="turn", position=0, dynamic_ncols=True)
-            self._qa = tqdm(total=items, desc="qa", unit="item", position=1, dynamic_ncols=True)
+            for pos, (name, (unit, total)) in enumerate(stages.items()):
+                self._bars[name] = tqdm(total=total, desc=f"{name:<6}", unit=unit, position=pos, dynamic_ncols=True)
 
-    def _update(self, kind: str, bar: Any, n: int) -> None:
+    def _update(self, kind: str, n: int) -> None:
+        if kind not in self._done:
+            return
         with self._lock:
             self._done[kind] += n
+            bar = self._bars.get(kind)
             if bar is not None:
                 bar.update(n)
                 return
@@ -714,25 +727,29 @@ class _Bars:
                 return
             self._last_log = now
             done, total = dict(self._done), self._total
-        log.info(
-            "progress: ingest %d/%d turns, qa %d/%d items, %.0f s elapsed",
-            done["ingest"],
-            total["ingest"],
-            done["qa"],
-            total["qa"],
-            now - self._t0,
+        counts = ", ".join(
+            f"{k} {done[k]}/{total[k]} {'items' if k == 'qa' else 'turns'}"
+            for k in ("ingest", "build", "qa")
+            if k in done
         )
+        log.info("progress: %s, %.0f s elapsed", counts, now - self._t0)
 
-    def ingest(self, n: int) -> None:
-        self._update("ingest", self._ingest, n)
+    def ingested(self, n: int) -> None:
+        """``n`` more turns passed a staged method's ingestion (ignored unless ``staged``)."""
+        self._update("ingest", n)
+
+    def build(self, n: int, reused: bool = False) -> None:
+        """``n`` more turns are in the memory (``reused``: a snapshot was loaded, so they were ingested too)."""
+        if reused:
+            self._update("ingest", n)
+        self._update("build", n)
 
     def qa(self, n: int) -> None:
-        self._update("qa", self._qa, n)
+        self._update("qa", n)
 
     def close(self) -> None:
-        for bar in (self._ingest, self._qa):
-            if bar is not None:
-                bar.close()
+        for bar in self._bars.values():
+            bar.close()
 
 
 def run_config(cfg: DictConfig, run_dir: Path, **overrides: Any) -> RunResult:

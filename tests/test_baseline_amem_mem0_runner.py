@@ -68,6 +68,7 @@ def test_amem_through_the_runner(tmp_path: Path) -> None:
     assert backbone.calls_by_stage()["ingest"] == n_ingest  # snapshot reused: no construction calls
 
 
+@pytest.mark.e2e  # processes / sweeps / plots: make test, not make test-fast
 @pytest.mark.skipif(importlib.util.find_spec("mem0") is None, reason="mem0ai is the optional extra 'mem0'")
 def test_mem0_through_the_runner(tmp_path: Path) -> None:
     _data_or_skip()

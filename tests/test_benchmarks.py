@@ -223,6 +223,7 @@ def test_fake_openai_server_and_response_cache(tmp_path: Path) -> None:
     assert warm["cached_calls"] > 0
 
 
+@pytest.mark.e2e  # processes / sweeps / plots: make test, not make test-fast
 def test_cpu_bound_builds_run_in_worker_processes(tmp_path: Path) -> None:
     _data_or_skip()
     from memcore.runner import Runner

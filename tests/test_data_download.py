@@ -104,6 +104,7 @@ def run_script(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 def test_script_check(real: Path, tmp_path: Path) -> None:
     ok = run_script("--check", str(real), home=tmp_path)
     assert ok.returncode == 0, ok.stderr
@@ -116,6 +117,7 @@ def test_script_check(real: Path, tmp_path: Path) -> None:
     assert fail.stderr.startswith(f"error: {bad}: sha256 is {sha(b'[]')}")
 
 
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 def test_script_download_to_default_destination(real: Path, tmp_path: Path) -> None:
     done = run_script("--url", real.as_uri(), home=tmp_path)
     dest = tmp_path / "data" / "locomo10.json"

@@ -95,6 +95,7 @@ BAD_INPUT: list[tuple[str, bytes | None, int, tuple[str, ...]]] = [
 ]  # fmt: skip
 
 
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 @pytest.mark.parametrize(("case", "content", "code", "expected"), BAD_INPUT, ids=[c[0] for c in BAD_INPUT])
 def test_bad_input_from_the_cli(
     tmp_path: Path, case: str, content: bytes | None, code: int, expected: tuple[str, ...]
@@ -127,6 +128,7 @@ def test_readme_cases_are_all_known_cases() -> None:
 
 
 # ---------------------------------------------------------------- unknown names
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 @pytest.mark.parametrize(
     ("override", "known"),
     [
@@ -148,6 +150,7 @@ def test_unknown_config_group_option_lists_the_known_ones(tmp_path: Path, overri
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 @pytest.mark.parametrize(
     ("overrides", "fragments"),
     [
@@ -167,6 +170,7 @@ def _fake(url: str, *extra: str) -> list[str]:
     return ["backbone=gpt-4o-mini", f"++backbone.base_url={url}", "++backbone.backoff_cap_s=0.05", *extra]
 
 
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 def test_unreachable_server_at_start_is_one_line_naming_the_url(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{unused_port()}/v1"
     proc = cli(
@@ -181,6 +185,7 @@ def test_unreachable_server_at_start_is_one_line_naming_the_url(tmp_path: Path) 
     assert not (tmp_path / "run" / "items.jsonl").read_text()  # nothing was answered, nothing half-written
 
 
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 def test_damaged_item_log_is_refused_with_what_to_do(tmp_path: Path) -> None:
     args = ("dataset=locomo-tiny", *OFFLINE)
     assert cli(tmp_path, *args).returncode == 0
@@ -190,6 +195,7 @@ def test_damaged_item_log_is_refused_with_what_to_do(tmp_path: Path) -> None:
     assert_one_line_error(cli(tmp_path, *args), str(path), "line 2 is not valid JSON", "Move it away and rerun")
 
 
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 def test_changed_config_is_refused_in_one_line(tmp_path: Path) -> None:
     assert cli(tmp_path, "dataset=locomo-tiny", *OFFLINE).returncode == 0
     proc = cli(tmp_path, "dataset=locomo-tiny", *OFFLINE, "protocol=locomo")
@@ -212,6 +218,7 @@ def _assert_absent(key: str, *texts: str, roots: tuple[Path, ...] = ()) -> None:
         assert not leaks, leaks
 
 
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 def test_api_key_never_written_anywhere(tmp_path: Path) -> None:
     key = f"sk-test-{secrets.token_hex(16)}"
     with FakeUpstream(api_key=key, lifetime_s=120) as up:
@@ -231,6 +238,7 @@ def test_api_key_never_written_anywhere(tmp_path: Path) -> None:
     _assert_absent(key, proc.stdout, proc.stderr, roots=(tmp_path,))
 
 
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 @pytest.mark.parametrize("status", [400, 401, 429])
 def test_api_key_absent_from_errors_even_when_the_server_echoes_it(
     tmp_path: Path, status: int, monkeypatch: pytest.MonkeyPatch

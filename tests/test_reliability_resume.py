@@ -106,6 +106,7 @@ def kill_and_resume(tmp_path: Path, point: str, rng: random.Random) -> tuple[int
     return before, run_dir
 
 
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 @pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("point", ["ingest", "qa"])
 def test_sigkill_then_rerun_matches_uninterrupted(

@@ -294,6 +294,7 @@ def _cli(root: Path, run_dir: Path, url: str, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 def test_two_concurrent_runs_share_one_cache_and_snapshot_dir(tmp_path) -> None:
     root = tmp_path / "results"
     slice_ = ["dataset=locomo", "dataset.conversations=[conv-26,conv-30]", "dataset.max_sessions=2", "dataset.max_qa=4"]

@@ -265,6 +265,7 @@ def test_find_run_dirs_globs_and_errors(tmp_path: Path) -> None:
         find_run_dirs([str(tmp_path / "nope*")])
 
 
+@pytest.mark.e2e  # processes / sweeps / plots: make test, not make test-fast
 def test_cli_writes_all_formats_and_plots(tmp_path: Path, capsys) -> None:
     write_run(tmp_path / "runs", backbone="qwen3-8b", method="memcore", items=ablation_items(0.4, 0.6))
     write_run(
@@ -320,6 +321,7 @@ def test_judge_column_appears_when_items_were_judged(tmp_path: Path, paper) -> N
     assert rec["judge_no_adv"] == "75.0000"
 
 
+@pytest.mark.e2e  # processes / sweeps / plots: make test, not make test-fast
 def test_plots_from_synthetic_runs(tmp_path: Path, paper) -> None:
     import matplotlib.image as mpimg
 

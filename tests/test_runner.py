@@ -191,14 +191,17 @@ def test_with_progress_bars_off_counts_are_logged_at_most_every_interval(caplog)
 
     with caplog.at_level(logging.INFO, logger="memcore.runner"):
         every = _Bars(False, turns=10, items=4, log_every_s=0.0)
-        every.ingest(3)
+        every.build(3)
         every.qa(1)
+        staged = _Bars(False, turns=10, items=4, log_every_s=0.0, staged=True)
+        staged.ingested(4)
         quiet = _Bars(False, turns=10, items=4, log_every_s=3600.0)
-        quiet.ingest(10)
+        quiet.build(10)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("progress:")]
-    assert len(lines) == 2
-    assert lines[0].startswith("progress: ingest 3/10 turns, qa 0/4 items")
-    assert lines[1].startswith("progress: ingest 3/10 turns, qa 1/4 items")
+    assert len(lines) == 3
+    assert lines[0].startswith("progress: build 3/10 turns, qa 0/4 items")
+    assert lines[1].startswith("progress: build 3/10 turns, qa 1/4 items")
+    assert lines[2].startswith("progress: ingest 4/10 turns, build 0/10 turns, qa 0/4 items")
 
 
 @pytest.mark.parametrize("batched", [False, True])
@@ -224,11 +227,25 @@ def test_a_buffered_build_reports_each_turn_as_it_enters_the_memory(batched: boo
         return MemCoRe(MemCoReConfig(), Switches(), **kw)
 
     counted: list[int] = []
+    ingested: list[tuple[int, int]] = []  # (turns ingested so far, turns in the memory then)
     mem = system(ScriptedBackbone(structured_responder))
-    build_memory(mem, conv, UsageTracker(), on_turn=lambda: counted.append(len(mem.store.notes)))
+    build_memory(
+        mem,
+        conv,
+        UsageTracker(),
+        on_turn=lambda: counted.append(len(mem.store.notes)),
+        on_ingested=lambda n: ingested.append(((ingested[-1][0] if ingested else 0) + n, len(counted))),
+    )
     assert len(counted) == len(conv.turns)
     assert counted[0] == 1 and counted == sorted(counted)  # each call comes after a turn entered the memory
-    assert mem._turn_callback is None  # removed after the build
+    # ingestion is reported before the gate: per turn, all 6 turns of the buffer before the first note; batched,
+    # each chunk of 2 before its own turns enter the memory
+    assert ingested[-1][0] == len(conv.turns)
+    if batched:
+        assert ingested == [(2, 0), (4, 2), (6, 4)]
+    else:
+        assert ingested == [(k, 0) for k in range(1, 7)]
+    assert mem._turn_callback is None and mem._ingest_callback is None  # removed after the build
 
     class Stop(Exception):
         pass

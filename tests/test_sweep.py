@@ -57,6 +57,7 @@ def test_paper_main_sweeps_backbones_by_methods() -> None:
     assert (cfg.experiment_name, cfg.dataset.name, cfg.protocol.name) == ("paper_main", "locomo", "amem")
 
 
+@pytest.mark.e2e  # processes / sweeps / plots: make test, not make test-fast
 @pytest.mark.parametrize("experiment", ["paper_main", "paper_ablation"])
 def test_every_job_of_the_paper_sweeps_composes_and_validates(experiment: str) -> None:
     """What Hydra's validate_batch_is_legal does before launching: each job's config composes (every
@@ -134,6 +135,7 @@ def run_sweep(results: Path, args: list[str], timeout: int) -> subprocess.Comple
     return proc
 
 
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path) -> None:
     _data_or_skip()
     results = tmp_path / "results"
@@ -206,6 +208,7 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path) -
         assert (out / "plots" / f"{stem}.pdf").read_bytes()[:4] == b"%PDF"
 
 
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
 @pytest.mark.parametrize(
     "backbone",
     [

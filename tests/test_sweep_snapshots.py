@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 
 class _SlowMemory:
     """A stand-in memory whose build takes long enough for two processes to overlap."""
@@ -43,6 +45,7 @@ def _build_snapshot(root: str, log: str, start: float) -> None:
         fh.write(f"{int(res.reused)}\n")
 
 
+@pytest.mark.e2e  # processes / sweeps / plots: make test, not make test-fast
 def test_two_processes_build_one_snapshot_once(tmp_path: Path) -> None:
     import multiprocessing as mp
     import time

@@ -404,6 +404,7 @@ class MemCoReBatched(MemCoRe):
         for start in range(0, len(pending), size):
             chunk = pending[start : start + size]
             results = self._batch_ingestor.ingest_many(chunk, self._recent)
+            self._turns_ingested(len(chunk))
             cons.counters.fallbacks.update(self._batch_ingestor.events)
             self._batch_ingestor.events.clear()
             self._recent = [*self._recent, *chunk][-max(1, self.cfg.context_turns) :]

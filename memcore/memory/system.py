@@ -84,6 +84,7 @@ class MemCoRe:
         self._recent: list[Turn] = []
         self._pending: list[Turn] = []
         self._turn_callback: Callable[[], None] | None = None
+        self._ingest_callback: Callable[[int], None] | None = None  # StagedIngest (issue 16: progress)
         self._topics_at = 0
         self._topic_recomputes = 0
         self._refiner: Refiner | None = None
@@ -173,6 +174,15 @@ class MemCoRe:
         if self._turn_callback is not None:
             self._turn_callback()
 
+    def set_ingest_callback(self, callback: Callable[[int], None] | None) -> None:
+        """``StagedIngest``: ``callback(n)`` runs after ``n`` buffered turns finished ingestion, before the gate
+        (it may raise to stop the build there)."""
+        self._ingest_callback = callback
+
+    def _turns_ingested(self, n: int) -> None:
+        if self._ingest_callback is not None:
+            self._ingest_callback(n)
+
     def _flush(self) -> None:
         if not self._pending:
             return
@@ -183,6 +193,7 @@ class MemCoRe:
         for turn in batch:
             results.append(self._ingestor.ingest(turn, self._recent))
             self._recent = [*self._recent, turn][-max(1, self.cfg.context_turns) :]
+            self._turns_ingested(1)
         vecs = self.embedder.encode([r.context for r in results])
         for turn, ing, vec in zip(batch, results, vecs, strict=True):
             cons.add(RawTurn(turn.dia_id, turn.speaker, turn.text, turn.session_time_raw), ing, vec)
@@ -410,6 +421,7 @@ SPEC = MethodSpec(
     construction_switches=CONSTRUCTION_SWITCHES,
     ablations=ABLATIONS,
     retrieve_uses_llm=_uses_llm,
+    staged_ingest=True,  # turns are ingested (LLM) in buffers of 32, then gated one by one
     description="MemCoRe: LLM-gated Merge/Link/Append notes, keyword graph + Leiden topics, tri-pathway retrieval, RRF, IER",
 )
 
