@@ -48,6 +48,7 @@ def _hydra_main(cfg: DictConfig) -> float | None:
     from memcore.runner import run_config
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)
+    quiet_http_logs(bool(cfg.get("verbose", False)))
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         result = run_config(cfg, run_dir)
@@ -61,6 +62,16 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         print(f"\nresults: {result.run_dir}")
     overall = result.metrics.get("overall", {})
     return overall.get("f1")
+
+
+#: Loggers that write one INFO line per HTTP request (304 lines between the progress bars of one make run).
+HTTP_LOGGERS = ("httpx", "httpcore", "openai")
+
+
+def quiet_http_logs(verbose: bool) -> None:
+    """Per-request logging of the HTTP client off (warnings and errors still shown) unless ``verbose``."""
+    for name in HTTP_LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.WARNING)
 
 
 #: Library thread pools (OpenMP in faiss and torch, OpenBLAS, MKL) default to one thread per process: the runner

@@ -112,6 +112,8 @@ class RunConfig:
     overwrite: bool = False
     print_table: bool = True
     progress: bool = True
+    verbose: bool = False  # log every HTTP request of the LLM client (httpx / openai); off: warnings only
+    table_note: str | None = None  # footnote under table.md and the printed table
     cache_llm: bool = True
     run_dir: str = ""
     backbone: BackboneConfig = field(default_factory=BackboneConfig)

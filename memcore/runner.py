@@ -589,6 +589,8 @@ class Runner:
         stats = {"conversations": self.conv_stats, "method": self.spec.name, "data_cleaning": self.data_cleaning}
         title = f"{self.spec.name} / {self.cfg.ablation.name} / {self.cfg.backbone.name} / {self.cfg.dataset.name} ({self.cfg.protocol.name} protocol)"
         table = format_table(metrics, title)
+        if self.cfg.get("table_note"):
+            table += f"\n\nNote: {self.cfg.table_note}"
         _write_json(self.run_dir / "metrics.json", metrics)
         _write_json(self.run_dir / "cost.json", cost)
         _write_json(self.run_dir / "stats.json", stats)
