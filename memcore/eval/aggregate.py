@@ -229,5 +229,8 @@ def judge_line(info: Mapping[str, Any], overall: Mapping[str, Any]) -> str:
         if agree is not None:
             text += f"; all runs agreed on {100.0 * agree:.1f}% of items"
             if agree == 1.0:
-                text += " (a deterministic server at temperature 0 repeats itself: the std is 0 by construction)"
+                text += (
+                    " (expected from a deterministic judge server at temperature 0, e.g. llama.cpp: there the"
+                    " std measures nothing; an API judge such as gpt-4o-mini varies between runs)"
+                )
     return text + "."

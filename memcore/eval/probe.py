@@ -415,7 +415,7 @@ def _grade(
     results: list[dict[str, Any]] = []
     with contextlib.ExitStack() as resources:
         usage = UsageTracker()
-        log_dir = args.out.parent / "judge_probe_logs"
+        log_dir = args.cache.parent / "judge_probe_logs"  # the server log; results/cache is not committed
         log_dir.mkdir(parents=True, exist_ok=True)
         args.cache.parent.mkdir(parents=True, exist_ok=True)
         client = build_backbone(
