@@ -98,11 +98,76 @@ def stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, interrupt)
 
 
+def composition_error_line(exc: BaseException, argv: list[str]) -> str:
+    """One line for a Hydra composition error. An override of a key the config does not have names the key, the
+    value given and the keys allowed there; anything else is Hydra's message (and its cause) on one line."""
+    import re
+
+    text = str(exc)
+    cause = exc.__cause__
+    m = re.search(r"Could not override '([^']+)'", text)
+    if m and cause is not None and "not in struct" in str(cause):
+        key = m.group(1)
+        value = next((a.split("=", 1)[1] for a in argv if re.fullmatch(rf"[+~]*{re.escape(key)}=.*", a)), "?")
+        section, _, leaf = key.rpartition(".")
+        label, keys = _section_keys(section, argv)
+        if leaf in keys:  # a schema key this preset leaves at its default: Hydra wants it added
+            return f"{key}={value}: the selected {section or 'run'} config does not set {leaf!r}; add it with +{key}={value}"
+        known = ", ".join(keys) if keys else "see configs/"
+        return f"{key}={value} is not allowed: unknown key {leaf!r}; {label} keys: {known}"
+    parts = [text, str(cause) if cause is not None else ""]
+    lines = [ln.strip() for p in parts for ln in p.splitlines() if ln.strip()]
+    return " ".join(ln for ln in lines if not ln.startswith(("full_key:", "object_type=", "reference_type=")))
+
+
+def _section_keys(section: str, argv: list[str]) -> tuple[str, list[str]]:
+    """(label, keys) of a config section; ``method`` reads the method named on the command line."""
+    import dataclasses
+
+    from memcore import config as schema
+    from memcore.validation import method_config_keys
+
+    if section == "method":
+        name = next((a.split("=", 1)[1] for a in reversed(argv) if a.startswith("method=")), "memcore")
+        return f"method {name}", method_config_keys(name)
+    classes = {
+        "": schema.RunConfig,
+        "backbone": schema.BackboneConfig,
+        "embedder": schema.EmbedderConfig,
+        "dataset": schema.DatasetConfig,
+        "protocol": schema.ProtocolConfig,
+        "ablation": schema.AblationConfig,
+        "eval": schema.EvalConfig,
+        "paths": schema.PathsConfig,
+    }
+    cls = classes.get(section)
+    keys = sorted(f.name for f in dataclasses.fields(cls)) if cls is not None else []
+    return (f"{section}.*" if section else "top-level"), keys
+
+
 def run_main() -> None:
-    """``memcore-run [overrides…]``: one run, or a sweep with ``-m``."""
+    """``memcore-run [overrides…]``: one run, or a sweep with ``-m``. A Hydra composition error (an override of a
+    key that does not exist, an unknown group option) exits 2 with one line, unless HYDRA_FULL_ERROR is set."""
     pin_library_threads()
     stop_on_sigterm()
-    _hydra_main()
+    own_errors = not os.environ.get("HYDRA_FULL_ERROR")
+    if own_errors:
+        os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing a trimmed trace and exiting 1
+    try:
+        _hydra_main()
+    except Exception as exc:
+        from hydra.errors import HydraException
+        from omegaconf.errors import OmegaConfBaseException
+
+        if not own_errors or not isinstance(exc, HydraException | OmegaConfBaseException):
+            raise
+        from hydra.errors import MissingConfigException
+
+        if isinstance(exc, MissingConfigException):  # an unknown group option: Hydra's message lists the options
+            print(str(exc), file=sys.stderr)
+        else:
+            print(f"error: {composition_error_line(exc, sys.argv[1:])}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

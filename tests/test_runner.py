@@ -166,15 +166,19 @@ def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(tmp
         return responder(messages)
 
     overrides = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=amem"]
-    previous = signal.getsignal(signal.SIGTERM)
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     stop_on_sigterm()
+    # Python's own Ctrl-C handler, as in an interactive memcore-run: a process started in the background by a
+    # non-interactive shell (a CI runner, nohup, setsid …) inherits SIGINT ignored and would never see the signal.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             run_config(
                 compose_run(tmp_path, overrides), tmp_path / "run", backbone_override=ScriptedBackbone(interrupting)
             )
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     assert calls == 6  # A-MEM makes 2 calls per turn: turn 3 finished, the build stopped; 70 calls were ahead
     assert read_items(tmp_path / "run" / "items.jsonl") == []
 
