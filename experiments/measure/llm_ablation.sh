@@ -11,8 +11,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BACKBONE="${1:-local-small}"
+shift || true  # further arguments: overrides for every run (e.g. backbone.server_threads=1 on a busy machine)
 RUN=".venv/bin/memcore-run"
-COMMON=(experiment_name=llm_ablation dataset=locomo-llm backbone="$BACKBONE" protocol=amem progress=false print_table=false)
+COMMON=(experiment_name=llm_ablation dataset=locomo-llm backbone="$BACKBONE" protocol=amem progress=false print_table=false backbone.exclusive=false "$@")
 log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 run() {
   local t0=$SECONDS
