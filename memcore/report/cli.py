@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memcore.report.collect import ReportInputError, load_runs
+from memcore.report.memory_table import memory_table
 from memcore.report.reference import ReferenceError, default_reference_dir, load_paper_numbers
 from memcore.report.tables import Table, ablation_table, detail_table, main_table, summarize_run
 
@@ -112,6 +113,9 @@ def run_report(args: argparse.Namespace) -> list[Path]:
     if layout in ("ablation", "both"):
         tables.append(("ablation_table", ablation_table(summaries, paper, **kw)))
     tables.append(("detail_table", detail_table(summaries)))
+    built = memory_table(summaries)
+    if built is not None:
+        tables.append(("memory_table", built))
     written: list[Path] = []
     for stem, table in tables:
         written += _write(table, out, stem, formats)
