@@ -155,7 +155,7 @@ def run_main() -> None:
         os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing a trimmed trace and exiting 1
     try:
         _hydra_main()
-    except Exception as exc:
+    except Exception as exc:  # re-raised below unless it is a composition error of Hydra / OmegaConf
         from hydra.errors import HydraException
         from omegaconf.errors import OmegaConfBaseException
 
@@ -168,6 +168,9 @@ def run_main() -> None:
         else:
             print(f"error: {composition_error_line(exc, sys.argv[1:])}", file=sys.stderr)
         sys.exit(2)
+    finally:
+        if own_errors:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,144 @@
+"""Every bad knob is one line from ``memcore-run``, exit 2, before any work (issue 16, item 3).
+
+The sweep drives the real entry point (``memcore.cli.run_main`` with ``sys.argv`` set, Hydra composition
+included) in-process, so 40 cases cost seconds rather than 40 interpreter start-ups; one case also goes through a
+real subprocess. Each case checks: exit code 2, stderr is exactly one ``error: …`` line naming the key and the bad
+value (and what is allowed), no traceback, and no work was done (no items, no LLM cache, no snapshot).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memcore.config import ConfigError
+from memcore.methods import method_names
+from memcore.validation import METHOD_VALIDATORS, validate_method
+
+REPO = Path(__file__).resolve().parents[1]
+BASE = ["progress=false", "print_table=false", "dataset=locomo-tiny", "backbone=scripted", "embedder=hashing"]
+
+# (overrides, fragments the one error line must contain)
+BAD_VALUES: list[tuple[list[str], list[str]]] = [
+    # memcore and its variants
+    (["method=memcore", "method.tau_merge=2"], ["method.tau_merge=2", "in [0, 1]"]),
+    (["method=memcore-cheap", "method.tau_merge=2"], ["method.tau_merge=2", "memcore-cheap", "in [0, 1]"]),
+    (["method=memcore", "method.k_final=0"], ["method.k_final=0", ">= 1"]),
+    (["method=memcore", "method.judge=gpt"], ["method.judge='gpt'", "llm, embedding"]),
+    (["method=memcore", "method.evidence_text=all"], ["method.evidence_text='all'", "raw, context, both"]),
+    (["method=memcore", "method.candidates=many"], ["method.candidates='many'", "an integer"]),
+    (["method=memcore", "+method.tau_mrge=0.5"], ["method.tau_mrge=0.5", "unknown key", "tau_merge"]),
+    (["method=memcore", "method.tau_mrge=0.5"], ["method.tau_mrge=0.5", "unknown key", "tau_merge"]),
+    (["method=memcore-batched", "method.ingest_batch_size=0"], ["method.ingest_batch_size=0", ">= 1"]),
+    (["method=memcore-cheap", "method.judge=llm"], ["memcore-cheap", "method=memcore"]),
+    # baselines
+    (["method=full_context", "method.answer_reserve_tokens=-5"], ["method.answer_reserve_tokens=-5", ">= 0"]),
+    (["method=full_context", "method.context_budget_tokens=0"], ["method.context_budget_tokens=0", ">= 1"]),
+    (["method=rag_dense", "method.top_k=0"], ["method.top_k=0", "rag_dense", ">= 1"]),
+    (["method=rag_bm25", "method.bm25_b=2"], ["method.bm25_b=2", "in [0, 1]"]),
+    (["method=rag_hybrid", "method.retriever=bm25"], ["method.retriever='bm25'", "hybrid", "method=rag_bm25"]),
+    (["method=rag_locomo", "method.context_format=html"], ["method.context_format='html'", "notes, locomo"]),
+    (["method=amem", "method.top_k=0"], ["method.top_k=0", "unknown key", "retrieve_k"]),
+    (["method=amem", "method.retrieve_k=0"], ["method.retrieve_k=0", "amem", ">= 1"]),
+    (["method=amem", "method.temperature=-1"], ["method.temperature=-1", "in [0, 2]"]),
+    (["method=mem0", "method.llm_route=cloud"], ["method.llm_route='cloud'", "backbone, direct"]),
+    (["method=mem0", "method.batch_size=0"], ["method.batch_size=0", ">= 1"]),
+    (["method=mem0-two-phase", "method.extraction_prompt=v2"], ["method.extraction_prompt='v2'", "user"]),
+    (["method=mem0-two-phase", "method.top_p=2"], ["method.top_p=2", "in [0, 1]"]),
+    (["method=memgpt", "method.evict_fraction=1.5"], ["method.evict_fraction=1.5", "(0, 1)"]),
+    (["method=memgpt", "method.recall_search=regex"], ["method.recall_search='regex'", "keyword, substring"]),
+    (["method=lightmem", "method.compress_rate=0"], ["method.compress_rate=0", "(0, 1]"]),
+    (["method=lightmem", "method.compressor=llmlingua"], ["method.compressor='llmlingua'", "idf, none"]),
+    (["method=fluxmem", "method.T=-1"], ["method.T=-1", ">= 0"]),
+    (["method=fluxmem", "method.refine=maybe"], ["method.refine='maybe'", "true or false"]),
+    (["method=fluxmem-no-refine", "method.refine=true"], ["method.refine=True", "method=fluxmem"]),
+    (["method=fluxmem-no-consolidate", "method.consolidate=true"], ["method.consolidate=True", "method=fluxmem"]),
+    # backbone and embedder presets
+    (["+backbone.max_attempts=0"], ["backbone.max_attempts=0", ">= 1"]),
+    (["backbone.max_attempts=0"], ["backbone.max_attempts=0", "add it with +backbone.max_attempts=0"]),
+    (["+backbone.timeout_s=0"], ["backbone.timeout_s=0", "> 0"]),
+    (["backbone=local-small", "backbone.n_ctx=100"], ["backbone.n_ctx=100", ">= 256"]),
+    (
+        ["backbone=local", "backbone.context_budget_tokens=9000"],
+        ["backbone.context_budget_tokens=9000", "< backbone.n_ctx"],
+    ),
+    (["backbone=gpt-4o-mini", "backbone.max_concurrency=0"], ["backbone.max_concurrency=0", ">= 1"]),
+    (["backbone.kind=openai"], ["backbone.kind='openai'", "Known: llamacpp"]),
+    (["embedder.dim=0"], ["embedder.dim=0", ">= 1"]),
+    (["embedder=minilm", "+embedder.batch_size=-1"], ["embedder.batch_size=-1", ">= 1"]),
+    # eval, dataset, protocol, run
+    (["eval.budget=0"], ["eval.budget=0", ">= 1"]),
+    (["eval.token_budgets=[500,0]"], ["eval.token_budgets=[500, 0]", "integers >= 1"]),
+    (["eval.answer=maybe"], ["'maybe'", "eval.answer"]),
+    (["+eval.foo=1"], ["eval.foo", "EvalConfig"]),
+    (["dataset.max_qa=0"], ["dataset.max_qa=0", ">= 1"]),
+    (["dataset.categories=[7]"], ["dataset.categories=[7]", "categories 1-5"]),
+    (["protocol.temperature=-0.1"], ["protocol.temperature=-0.1", "in [0, 2]"]),
+    (["concurrency=0"], ["concurrency=0", ">= 1"]),
+    (["seed=abc"], ["'abc'", "seed"]),
+]
+
+
+def _run_cli(tmp_path: Path, overrides: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
+    from memcore.cli import run_main
+
+    argv = ["memcore-run", *BASE, f"paths.root={tmp_path / 'results'}", f"hydra.run.dir={tmp_path / 'run'}", *overrides]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as info:
+        run_main()
+    return int(info.value.code or 0)
+
+
+def test_the_table_covers_every_method_and_25_bad_values() -> None:
+    methods = {o.split("=", 1)[1] for overrides, _ in BAD_VALUES for o in overrides if o.startswith("method=")}
+    assert methods == set(method_names())
+    assert len(BAD_VALUES) >= 25
+
+
+def test_every_registered_method_has_a_validator_that_accepts_its_yaml() -> None:
+    """The shipped configs/method/*.yaml pass their own validator (no false alarms)."""
+    from tests.runner_utils import compose_run
+
+    assert set(METHOD_VALIDATORS) == set(method_names())
+    for name in method_names():
+        cfg = compose_run(Path("/tmp"), [f"method={name}"])
+        validate_method(name, dict(cfg.method), dict(cfg.ablation))
+
+
+@pytest.mark.e2e  # ~1 s per case (Hydra composition): make test, not make test-fast
+@pytest.mark.parametrize(("overrides", "fragments"), BAD_VALUES, ids=[" ".join(o) for o, _ in BAD_VALUES])
+def test_bad_value_is_one_line_exit_2_before_any_work(
+    tmp_path: Path, overrides: list[str], fragments: list[str], monkeypatch: pytest.MonkeyPatch, capfd
+) -> None:
+    code = _run_cli(tmp_path, overrides, monkeypatch)
+    err = capfd.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    results = tmp_path / "results"
+    assert not (tmp_path / "run" / "items.jsonl").exists()
+    assert not (results / "cache").exists() and not (results / "snapshots").exists()  # no work started
+
+
+@pytest.mark.e2e  # one real process: the console entry point, its exit code and its stderr
+def test_bad_value_through_a_real_process(tmp_path: Path) -> None:
+    cmd = [
+        sys.executable, "-m", "memcore.cli", *BASE, f"paths.root={tmp_path / 'results'}",
+        f"hydra.run.dir={tmp_path / 'run'}", "method=amem", "method.top_k=0",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=REPO)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+    assert proc.stderr.startswith("error: method.top_k=0 is not allowed: unknown key 'top_k'; method amem keys:")
+
+
+def test_validate_method_rejects_what_the_method_constructor_rejects() -> None:
+    """Cross-field checks come from the method's own config class (A-MEM's content_template placeholders)."""
+    with pytest.raises(ConfigError, match=r"content_template must contain \{speaker\} and \{text\}"):
+        validate_method("amem", {"name": "amem", "content_template": "no placeholders"}, {"name": "none"})
