@@ -108,6 +108,8 @@ def test_launcher_configs_compose() -> None:
             overrides=["hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu"],
             return_hydra_config=True,
         ).hydra.launcher
+        lo = compose(config_name="run", overrides=["hydra/launcher=submitit_local"], return_hydra_config=True)
+    assert lo.hydra.launcher._target_.endswith("LocalLauncher") and lo.hydra.launcher.gpus_per_node == 0
     assert jl._target_.endswith("JoblibLauncher") and jl.n_jobs == 2
     assert sl._target_.endswith("SlurmLauncher") and sl.partition == "gpu" and sl.timeout_min == 360 and sl.mem_gb == 16
 
@@ -263,3 +265,39 @@ def test_sweep_two_methods_two_ablations_then_report(tmp_path: Path, backbone: s
         assert float(abl[(m, "wo_ier")]["f1_vs_full"]) == pytest.approx(d, abs=1e-3)
     for stem in ("category_f1", "ablation_deltas", "cost_vs_f1", "recall_vs_budget"):
         assert mpimg.imread(out / "plots" / f"{stem}.png").std() > 0.01
+
+
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
+@pytest.mark.filterwarnings("ignore:(?s).*validated against ConfigStore schema with the same name")
+def test_submitit_local_sweep_runs_both_jobs_through_submitit(tmp_path: Path) -> None:
+    """The cluster path for real (issue 16): submitit's local executor pickles each job, starts it in its own
+    process and collects its result exactly as on SLURM, minus sbatch. Both runs' items and metrics must be
+    complete, and submitit's own records (submitted job, result pickle) must exist for each job."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    _data_or_skip()
+    results = tmp_path / "results"
+    proc = run_sweep(
+        results,
+        [
+            "experiment_name=submitit_demo",
+            "dataset=locomo-tiny",
+            "backbone=scripted",
+            "embedder=hashing",
+            "method=rag_bm25,rag_dense",
+            "hydra/launcher=submitit_local",
+        ],
+        timeout=600,
+    )
+    assert "Submitit 'local' sweep output dir" in proc.stdout + proc.stderr
+    sweep = results / "runs" / "submitit_demo"
+    for method in ("rag_bm25", "rag_dense"):
+        run = sweep / "locomo-tiny" / "scripted" / "amem" / method / "none"
+        items = [json.loads(line) for line in (run / "items.jsonl").read_text().splitlines()]
+        assert len(items) == 8 and len({r["item_id"] for r in items}) == 8
+        assert all(r["answer"] is not None and "f1" in r["scores"] for r in items)
+        metrics = json.loads((run / "metrics.json").read_text())
+        assert metrics["run"]["method"] == method and metrics["overall"]["n"] == 8
+    jobs = [d for d in (sweep / ".submitit").iterdir() if d.is_dir() and d.name.isdigit()]
+    assert len(jobs) == 2
+    for job in jobs:
+        assert (job / f"{job.name}_submitted.pkl").is_file() and (job / f"{job.name}_0_result.pkl").is_file()
