@@ -64,14 +64,18 @@ def _hydra_main(cfg: DictConfig) -> float | None:
     return overall.get("f1")
 
 
-#: Loggers that write one INFO line per HTTP request (304 lines between the progress bars of one make run).
-HTTP_LOGGERS = ("httpx", "httpcore", "openai")
+#: Loggers that write one INFO line per HTTP request (304 lines between the progress bars of one make run;
+#: openai 3.x sends through httpx2 / httpcore2) or per model load.
+HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "sentence_transformers")
 
 
 def quiet_http_logs(verbose: bool) -> None:
-    """Per-request logging of the HTTP client off (warnings and errors still shown) unless ``verbose``."""
+    """Per-request logging of the HTTP client and model-loading chatter (INFO lines, the weight-loading bar)
+    off unless ``verbose``; warnings and errors are still shown."""
     for name in HTTP_LOGGERS:
         logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.WARNING)
+    if not verbose:
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is imported
 
 
 #: Library thread pools (OpenMP in faiss and torch, OpenBLAS, MKL) default to one thread per process: the runner
