@@ -61,8 +61,9 @@ def test_paper_main_sweeps_backbones_by_methods() -> None:
 @pytest.mark.parametrize("experiment", ["paper_main", "paper_ablation"])
 def test_every_job_of_the_paper_sweeps_composes_and_validates(experiment: str) -> None:
     """What Hydra's validate_batch_is_legal does before launching: each job's config composes (every
-    method / ablation / backbone file exists) and passes the run schema."""
+    method / ablation / backbone file exists) and passes the run schema and every knob check (issue 16)."""
     from memcore.config import validate
+    from memcore.validation import validate_run
 
     jobs = sweep_jobs(experiment, [])
     with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
@@ -71,6 +72,7 @@ def test_every_job_of_the_paper_sweeps_composes_and_validates(experiment: str) -
             with open_dict(cfg):
                 cfg.run_dir = "unused"
             checked = validate(cfg)
+            validate_run(checked)
             assert (checked.backbone.name, checked.method.name, checked.ablation.name) == (
                 job.get("backbone", "qwen3-8b"),
                 job.get("method", "memcore"),
