@@ -40,7 +40,7 @@ test-all: install
 	$(BIN)/python scripts/get_local_model.py --model $(CI_MODEL)
 	$(BIN)/pytest -q --runslow $(ARGS)
 
-## Unit tests only (no LLM server): seconds.
+## Unit tests only: no LLM server, no process launches (tests marked e2e or slow are skipped); about a minute of CPU.
 test-fast: install
 	$(BIN)/pytest -q $(ARGS)
 
