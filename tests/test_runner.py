@@ -266,3 +266,13 @@ def test_a_buffered_build_reports_each_turn_as_it_enters_the_memory(batched: boo
     with pytest.raises(Stop):
         build_memory(stopped, conv, UsageTracker(), on_turn=stop_at_second_turn)
     assert sum(len(n.raws) for n in stopped.store.notes) == 2  # the gate stopped after the second of 6 turns
+
+
+def test_quickstart_table_says_it_is_a_demonstration(tmp_path) -> None:
+    """make run's experiment prints (and writes) its footnote: a demonstration, not a benchmark (issue 16)."""
+    _data_or_skip()
+    cfg = compose_run(tmp_path, ["experiment=quickstart", "backbone=scripted", "embedder=hashing"])
+    assert (cfg.method.name, cfg.dataset.name) == ("memcore", "locomo-tiny") and cfg.method.judge == "llm"
+    result = run_config(cfg, tmp_path / "run")
+    assert result.table.rstrip().splitlines()[-1].startswith("Note: a demonstration, not a benchmark")
+    assert "Note: a demonstration, not a benchmark" in (tmp_path / "run" / "table.md").read_text()
