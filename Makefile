@@ -22,7 +22,7 @@ install: $(VENV)/.installed
 model: install
 	$(BIN)/python scripts/get_local_model.py --model $(MODEL)
 
-## The main job: MemCoRe (LLM gate) on locomo-tiny with the local 0.5B llama.cpp backbone; prints the table and
+## The main job: MemCoRe (LLM gate) on locomo-quick with the local 0.5B llama.cpp backbone; prints the table and
 ## the seconds spent installing, assembling the model and running (a demonstration, not a benchmark).
 run:
 	@t0=$$(date +%s); $(MAKE) --no-print-directory install || exit $$?; t1=$$(date +%s); \

@@ -272,7 +272,8 @@ def test_quickstart_table_says_it_is_a_demonstration(tmp_path) -> None:
     """make run's experiment prints (and writes) its footnote: a demonstration, not a benchmark (issue 16)."""
     _data_or_skip()
     cfg = compose_run(tmp_path, ["experiment=quickstart", "backbone=scripted", "embedder=hashing"])
-    assert (cfg.method.name, cfg.dataset.name) == ("memcore", "locomo-tiny") and cfg.method.judge == "llm"
+    assert (cfg.method.name, cfg.dataset.name) == ("memcore", "locomo-quick") and cfg.method.judge == "llm"
     result = run_config(cfg, tmp_path / "run")
+    assert result.n_items == 4 and result.cost["memory_build"]["turns"] == 18
     assert result.table.rstrip().splitlines()[-1].startswith("Note: a demonstration, not a benchmark")
     assert "Note: a demonstration, not a benchmark" in (tmp_path / "run" / "table.md").read_text()
