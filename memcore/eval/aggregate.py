@@ -207,10 +207,11 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
     if has_judge and run.get("judge"):
         lines += ["", judge_line(run["judge"], metrics["overall"])]
     if ceiling:
+        n_wrong = int((ceiling.get("overall_no_adv") or {}).get("n_gold_errors", 0))
         lines += [
             "",
             "Ceiling: the best a perfect system reaches against the original gold (it answers the audited gold; "
-            f"{(ceiling.get('overall_no_adv') or {}).get('n_gold_errors', 0)} gold answers in categories 1-4 are wrong).",
+            f"{n_wrong} gold answer{'' if n_wrong == 1 else 's'} in categories 1-4 {'is' if n_wrong == 1 else 'are'} wrong).",
         ]
     return "\n".join(lines) + "\n"
 
