@@ -416,3 +416,24 @@ def test_detail_table_per_category_and_unit_costs(tmp_path: Path) -> None:
         "overall 1-4",
     ]
     assert recs[-2]["calls_per_turn"] == "0.5000"  # the overall row carries the unit costs
+
+
+def test_report_prints_the_judge_probe_beside_j(tmp_path: Path, capsys) -> None:
+    from memcore.eval import probe
+
+    rows = main_items()
+    for r, j in zip(rows, (1.0, 1.0, 0.0, 1.0, 0.0)):
+        r["scores"]["judge"] = j
+    write_run(tmp_path / "runs", backbone="local-small", method="amem", items=rows, dataset="locomo-mini")
+    cases = [probe.ProbeCase("a", 1, "q", "g", "x", "vague", "WRONG")]
+    rec = {"judge_preset": "mem0-judge", "backbone": "local-small", "model": "m", "seed": 0, "n_cases": 1}
+    probe.save_probe(tmp_path / "probe", [dict(rec, rates=probe.summarize_probe(cases, ["CORRECT"]))], "cmd")
+    out = tmp_path / "report"
+    args = [str(tmp_path / "runs"), "--out", str(out), "--no-plots", "--formats", "md"]
+    assert report_main([*args, "--probe", str(tmp_path / "probe.json")]) == 0
+    printed = capsys.readouterr().out
+    main_at, probe_at = printed.index("### LoCoMo main table"), printed.index("### Judge leniency probe")
+    assert main_at < probe_at < printed.index("### Methods side by side")  # right after the table with J
+    assert "| mem0-judge | m (local-small) | 100.0 [" in (out / "judge_probe.md").read_text()
+    assert report_main([*args, "--probe", str(tmp_path / "absent.json")]) == 0  # no probe file: no probe table
+    assert "Judge leniency probe" not in capsys.readouterr().out

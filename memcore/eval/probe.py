@@ -437,8 +437,9 @@ def _grade(
                     "unparsed": unparsed,
                     "wall_s": round(time.perf_counter() - t0, 1),
                     "command": command,
+                    # no answer text: the cases are LoCoMo excerpts (rebuild them with --dry-run and the same seed)
                     "labels": [
-                        {"item_id": c.item_id, "kind": c.kind, "answer": c.answer, "label": lab}
+                        {"item_id": c.item_id, "kind": c.kind, "expected": c.expected, "label": lab}
                         for c, lab in zip(cases, labels, strict=True)
                     ],
                 }

@@ -85,6 +85,19 @@ def _write(table: Table, out: Path, stem: str, formats: Sequence[str]) -> list[P
     return written
 
 
+def _probe_text(path: Path | None) -> str | None:
+    """The judge-probe table (Markdown) from ``path`` (memcore-judge-probe's json), or None when absent."""
+    if path is None:
+        return None
+    from memcore.eval.probe import load_probe, probe_table
+
+    try:
+        probe = load_probe(Path(path))
+    except ValueError as exc:
+        raise ReportInputError(f"{path} is not a judge-probe json ({exc}).") from None
+    return f"### Judge leniency probe ({path})\n\n" + probe_table(probe) if probe else None
+
+
 def run_report(args: argparse.Namespace) -> list[Path]:
     """Build everything ``args`` asks for; returns the files written."""
     formats = [f.strip() for f in str(args.formats).split(",") if f.strip()]
@@ -117,23 +130,16 @@ def run_report(args: argparse.Namespace) -> list[Path]:
     if built is not None:
         tables.append(("memory_table", built))
     written: list[Path] = []
+    probe_text = _probe_text(args.probe) if any(s.values.get("judge") is not None for s in summaries) else None
+    if probe_text:
+        (out / "judge_probe.md").write_text(probe_text)
+        written.append(out / "judge_probe.md")
     for stem, table in tables:
         written += _write(table, out, stem, formats)
         if not args.quiet:
             print(table.to_markdown())
-    if any(s.values.get("judge") is not None for s in summaries) and args.probe is not None:
-        from memcore.eval.probe import load_probe, probe_table
-
-        try:
-            probe = load_probe(Path(args.probe))
-        except ValueError as exc:
-            raise ReportInputError(f"{args.probe} is not a judge-probe json ({exc}).") from None
-        if probe:
-            text = f"### Judge leniency probe ({args.probe})\n\n" + probe_table(probe)
-            (out / "judge_probe.md").write_text(text)
-            written.append(out / "judge_probe.md")
-            if not args.quiet:
-                print(text)
+            if stem == "main_table" and probe_text:  # the judge's measured leniency, right beside J
+                print(probe_text)
     if not args.no_plots:
         from memcore.report.plots import make_plots
 

@@ -678,6 +678,13 @@ def unit_costs(run: RunData) -> dict[str, float | None]:
     }
 
 
+def _detail_method_cell(s: RunSummary) -> str:
+    """The method cell, plus the judge preset when the run was judged (runs of one method may differ only there)."""
+    judge = s.run.info.get("judge") or {}
+    cell = _method_cell(s)
+    return f"{cell} [J: {judge.get('judge_preset', 'judge-v1')}]" if judge else cell
+
+
 def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -> Table:
     """Methods side by side on one slice: per category and overall, F1 / BLEU-1 / recall / hit rate (%),
     then what each method spent per ingested turn and per question. No paper numbers (any slice)."""
@@ -719,7 +726,7 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
             vals = {k: None if block.get(k) is None else 100.0 * float(block[k]) for k, _ in metrics_list}
             last = cat == "overall"  # budgets and costs go on the overall row
             rows.append(
-                [_method_cell(s) if i == 0 else "", cat, str(block.get("n", 0))]
+                [_detail_method_cell(s) if i == 0 else "", cat, str(block.get("n", 0))]
                 + [fmt(vals[k]) for k, _ in metrics_list]
                 + ([fmt(v) for v in budget_vals.values()] if last else [""] * len(budgets))
                 + (cost_cells if last else [""] * len(cost_cells))
