@@ -159,6 +159,10 @@ def run_main() -> None:
         os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing a trimmed trace and exiting 1
     try:
         _hydra_main()
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the runner already stopped its workers; no traceback
+        reason = str(exc) or "Ctrl-C"
+        print(f"interrupted ({reason}): finished items are kept; rerun the same command to resume", file=sys.stderr)
+        sys.exit(130)
     except Exception as exc:  # re-raised below unless it is a composition error of Hydra / OmegaConf
         from hydra.errors import HydraException
         from omegaconf.errors import OmegaConfBaseException

@@ -138,6 +138,22 @@ def test_bad_value_through_a_real_process(tmp_path: Path) -> None:
     assert proc.stderr.startswith("error: method.top_k=0 is not allowed: unknown key 'top_k'; method amem keys:")
 
 
+def test_an_interrupted_run_exits_130_with_one_line_and_no_traceback(monkeypatch: pytest.MonkeyPatch, capfd) -> None:
+    import memcore.cli as cli
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt("signal SIGTERM")
+
+    monkeypatch.setattr(cli, "_hydra_main", interrupted)
+    with pytest.raises(SystemExit) as info:
+        cli.run_main()
+    err = capfd.readouterr().err
+    assert info.value.code == 130
+    assert err.strip().splitlines() == [
+        "interrupted (signal SIGTERM): finished items are kept; rerun the same command to resume"
+    ]
+
+
 def test_validate_method_rejects_what_the_method_constructor_rejects() -> None:
     """Cross-field checks come from the method's own config class (A-MEM's content_template placeholders)."""
     with pytest.raises(ConfigError, match=r"content_template must contain \{speaker\} and \{text\}"):
