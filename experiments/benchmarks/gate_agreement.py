@@ -165,8 +165,15 @@ def start_backbone(model: str, stack: contextlib.ExitStack, log_dir: Path, threa
 
 
 def command_line() -> str:
+    """How this script was invoked (from the repository root), with PYTHONPATH when set."""
     env = f"PYTHONPATH={shlex.quote(os.environ['PYTHONPATH'])} " if os.environ.get("PYTHONPATH") else ""
-    return env + " ".join(["python", *map(shlex.quote, sys.argv)])
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    if spec is not None:
+        head = f"python -m {spec.name}"
+    else:
+        script = Path(sys.argv[0]).resolve()
+        head = f"python {script.relative_to(REPO) if script.is_relative_to(REPO) else script}"
+    return env + " ".join([head, *map(shlex.quote, sys.argv[1:])])
 
 
 def md_row(payload: dict[str, Any]) -> str:
@@ -223,7 +230,11 @@ def key(p: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="qwen2.5-coder-0.5b-instruct-q4_k_m")
+    ap.add_argument(
+        "--model",
+        default="qwen2.5-coder-0.5b-instruct-q4_k_m",
+        help="local GGUF name, or 'embedding' for the cheap gate (s = pre-screen cosine; no LLM)",
+    )
     ap.add_argument("--pairs", type=Path, default=PAIRS)
     ap.add_argument("--limit", type=int, default=0, help="the first N pairs of the label-balanced order only")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: all cores)")
@@ -242,7 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     from memcore.data import load_locomo, resolve_locomo_path
 
     version = gate_version()
-    mode = "dated" if judges_dates() else "undated"
+    mode = "cosine, no LLM" if args.model == "embedding" else "dated" if judges_dates() else "undated"
     print(f"memcore from {Path(next(iter(memcore.__path__)))}; gate prompt {version}; render {mode}", flush=True)
     all_pairs = load_pairs(args.pairs)
     pairs = balanced_order(all_pairs)
@@ -264,7 +275,8 @@ def main(argv: list[str] | None = None) -> None:
         turns = {(c.conv_id, t.dia_id): t for c in ds.conversations for s in c.sessions for t in s.turns}
         ckpt.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as tmp, ckpt.open("a") as fh:
-            backbone = start_backbone(args.model, stack, Path(tmp), args.threads)
+            cheap = args.model == "embedding"
+            backbone = None if cheap else start_backbone(args.model, stack, Path(tmp), args.threads)
             for i, p in enumerate(todo, start=1):
                 t0 = time.perf_counter()
                 new = make_note(turns[(p["sample_id"], p["new"])], 1)
@@ -305,7 +317,8 @@ def main(argv: list[str] | None = None) -> None:
         "wall_s_this_invocation": round(wall, 1),
         "s_per_pair": round(sum(float(r["wall_s"]) for r in rows) / len(rows), 2),
         "threads": args.threads,
-        "command": command_line(),
+        # the command that runs (or resumes) this measurement; --report-only only re-scores the checkpoint
+        "command": command_line().replace(" --report-only", ""),
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),

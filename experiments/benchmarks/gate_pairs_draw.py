@@ -10,7 +10,7 @@ same/different session, seeded, and printed with speaker, session date and text 
 Only references (sample_id, dia_ids), ranks and cosines are written; turn text is read from the data file at
 run time and never stored. Labels and rationales are added by hand to ``tests/data/gate_pairs.jsonl``.
 
-    python -m experiments.benchmarks.gate_pairs_draw --out /tmp/gate_pool.jsonl --sample 130
+    python -m experiments.benchmarks.gate_pairs_draw --out /tmp/gate_pool.jsonl --sample 120 --show   # what was run
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True, help="pool/sample JSONL (references only, no text)")
     ap.add_argument("--k", type=int, default=5, help="candidates per turn (MemCoReConfig.candidates)")
-    ap.add_argument("--sample", type=int, default=130)
+    ap.add_argument("--sample", type=int, default=120)
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--show", action="store_true", help="print the sampled pairs with text (for labelling)")
     args = ap.parse_args(argv)
