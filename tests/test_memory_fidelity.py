@@ -253,3 +253,30 @@ def test_dead_topic_recompute_key_is_gone() -> None:
     assert "topic_recompute_every" not in CONSTRUCTION_KEYS
     with pytest.raises(ValueError, match="topic_recompute_every"):
         MemCoReConfig.from_dict({"topic_recompute_every": 100})
+
+
+@pytest.mark.parametrize(
+    ("subject", "fact", "relation", "merges", "links"),
+    [(True, True, "redundant", 1, 0), (True, False, "complementary", 0, 1), ("no", "no", "unrelated", 0, 0)],
+)
+def test_binary_gate_form_maps_its_answers_to_a_relation(
+    tmp_path: Path, subject: Any, fact: Any, relation: str, merges: int, links: int
+) -> None:
+    reply = _Reply(ScriptedLLM(), {"same_subject": subject, "same_fact": fact, "edge": "Supports"})
+    mem, backbone, _ = build(
+        make_conversation(["I adopted a dog named Rex", "Rex is a beagle"]),
+        tmp_path,
+        llm=reply,  # type: ignore[arg-type]
+        gate_form="binary",
+    )
+    c = mem.stats()["construction"]
+    assert c["relations"] == {relation: 1} and c["merges"] == merges and c["links"] == links
+    assert "same_fact" in reply.prompts[0] and c["label_strength_disagreements"] == 0
+    if links:
+        assert next(iter(mem.store.edges.values())).weight == pytest.approx(0.6)  # middle of [0.5, 0.7)
+    assert backbone is not None
+
+
+def test_resolve_label_without_a_strength_takes_the_middle_of_the_range() -> None:
+    assert resolve_label(None, "redundant", 0.7, 0.5) == (pytest.approx(0.85), "redundant", False)
+    assert resolve_label(None, "unrelated", 0.7, 0.5) == (pytest.approx(0.25), "unrelated", False)

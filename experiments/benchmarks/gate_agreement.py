@@ -87,9 +87,14 @@ def load_pairs(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def gate_version() -> str:
+def gate_version(gate_form: str = "scale") -> str:
+    """The version of the gate prompt a build with ``method.gate_form`` uses (older trees: the one prompt)."""
     from memcore.prompts import gate
 
+    if gate_form == "binary":
+        from memcore.prompts import gate_binary
+
+        return str(gate_binary.VERSION)
     return str(gate.VERSION)
 
 
@@ -102,7 +107,7 @@ def make_note(turn: Any, nid: int = 0) -> Any:
     return Note(nid=nid, raws=[raw], context=clean_text(turn.render()), keywords=[turn.speaker.lower()], denoised=False)
 
 
-def build_constructor(backbone: Any, cand: Any) -> Any:
+def build_constructor(backbone: Any, cand: Any, gate_form: str = "scale") -> Any:
     """A Constructor over a store holding only ``cand``: its ``judge`` renders the gate's input and its
     ``decide`` applies the gate's rule (merge cap, merge_min_cosine, thresholds) exactly as in a build."""
     import numpy as np
@@ -115,7 +120,8 @@ def build_constructor(backbone: Any, cand: Any) -> Any:
     store = NoteStore(dim=4)
     store.add(cand.raws, cand.context, cand.keywords, np.full(4, 0.5, dtype=np.float32), denoised=False)
     kw = {"store": store, "keywords": KeywordIndex(), "embedder": None, "backbone": backbone}
-    kw |= {"cfg": MemCoReConfig(), "switches": Switches(), "seed": 42}
+    cfg = MemCoReConfig(gate_form=gate_form) if gate_form != "scale" else MemCoReConfig()
+    kw |= {"cfg": cfg, "switches": Switches(), "seed": 42}
     accepted = inspect.signature(Constructor).parameters
     return Constructor(**{k: v for k, v in kw.items() if k in accepted})
 
@@ -127,10 +133,10 @@ def judges_dates() -> bool:
     return "date" in inspect.signature(Constructor.judge).parameters
 
 
-def judge_pair(backbone: Any, new: Any, cand: Any, cosine: float) -> dict[str, Any]:
+def judge_pair(backbone: Any, new: Any, cand: Any, cosine: float, gate_form: str = "scale") -> dict[str, Any]:
     """The gate's own ``judge`` (prompt, rendering, validation) on one new note vs a one-note candidate list,
     then its own ``decide``."""
-    cons = build_constructor(backbone, cand)
+    cons = build_constructor(backbone, cand, gate_form)
     kw = {"date": new.raws[0].time} if judges_dates() else {}
     (j,) = cons.judge(new.context, [(0, cosine)], **kw)
     decision = cons.decide([j])
@@ -247,12 +253,13 @@ def main(argv: list[str] | None = None) -> None:
         "(default: results/benchmarks/gate_agreement_<model>_<gate>.rows.jsonl)",
     )
     ap.add_argument("--report-only", action="store_true", help="score what the checkpoint holds; no LLM")
+    ap.add_argument("--gate-form", choices=("scale", "binary"), default="scale", help="method.gate_form to measure")
     args = ap.parse_args(argv)
 
     import memcore
     from memcore.data import load_locomo, resolve_locomo_path
 
-    version = gate_version()
+    version = gate_version(args.gate_form)
     mode = "cosine, no LLM" if args.model == "embedding" else "dated" if judges_dates() else "undated"
     print(f"memcore from {Path(next(iter(memcore.__path__)))}; gate prompt {version}; render {mode}", flush=True)
     all_pairs = load_pairs(args.pairs)
@@ -281,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:
                 t0 = time.perf_counter()
                 new = make_note(turns[(p["sample_id"], p["new"])], 1)
                 cand = make_note(turns[(p["sample_id"], p["candidate"])], 0)
-                out = judge_pair(backbone, new, cand, float(p["cosine"]))
+                out = judge_pair(backbone, new, cand, float(p["cosine"]), args.gate_form)
                 dt = time.perf_counter() - t0
                 wall += dt
                 row = {k: p[k] for k in ("sample_id", "new", "candidate", "cosine", "label")} | out

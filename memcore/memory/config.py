@@ -11,6 +11,7 @@ from memcore.memory.notes import INDEX_KINDS
 
 JUDGES = ("llm", "embedding")
 EVIDENCE_TEXT = ("raw", "context", "both")
+GATE_FORMS = ("scale", "binary")
 SWITCHES = ("update", "merge", "link", "denoise", "topic", "keyword", "neighbor", "ier")
 CONSTRUCTION_SWITCHES = ("update", "merge", "link", "denoise")
 
@@ -35,6 +36,7 @@ class MemCoReConfig:
     strong_link: float = 0.6
     merge_max_turns: int = 6
     merge_min_cosine: float = 0.0
+    gate_form: Literal["scale", "binary"] = "scale"
     # ingestion
     context_turns: int = 2
     max_keywords: int = 6
@@ -71,6 +73,8 @@ class MemCoReConfig:
             raise ConfigError(f"method.judge must be one of {JUDGES}, got {self.judge!r}")
         if self.index not in INDEX_KINDS:
             raise ConfigError(f"method.index must be one of {INDEX_KINDS}, got {self.index!r}")
+        if self.gate_form not in GATE_FORMS:
+            raise ConfigError(f"method.gate_form must be one of {GATE_FORMS}, got {self.gate_form!r}")
         if self.evidence_text not in EVIDENCE_TEXT:
             raise ConfigError(f"method.evidence_text must be one of {EVIDENCE_TEXT}, got {self.evidence_text!r}")
         if not 0.0 <= self.tau_link <= self.tau_merge <= 1.0:
@@ -148,6 +152,7 @@ CONSTRUCTION_KEYS: tuple[str, ...] = (
     "strong_link",
     "merge_max_turns",
     "merge_min_cosine",
+    "gate_form",
     "context_turns",
     "max_keywords",
     "cheap_keyword_ngram",

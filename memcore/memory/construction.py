@@ -35,6 +35,7 @@ from memcore.memory.ingestion import IngestResult
 from memcore.memory.keywords import KeywordIndex, normalise_keywords
 from memcore.memory.notes import EDGE_TYPES, Note, NoteStore, RawTurn
 from memcore.prompts import gate as GATE_PROMPT
+from memcore.prompts import gate_binary as GATE_BINARY_PROMPT
 from memcore.prompts import merge as MERGE_PROMPT
 
 RELATIONS = ("redundant", "complementary", "unrelated")
@@ -57,11 +58,17 @@ def parse_relation(text: Any) -> str | None:
     return rel if rel in RELATIONS else None
 
 
-def resolve_label(strength: float, relation: str | None, tau_merge: float, tau_link: float) -> tuple[float, str, bool]:
+def resolve_label(
+    strength: float | None, relation: str | None, tau_merge: float, tau_link: float
+) -> tuple[float, str, bool]:
     """Make label and strength agree: (strength, relation, disagreed).
 
     The label decides: a strength outside the label's range moves to the nearest end of it (redundant
-    [τ_m, 1], complementary [τ_l, τ_m), unrelated [0, τ_l)). No label → the label follows the strength."""
+    [τ_m, 1], complementary [τ_l, τ_m), unrelated [0, τ_l)). No label → the label follows the strength. No
+    strength (the binary gate form) → the middle of the label's range."""
+    if strength is None:
+        mid = {"redundant": (tau_merge + 1.0) / 2, "complementary": (tau_link + tau_merge) / 2}
+        return mid.get(relation or "", tau_link / 2), relation or "unrelated", False
     s = min(1.0, max(0.0, float(strength)))
     by_strength = "redundant" if s >= tau_merge else "complementary" if s >= tau_link else "unrelated"
     if relation is None or relation == by_strength:
@@ -134,24 +141,53 @@ class ConstructionCounters:
         )
 
 
-def _validate_gate(n: int) -> Callable[[Any], list[tuple[float, str | None, str]]]:
-    def validate(obj: Any) -> list[tuple[float, str | None, str]]:
+def _flag(value: Any) -> bool | None:
+    """A reply's yes/no answer (JSON boolean, or the strings true/false/yes/no), None when it is neither."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return True if text in ("true", "yes") else False if text in ("false", "no") else None
+
+
+def binary_relation(same_subject: Any, same_fact: Any) -> str | None:
+    """The binary gate form's answers → relation: same fact → redundant, same subject → complementary."""
+    fact, subject = _flag(same_fact), _flag(same_subject)
+    if fact is None and subject is None:
+        return None
+    return "redundant" if fact else "complementary" if subject else "unrelated"
+
+
+def _validate_gate(n: int) -> Callable[[Any], list[tuple[float | None, str | None, str]]]:
+    """Gate reply → per candidate (strength, relation, edge). Accepts the scale form (relation + strength)
+    and the binary form (same_subject + same_fact: strength None, filled in by ``resolve_label``)."""
+
+    def validate(obj: Any) -> list[tuple[float | None, str | None, str]]:
         if not isinstance(obj, dict) or not isinstance(obj.get("judgements"), list):
             raise ValueError("gate reply has no 'judgements' list")
-        out: list[tuple[float, str | None, str]] = [(0.0, "unrelated", "Related_To")] * n
+        out: list[tuple[float | None, str | None, str]] = [(0.0, "unrelated", "Related_To")] * n
         got = 0
         for item in obj["judgements"]:
             if not isinstance(item, dict):
                 continue
+            edge = str(item.get("edge", "Related_To")).strip()
+            edge = next((e for e in EDGE_TYPES if e.lower() == edge.lower().replace(" ", "_")), "Related_To")
             try:
                 i = int(item["id"]) - 1
+            except (KeyError, TypeError, ValueError):
+                continue
+            if not 0 <= i < n:
+                continue
+            binary = binary_relation(item.get("same_subject"), item.get("same_fact"))
+            if binary is not None:
+                out[i] = (None, binary, edge)
+                got += 1
+                continue
+            try:
                 s = float(item["strength"])
             except (KeyError, TypeError, ValueError):
                 continue
-            if not 0 <= i < n or not np.isfinite(s):
+            if not np.isfinite(s):
                 continue
-            edge = str(item.get("edge", "Related_To")).strip()
-            edge = next((e for e in EDGE_TYPES if e.lower() == edge.lower().replace(" ", "_")), "Related_To")
             out[i] = (min(1.0, max(0.0, s)), parse_relation(item.get("relation")), edge)
             got += 1
         if got == 0:
@@ -217,17 +253,18 @@ class Constructor:
             f"[{i}] {self.store.notes[nid].dated_context()}" for i, (nid, _) in enumerate(cands, start=1)
         )
         new_note = f"({date}) {context}" if date else context
+        prompt = GATE_BINARY_PROMPT if self.cfg.gate_form == "binary" else GATE_PROMPT
         res = complete_json(
             self.backbone,
             [
-                {"role": "system", "content": GATE_PROMPT.SYSTEM},
-                {"role": "user", "content": GATE_PROMPT.USER.format(new_note=new_note, candidates=listing)},
+                {"role": "system", "content": prompt.SYSTEM},
+                {"role": "user", "content": prompt.USER.format(new_note=new_note, candidates=listing)},
             ],
             stage="ingest",
             validate=_validate_gate(len(cands)),
             fallback=[(0.0, "unrelated", "Related_To")] * len(cands),
             fallback_kind="gate:append",
-            prompt_version=GATE_PROMPT.VERSION,
+            prompt_version=prompt.VERSION,
             temperature=self.cfg.temperature,
             max_tokens=self.cfg.max_tokens,
             seed=self.seed,
@@ -235,9 +272,11 @@ class Constructor:
         self.counters.llm_calls += res.attempts
         if not res.ok:
             self.counters.fallbacks["gate:append"] += 1
-        return [self.judgement(nid, cos, s, rel, edge) for (nid, cos), (s, rel, edge) in zip(cands, res.value, strict=True)]
+        return [
+            self.judgement(nid, cos, s, rel, edge) for (nid, cos), (s, rel, edge) in zip(cands, res.value, strict=True)
+        ]
 
-    def judgement(self, nid: int, cosine: float, strength: float, relation: str | None, edge: str) -> Judgement:
+    def judgement(self, nid: int, cosine: float, strength: float | None, relation: str | None, edge: str) -> Judgement:
         """One LLM verdict with its label and strength made to agree (``resolve_label``)."""
         s, rel, disagreed = resolve_label(strength, relation, self.cfg.tau_merge, self.cfg.tau_link)
         return Judgement(nid, s, rel, edge, cosine, disagreed)
