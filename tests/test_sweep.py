@@ -146,7 +146,7 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path) -
     run_sweep(
         results,
         [
-            "experiment=quickstart",
+            "experiment=quickstart",  # backbone local-small (its name is in the run path; no answers: no server)
             "experiment_name=sweep_demo",
             "dataset=locomo-tiny",
             "embedder=hashing",
@@ -161,14 +161,14 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path) -
     sweep = results / "runs" / "sweep_demo"
     runs = sorted(p.parent for p in sweep.rglob("metrics.json"))
     assert [r.relative_to(sweep).parts for r in runs] == [
-        ("locomo-tiny", "local", protocol, method, "none")
+        ("locomo-tiny", "local-small", protocol, method, "none")
         for protocol in ("amem", "locomo")
         for method in ("rag_bm25", "rag_dense")
     ]
     # The two protocols share one memory per method: built once, loaded once, even when both jobs ran at once.
     for method in ("rag_bm25", "rag_dense"):
         costs = [
-            json.loads((sweep / "locomo-tiny" / "local" / p / method / "none" / "cost.json").read_text())
+            json.loads((sweep / "locomo-tiny" / "local-small" / p / method / "none" / "cost.json").read_text())
             for p in ("amem", "locomo")
         ]
         assert sorted((c["memory_build"]["snapshots_built"], c["memory_build"]["snapshots_reused"]) for c in costs) == [
@@ -180,7 +180,7 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path) -
     # Same memory, same retrieval: the protocol changes nothing without answers.
     for method in ("rag_bm25", "rag_dense"):
         a, b = (
-            json.loads((sweep / "locomo-tiny" / "local" / p / method / "none" / "metrics.json").read_text())
+            json.loads((sweep / "locomo-tiny" / "local-small" / p / method / "none" / "metrics.json").read_text())
             for p in ("amem", "locomo")
         )
         assert a["overall"]["recall"] == b["overall"]["recall"]
