@@ -140,7 +140,9 @@ def load_memory(path: Path, expected: dict[str, Any], *, ann_threshold: int) -> 
         for line in fh:
             if line.strip():
                 d = json.loads(line)
-                store.edges[(d["a"], d["b"])] = Edge(d["a"], d["b"], float(d["weight"]), d["type"], d.get("origin", "gate"))
+                store.edges[(d["a"], d["b"])] = Edge(
+                    d["a"], d["b"], float(d["weight"]), d["type"], d.get("origin", "gate")
+                )
     kw = json.loads((path / "keywords.json").read_text())
     kindex = KeywordIndex()
     for k in kw["keywords"]:
