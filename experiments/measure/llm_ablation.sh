@@ -1,28 +1,37 @@
 #!/usr/bin/env bash
 # Issue 14: MemCoRe's ablation table in LLM mode on the locomo-llm slice (conv-26 + conv-30, sessions 1-4:
-# 153 turns, 85 QA), local backbone, A-MEM protocol, plus reference rows on the same slice.
+# 153 turns, 85 QA), local backbone, A-MEM protocol.
 #
-#   experiments/measure/llm_ablation.sh [backbone]     # default local-small (Qwen2.5-Coder-0.5B)
+#   experiments/measure/llm_ablation.sh [backbone] [overrides...]   # default local-small (Qwen2.5-Coder-0.5B)
 #
-# Order: the full model first, then the retrieval ablations (they reuse its snapshot), the reference rows,
-# then the construction ablations (each builds its own memory). Every run resumes from the response cache,
-# so an interrupted script is cheap to rerun. Results: $MEMCORE_RESULTS/runs/llm_ablation/...; report with
-#   memcore-report $MEMCORE_RESULTS/runs/llm_ablation --layout ablation --out results/measured/llm_ablation
+# Two experiments, in an order that puts the cheapest informative rows first:
+#   llm_ablation_retrieval  eval.answer=false: evidence recall / hit (at K_final and at token budgets) for the
+#                           full model and every ablation; IER's judge and sub-query calls still run.
+#   llm_ablation            the same runs with answers (F1, BLEU-1): IER's calls come from the response cache
+#                           that the retrieval pass filled, so each row costs only its answer calls.
+# On 2 CPU cores and the 0.5B model the full build of the slice takes about an hour (ingest ~9 s/turn, gate
+# ~15 s/turn); every run resumes from the response cache and the snapshot store, so an interrupted script is
+# cheap to rerun. Report with
+#   memcore-report $MEMCORE_RESULTS/runs/llm_ablation_retrieval --layout ablation --out results/measured/llm_ablation_retrieval
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BACKBONE="${1:-local-small}"
-shift || true  # further arguments: overrides for every run (e.g. backbone.server_threads=1 on a busy machine)
+shift || true
 RUN=".venv/bin/memcore-run"
-COMMON=(experiment_name=llm_ablation dataset=locomo-llm backbone="$BACKBONE" protocol=amem progress=false print_table=false backbone.exclusive=false "$@")
+COMMON=(dataset=locomo-llm backbone="$BACKBONE" protocol=amem progress=false print_table=false "$@")
 log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 run() {
   local t0=$SECONDS
   log "start: $*"
   if "$RUN" "${COMMON[@]}" "$@"; then log "done in $((SECONDS - t0)) s: $*"; else log "FAILED ($?) after $((SECONDS - t0)) s: $*"; fi
 }
-for a in none wo_ier wo_neighbor wo_topic wo_keyword; do run method=memcore ablation="$a"; done
-run method=memcore-cheap ablation=none
-run method=rag_hybrid ablation=none
-run method=full_context ablation=none
-for a in wo_update wo_merge wo_link wo_denoise; do run method=memcore ablation="$a"; done
+R=(experiment_name=llm_ablation_retrieval eval.answer=false)
+A=(experiment_name=llm_ablation)
+run "${R[@]}" method=memcore ablation=none      # builds the memory (the retrieval ablations reuse it)
+run "${R[@]}" method=memcore ablation=wo_ier    # no LLM call at all
+run "${A[@]}" method=memcore ablation=none      # F1 / BLEU-1 of the full model
+for a in wo_neighbor wo_topic wo_keyword; do run "${R[@]}" method=memcore ablation="$a"; done
+run "${A[@]}" method=memcore ablation=wo_ier
+for a in wo_merge wo_link wo_update wo_denoise; do run "${R[@]}" method=memcore ablation="$a"; done
+for a in wo_neighbor wo_topic wo_keyword wo_merge wo_link wo_update wo_denoise; do run "${A[@]}" method=memcore ablation="$a"; done
 log "all runs finished"
