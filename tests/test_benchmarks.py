@@ -253,9 +253,9 @@ def test_cpu_bound_builds_run_in_worker_processes(tmp_path: Path) -> None:
 
 
 def test_build_worker_refuses_a_build_that_touches_the_backbone(tmp_path: Path) -> None:
-    from memcore.buildproc import BackboneInBuildWorkerError, BuildJob, build_in_worker
     from memcore.config import EmbedderConfig
     from memcore.methods import get_method
+    from memcore.pipeline.build import BackboneInBuildWorkerError, BuildJob, build_in_worker
     from memcore.snapshots import construction_fields
     from tests.helpers import make_conversation
 

@@ -191,9 +191,9 @@ def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(tmp
 def test_with_progress_bars_off_counts_are_logged_at_most_every_interval(caplog) -> None:
     import logging
 
-    from memcore.runner import _Bars
+    from memcore.pipeline.progress import StageBars as _Bars
 
-    with caplog.at_level(logging.INFO, logger="memcore.runner"):
+    with caplog.at_level(logging.INFO, logger="memcore.pipeline.progress"):
         every = _Bars(False, turns=10, items=4, log_every_s=0.0)
         every.build(3)
         every.qa(1)
@@ -213,13 +213,13 @@ def test_a_buffered_build_reports_each_turn_as_it_enters_the_memory(batched: boo
     """MemCoRe buffers turns (32 per flush): progress and a stop request must follow the gate, turn by turn,
     not the buffering (a real-model flush of 32 turns takes minutes)."""
     from experiments.benchmarks.responders import structured_responder
-    from memcore.buildproc import build_memory
     from memcore.llm.embedders import HashingEmbedder
     from memcore.llm.scripted import ScriptedBackbone
     from memcore.llm.usage import UsageTracker
     from memcore.memory.batched import BatchSettings, MemCoReBatched
     from memcore.memory.config import MemCoReConfig, Switches
     from memcore.memory.system import MemCoRe
+    from memcore.pipeline.build import build_memory
     from tests.helpers import make_conversation
 
     conv = make_conversation(n_sessions=2)  # 6 turns, all in one buffer

@@ -1,0 +1,320 @@
+"""Stage 2 of the pipeline: build or load each conversation's memory — the one place for build threads,
+worker processes and the snapshot store.
+
+:class:`MemoryBuilder` gives the runner a ready :class:`MemorySystem` per conversation: loaded from the snapshot
+store when a complete snapshot of the same construction exists, else built (turn by turn, with progress and
+stop callbacks) and saved. Builds that call no LLM are CPU-bound, and threads cannot speed them up (keyword
+extraction, Leiden, BM25 indexing hold the GIL), so when a method's ingestion uses no chat backbone each
+conversation's build runs in a worker process (issue 7): the worker builds and saves the snapshot, the
+runner's thread then loads it like any reused snapshot. Builds that call the LLM stay in threads (they wait on
+the server, and the backbone lives in the runner).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memcore.config import EmbedderConfig
+from memcore.interfaces import BufferedIngest, LazyResource, MemorySystem, MethodContext, MethodSpec, StagedIngest
+from memcore.llm.usage import UsageTracker
+from memcore.seeding import derive_seed
+from memcore.snapshots import SnapshotError, SnapshotStore, construction_fields, snapshot_key
+from memcore.types import Conversation
+
+log = logging.getLogger(__name__)
+
+
+class BackboneInBuildWorkerError(RuntimeError):
+    """A method declared ``ingest_uses_llm`` false but touched the chat backbone while building."""
+
+
+def method_context(
+    *,
+    method_cfg: dict[str, Any],
+    ablation: dict[str, Any],
+    conversation: Conversation,
+    run_seed: int,
+    workdir: Path,
+    backbone: LazyResource,
+    embedder: LazyResource,
+    extras: dict[str, Any],
+) -> MethodContext:
+    """The ``MethodContext`` the runner gives a method for one conversation (same in threads and workers)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    return MethodContext(
+        config=method_cfg,
+        ablation=ablation,
+        conversation=conversation,
+        seed=derive_seed(run_seed, "method", conversation.conv_id),
+        workdir=workdir,
+        _backbone=backbone,
+        _embedder=embedder,
+        extras=dict(extras),
+    )
+
+
+def system_factory(
+    spec: MethodSpec,
+    *,
+    method_cfg: dict[str, Any],
+    ablation: dict[str, Any],
+    conversation: Conversation,
+    run_seed: int,
+    backbone: LazyResource,
+    embedder: LazyResource,
+    extras: dict[str, Any],
+) -> Callable[[Path], MemorySystem]:
+    """``make(workdir)`` for :meth:`SnapshotStore.build_or_load`: a fresh, empty memory of ``spec`` for one
+    conversation (the same in build threads and worker processes)."""
+
+    def make(workdir: Path) -> MemorySystem:
+        return spec.factory(
+            method_context(
+                method_cfg=method_cfg,
+                ablation=ablation,
+                conversation=conversation,
+                run_seed=run_seed,
+                workdir=workdir,
+                backbone=backbone,
+                embedder=embedder,
+                extras=extras,
+            )
+        )
+
+    return make
+
+
+def build_memory(
+    system: MemorySystem,
+    conversation: Conversation,
+    scope: UsageTracker,
+    on_turn: Callable[[], None] | None = None,
+    on_ingested: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Ingest every turn in order, finalize; returns the manifest extras (ingest usage, seconds, turns).
+    ``on_turn`` runs once per turn: as the turn enters the memory for a ``BufferedIngest`` system, else after
+    its ``ingest`` call. ``on_ingested(n)`` runs when a ``StagedIngest`` system finished ingesting ``n`` more
+    turns (before its gate); other systems have no separate stage and never call it."""
+    t0 = time.perf_counter()
+    buffered = on_turn is not None and isinstance(system, BufferedIngest)
+    staged = on_ingested is not None and isinstance(system, StagedIngest)
+    if buffered:
+        system.set_turn_callback(on_turn)  # type: ignore[union-attr]
+    if staged:
+        system.set_ingest_callback(on_ingested)  # type: ignore[union-attr]
+    try:
+        for turn in conversation.turns:
+            system.ingest(turn)
+            if on_turn is not None and not buffered:
+                on_turn()
+        system.finalize()
+    finally:
+        if buffered:
+            system.set_turn_callback(None)  # type: ignore[union-attr]
+        if staged:
+            system.set_ingest_callback(None)  # type: ignore[union-attr]
+    return {
+        "ingest_usage": scope.to_json(),
+        "ingest_seconds": round(time.perf_counter() - t0, 3),
+        "turns": len(conversation.turns),
+    }
+
+
+@dataclass(frozen=True)
+class BuildJob:
+    """Everything a worker process needs to build one conversation's snapshot (picklable)."""
+
+    method: str
+    method_cfg: dict[str, Any]
+    ablation: dict[str, Any]
+    conversation: Conversation
+    run_seed: int
+    fields: dict[str, Any]
+    snapshots: str
+    embedder: EmbedderConfig
+    embedder_cache: str | None
+    extras: dict[str, Any]
+
+
+def _no_backbone(method: str) -> Any:
+    raise BackboneInBuildWorkerError(
+        f"method {method!r} declares that building its memory uses no LLM (ingest_uses_llm is false) but its build "
+        "touched the chat backbone; fix the method's MethodSpec.ingest_uses_llm, or run with build_processes=0."
+    )
+
+
+def build_in_worker(job: BuildJob) -> bool:
+    """Build ``job``'s snapshot in this process unless a complete one exists; True when built here."""
+    from memcore.llm.factory import build_embedder
+    from memcore.methods import get_method
+
+    spec: MethodSpec = get_method(job.method)
+    store = SnapshotStore(Path(job.snapshots))
+    key = snapshot_key(job.fields)
+    try:
+        if store.verify(store.path_for(spec.name, key), key) is not None:
+            return False
+    except SnapshotError:
+        pass  # damaged: build_or_load below moves it aside and rebuilds
+    cache = Path(job.embedder_cache) if job.embedder_cache else None
+    embedder = LazyResource(lambda: build_embedder(job.embedder, cache_path=cache))
+    backbone = LazyResource(lambda: _no_backbone(job.method))
+    scope = UsageTracker()
+
+    make = system_factory(
+        spec,
+        method_cfg=job.method_cfg,
+        ablation=job.ablation,
+        conversation=job.conversation,
+        run_seed=job.run_seed,
+        backbone=backbone,
+        embedder=embedder,
+        extras=job.extras,
+    )
+    snap = store.build_or_load(
+        method=spec.name, fields=job.fields, make=make, build=lambda s: build_memory(s, job.conversation, scope)
+    )
+    return not snap.reused
+
+
+def worker_pool(
+    spec: MethodSpec,
+    method_cfg: dict[str, Any],
+    ablation: dict[str, Any],
+    *,
+    n_convs: int,
+    concurrency: int,
+    setting: int | None,
+    embedder_injected: bool,
+) -> ProcessPoolExecutor | None:
+    """Worker processes for CPU-bound builds that call no LLM (threads would share one core under the GIL).
+    None unless the method declares ``build_cpu_bound``; also None when its ingestion uses the LLM, an
+    embedder is injected (it could not reach a worker), fewer than two builds can overlap, or
+    ``build_processes`` (``setting``) is 0."""
+    if not spec.build_cpu_bound or embedder_injected or spec.ingest_uses_llm(method_cfg, ablation):
+        return None
+    cap = concurrency if setting is None else int(setting)
+    workers = min(cap, os.cpu_count() or 1, n_convs)
+    if workers < 2:
+        return None
+    log.info("building %d memories in %d worker processes (ingestion uses no LLM)", n_convs, workers)
+    # spawn, not fork: the runner already has threads (and faiss/torch thread pools) at this point.
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+@dataclass
+class BuiltMemory:
+    """A conversation's memory, ready to answer, and its ``stats.json`` entry (snapshot path, whether it was
+    reused, turns, the build's LLM usage and seconds, the memory's own stats)."""
+
+    system: MemorySystem
+    reused: bool
+    stats: dict[str, Any]
+
+
+class MemoryBuilder:
+    """Builds or loads the memory of each conversation of one run (one method, ablation and seed).
+
+    ``pool`` is :func:`worker_pool`'s executor or None (build in the calling thread). Thread-safe: the
+    snapshot store locks per key, so conversations may be built concurrently."""
+
+    def __init__(
+        self,
+        spec: MethodSpec,
+        method_cfg: dict[str, Any],
+        ablation: dict[str, Any],
+        *,
+        run_seed: int,
+        backbone_model: str,
+        embedder_cfg: EmbedderConfig,
+        snapshots: Path,
+        embedder_cache: Path,
+        extras: dict[str, Any],
+        pool: ProcessPoolExecutor | None = None,
+    ) -> None:
+        self.spec = spec
+        self.method_cfg = method_cfg
+        self.ablation = ablation
+        self.run_seed = run_seed
+        self.backbone_model = backbone_model
+        self.embedder_cfg = embedder_cfg
+        self.snapshots = snapshots
+        self.embedder_cache = embedder_cache
+        self.extras = extras
+        self.pool = pool
+        self.store = SnapshotStore(snapshots)
+
+    def fields(self, conversation: Conversation) -> dict[str, Any]:
+        """The construction fields that key ``conversation``'s snapshot."""
+        return construction_fields(
+            self.spec,
+            self.method_cfg,
+            self.ablation,
+            backbone_model=self.backbone_model,
+            embedder_name=str(self.embedder_cfg.name),
+            conversation=conversation,
+            seed=self.run_seed,
+        )
+
+    def build(
+        self,
+        conversation: Conversation,
+        *,
+        backbone: LazyResource,
+        embedder: LazyResource,
+        scope: UsageTracker,
+        on_turn: Callable[[], None],
+        on_ingested: Callable[[int], None],
+    ) -> BuiltMemory:
+        """Load ``conversation``'s memory, building and saving it first when no complete snapshot exists.
+        ``backbone`` should record its usage in ``scope`` (the build's usage goes into the manifest);
+        ``on_turn`` / ``on_ingested`` are :func:`build_memory`'s callbacks and may raise to stop the build."""
+        fields = self.fields(conversation)
+        built_in_worker = False
+        if self.pool is not None:
+            job = BuildJob(
+                method=self.spec.name,
+                method_cfg=self.method_cfg,
+                ablation=self.ablation,
+                conversation=conversation,
+                run_seed=self.run_seed,
+                fields=fields,
+                snapshots=str(self.snapshots),
+                embedder=self.embedder_cfg,
+                embedder_cache=str(self.embedder_cache),
+                extras=self.extras,
+            )
+            built_in_worker = self.pool.submit(build_in_worker, job).result()
+        make = system_factory(
+            self.spec,
+            method_cfg=self.method_cfg,
+            ablation=self.ablation,
+            conversation=conversation,
+            run_seed=self.run_seed,
+            backbone=backbone,
+            embedder=embedder,
+            extras=self.extras,
+        )
+        snap = self.store.build_or_load(
+            method=self.spec.name,
+            fields=fields,
+            make=make,
+            build=lambda system: build_memory(system, conversation, scope, on_turn=on_turn, on_ingested=on_ingested),
+        )
+        stats = {
+            "snapshot": str(snap.path),
+            "reused": snap.reused and not built_in_worker,
+            "turns": len(conversation.turns),
+            "ingest_usage": snap.manifest.get("ingest_usage", {}),
+            "ingest_seconds": snap.manifest.get("ingest_seconds"),
+            "memory": snap.manifest.get("stats", {}),
+        }
+        return BuiltMemory(snap.system, snap.reused, stats)

@@ -1,0 +1,59 @@
+"""Stage 3 of the pipeline: retrieve the evidence for one QA item and answer it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from memcore.config import ConfigError
+from memcore.interfaces import LazyResource, MemorySystem, SelfAnsweringMemory
+from memcore.types import Evidence, QAItem
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What a memory system and the answerer produced for one item. ``answer`` is ``None`` for a
+    retrieval-only run; ``retrieve_s`` includes answering for a self-answering method (``answer_s`` is 0)."""
+
+    evidence: Evidence
+    answer: str | None
+    prompt_version: str = ""
+    cached: bool = False
+    retrieve_s: float = 0.0
+    answer_s: float = 0.0
+
+
+def predict(
+    system: MemorySystem,
+    item: QAItem,
+    answerer: LazyResource,
+    *,
+    budget: int | None,
+    answer: bool,
+    method: str,
+) -> Prediction:
+    """Retrieve for ``item.question`` within ``budget`` context tokens, then answer with the run's answerer
+    (built on first use) unless ``answer`` is false. A :class:`SelfAnsweringMemory` answers as part of
+    retrieval, so ``answer=false`` is a ``ConfigError`` for it."""
+    t0 = time.perf_counter()
+    if isinstance(system, SelfAnsweringMemory):
+        if not answer:
+            raise ConfigError(
+                f"method {method} answers as part of retrieval; eval.answer=false is not available for it"
+            )
+        bound = answerer.get()
+
+        def answer_fn(context: str) -> str:
+            return bound.answer(item, context).text
+
+        text, evidence = system.answer(item, answer_fn)
+        return Prediction(evidence, text, retrieve_s=time.perf_counter() - t0)
+    evidence = system.retrieve(item.question, budget=budget)
+    t_retrieve = time.perf_counter() - t0
+    if not answer:
+        return Prediction(evidence, None, retrieve_s=t_retrieve)
+    t1 = time.perf_counter()
+    res = answerer.get().answer(item, evidence.render())
+    return Prediction(
+        evidence, res.text, res.prompt_version, res.cached, retrieve_s=t_retrieve, answer_s=time.perf_counter() - t1
+    )

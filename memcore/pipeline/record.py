@@ -1,0 +1,119 @@
+"""The item record: one line of ``items.jsonl``, shared by the runner, aggregation, the report and rescoring.
+
+Readers that only aggregate (``memcore.eval.aggregate``, ``memcore.report``) take the JSON dicts as they are;
+code that builds or rewrites records goes through :class:`ItemRecord`, so every writer emits the same keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Version of the record layout below; bump it with every change of keys or of their meaning.
+RECORD_VERSION = 1
+
+
+@dataclass
+class GoldScores:
+    """Scores against one gold variant (the original gold, or the audit's): the gold string used, answer
+    scores (``f1``, ``bleu1``, …, plus the judge's ``judge*`` keys when judged) and evidence recall / hit
+    (``None`` for an item without gold evidence)."""
+
+    gold: str
+    evidence: list[str]
+    scores: dict[str, Any]
+    recall: float | None
+    hit: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gold": self.gold,
+            "evidence": list(self.evidence),
+            "scores": self.scores,
+            "recall": self.recall,
+            "hit": self.hit,
+        }
+
+
+@dataclass
+class ItemRecord:
+    """One answered (or retrieval-only) QA item. ``answer`` is ``None`` when ``eval.answer=false``; ``audited``
+    holds the scores against the audit's gold when the overlay is on; ``judge`` the judge's per-run labels."""
+
+    item_id: str
+    conv_id: str
+    qa_index: int
+    category: int
+    category_name: str
+    question: str
+    original: GoldScores
+    answer: str | None
+    retrieved_dia_ids: list[str]
+    notes: list[dict[str, Any]]
+    context_tokens: int
+    rounds: int
+    prompt_version: str
+    cached: dict[str, bool]
+    latency_s: dict[str, float]
+    extra: dict[str, Any] = field(default_factory=dict)
+    audited: GoldScores | None = None
+    judge: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``items.jsonl`` line (key order is the file's)."""
+        out: dict[str, Any] = {
+            "item_id": self.item_id,
+            "conv_id": self.conv_id,
+            "qa_index": self.qa_index,
+            "category": self.category,
+            "category_name": self.category_name,
+            "question": self.question,
+            "gold": self.original.gold,
+            "answer": self.answer,
+            "evidence": list(self.original.evidence),
+            "retrieved_dia_ids": self.retrieved_dia_ids,
+            "notes": self.notes,
+            "context_tokens": self.context_tokens,
+            "rounds": self.rounds,
+            "scores": self.original.scores,
+            "recall": self.original.recall,
+            "hit": self.original.hit,
+            "prompt_version": self.prompt_version,
+            "cached": self.cached,
+            "latency_s": self.latency_s,
+            "extra": self.extra,
+        }
+        if self.audited is not None:
+            out["audited"] = self.audited.to_json()
+        if self.judge is not None:
+            out["judge"] = self.judge
+        return out
+
+    @classmethod
+    def from_json(cls, rec: dict[str, Any]) -> ItemRecord:
+        """Inverse of :meth:`to_json`; raises ``KeyError`` naming the first missing key."""
+        audited = rec.get("audited")
+        return cls(
+            item_id=rec["item_id"],
+            conv_id=rec["conv_id"],
+            qa_index=int(rec["qa_index"]),
+            category=int(rec["category"]),
+            category_name=rec["category_name"],
+            question=rec["question"],
+            original=GoldScores(rec["gold"], list(rec["evidence"]), dict(rec["scores"]), rec["recall"], rec["hit"]),
+            answer=rec["answer"],
+            retrieved_dia_ids=list(rec["retrieved_dia_ids"]),
+            notes=list(rec["notes"]),
+            context_tokens=int(rec["context_tokens"]),
+            rounds=int(rec["rounds"]),
+            prompt_version=rec["prompt_version"],
+            cached=dict(rec["cached"]),
+            latency_s=dict(rec["latency_s"]),
+            extra=dict(rec.get("extra") or {}),
+            audited=None
+            if audited is None
+            else GoldScores(
+                audited["gold"], list(audited["evidence"]), dict(audited["scores"]), audited["recall"], audited["hit"]
+            ),
+            judge=rec.get("judge"),
+        )

@@ -1,0 +1,183 @@
+"""Stage 5 of the pipeline: aggregate ``items.jsonl`` into ``metrics.json``, ``cost.json``, ``stats.json`` and
+``table.md`` (written atomically)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from memcore.data.slice import LoadedSlice
+from memcore.eval.aggregate import aggregate, budget_recall, format_table
+from memcore.itemlog import read_items
+from memcore.llm.usage import updates_while_answering
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    metrics: dict[str, Any]
+    cost: dict[str, Any]
+    n_items: int
+    table: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """``metrics.json`` of a run over ``items`` (in dataset order): the aggregate scores, recall at the
+    ``eval.token_budgets``, what ran (judge and answer disclosure included), the gold ceiling of the audit
+    and the scores against the audited gold."""
+    metrics = aggregate(items)
+    if cfg.eval.token_budgets:
+        metrics["recall_at_budget"] = budget_recall(items, list(cfg.eval.token_budgets))
+    metrics["run"] = {
+        "method": method,
+        "ablation": str(cfg.ablation.name),
+        "backbone": str(cfg.backbone.name),
+        "embedder": str(cfg.embedder.name),
+        "dataset": str(cfg.dataset.name),
+        "protocol": str(cfg.protocol.name),
+        "n_conversations": len(data.conversations),
+        "answered": bool(cfg.eval.answer),
+    }
+    if cfg.eval.judge:  # LLM judge (issue 5): pinned preset, model and prompt hash
+        from memcore.eval.judge import judge_run_info
+
+        metrics["run"]["judge"] = judge_run_info(cfg)
+    if cfg.eval.answer:  # issue 15: the answer prompt moves J more than the memory does; disclose it
+        from memcore.eval.disclosure import answer_disclosure
+
+        metrics["run"]["answer"] = answer_disclosure(cfg.protocol, items)
+    if data.audit_changed:  # issue 15: the best score a perfect system reaches against the original gold
+        from memcore.eval.ceiling import gold_ceiling
+
+        metrics["gold_ceiling"] = gold_ceiling(
+            data.conversations, data.audit_changed, data.audited, str(cfg.protocol.name)
+        )
+    if any("audited" in r for r in items):
+        audited_items = [
+            dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"])
+            if "audited" in r
+            else r
+            for r in items
+        ]
+        metrics["audited"] = aggregate(audited_items)
+    return metrics
+
+
+def run_cost(
+    cfg: DictConfig,
+    usage: dict[str, Any],
+    conv_stats: dict[str, Any],
+    n_items: int,
+    *,
+    wall_s: dict[str, float],
+    built: dict[str, bool],
+) -> dict[str, Any]:
+    """``cost.json``: LLM calls and tokens by stage, the memory build's cost per turn, calls per question and
+    the estimated spend at the backbone's prices. Calls count what the method needs, cached or not (a warm
+    cache must not make a method look cheaper); ``llm_calls_uncached`` is what this run actually sent."""
+    b = cfg.backbone
+    totals = [v["ingest_usage"].get("total", {}) for v in conv_stats.values()]
+    build_turns = sum(v["turns"] for v in conv_stats.values())
+    build_calls = sum(t.get("calls", 0) for t in totals)
+    build_uncached = sum(t.get("llm_calls", 0) for t in totals)
+    build_prompt = sum(t.get("prompt_tokens", 0) for t in totals)
+    build_completion = sum(t.get("completion_tokens", 0) for t in totals)
+    updates = updates_while_answering(usage["by_stage"].get("ingest", {}), conv_stats.values())
+    prices = (float(b.price_in_per_mtok), float(b.price_out_per_mtok))
+    return {
+        "backbone": {
+            "name": str(b.name),
+            "model": str(b.model),
+            "price_in_per_mtok": prices[0],
+            "price_out_per_mtok": prices[1],
+        },
+        "usage": usage,
+        "usd_estimate_this_run": round(usd_estimate(usage, prices), 4),
+        "memory_build": {
+            "turns": build_turns,
+            "llm_calls": build_calls,
+            "llm_calls_uncached": build_uncached,
+            "prompt_tokens": build_prompt,
+            "completion_tokens": build_completion,
+            "llm_calls_per_turn": round(build_calls / build_turns, 4) if build_turns else None,
+            "tokens_per_turn": round((build_prompt + build_completion) / build_turns, 1) if build_turns else None,
+            "snapshots_reused": sum(1 for v in conv_stats.values() if v["reused"]),
+            "snapshots_built": sum(1 for v in conv_stats.values() if not v["reused"]),
+        },
+        "per_question": {
+            stage: round(calls / n_items, 4) if n_items else None
+            for stage, calls in (
+                *((s, usage["by_stage"].get(s, {}).get("calls", 0)) for s in ("retrieve", "answer", "judge")),
+                ("memory_update", updates["calls"]),
+            )
+        },
+        "wall_s": {k: round(v, 3) for k, v in wall_s.items()},
+        "resources": built,
+    }
+
+
+def usd_estimate(usage: dict[str, Any], prices: tuple[float, float]) -> float:
+    """Estimated spend of this run's non-cached calls, pro-rated by the non-cached share per stage."""
+    total = 0.0
+    for s in usage["by_stage"].values():
+        share = (s["llm_calls"] / s["calls"]) if s["calls"] else 0.0
+        total += share * (s["prompt_tokens"] * prices[0] + s["completion_tokens"] * prices[1]) / 1e6
+    return total
+
+
+def cost_lines(cost: dict[str, Any]) -> str:
+    """The cost line printed under the table."""
+    mb = cost["memory_build"]
+    u = cost["usage"]["total"]
+    return (
+        f"LLM calls this run: {u['calls']} ({u['cached_calls']} from cache), tokens in/out {u['prompt_tokens']}/{u['completion_tokens']}, "
+        f"parse fallbacks {u['parse_failures']}; memory build: {mb['llm_calls_per_turn']} LLM calls/turn over {mb['turns']} turns "
+        f"({mb['snapshots_reused']} snapshots reused); wall {cost['wall_s']['total']:.1f}s"
+    )
+
+
+def write_report(
+    run_dir: Path,
+    cfg: DictConfig,
+    *,
+    method: str,
+    data: LoadedSlice,
+    conv_stats: dict[str, Any],
+    usage: dict[str, Any],
+    timings: dict[str, float],
+    t_start: float,
+    built: dict[str, bool],
+) -> RunResult:
+    """Aggregate ``run_dir/items.jsonl`` (the items of ``data`` only, in dataset order: float sums then do not
+    depend on threads or on resuming) and write the run's metrics, cost, stats and table."""
+    items = read_items(run_dir / "items.jsonl")
+    order = {q.item_id: i for i, q in enumerate(q for c in data.conversations for q in c.qa)}
+    items = sorted((r for r in items if r["item_id"] in order), key=lambda r: order[r["item_id"]])
+    metrics = run_metrics(cfg, method, data, items)
+    wall = {"total": time.perf_counter() - t_start, **timings}
+    cost = run_cost(cfg, usage, conv_stats, data.n_items, wall_s=wall, built=built)
+    metrics["parse_failures"] = cost["usage"]["parse_failures_by_kind"]
+    stats = {"conversations": conv_stats, "method": method, "data_cleaning": data.cleaning}
+    title = f"{method} / {cfg.ablation.name} / {cfg.backbone.name} / {cfg.dataset.name} ({cfg.protocol.name} protocol)"
+    table = format_table(metrics, title)
+    if cfg.get("table_note"):
+        table += f"\n\nNote: {cfg.table_note}"
+    write_json(run_dir / "metrics.json", metrics)
+    write_json(run_dir / "cost.json", cost)
+    write_json(run_dir / "stats.json", stats)
+    (run_dir / "table.md").write_text(table + "\n" + cost_lines(cost) + "\n")
+    return RunResult(run_dir, metrics, cost, len(items), table, stats)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write atomically (temp file + rename), so a crash never leaves half a metrics file."""
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+    os.replace(tmp, path)

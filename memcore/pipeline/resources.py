@@ -1,0 +1,102 @@
+"""The run's shared resources, each started on first use: the chat backbone (response cache, usage tracking,
+one bound on requests in flight), the embedder, the answerer and the LLM judge. A run that needs no LLM never
+starts a server."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from memcore.interfaces import LazyResource
+from memcore.llm.cache import ResponseCache
+from memcore.llm.limiter import RequestLimiter
+from memcore.llm.usage import UsageTracker
+
+
+@dataclass(frozen=True)
+class RunResources:
+    """Lazily built resources of one run; ``.get()`` builds, ``.built`` says whether it was."""
+
+    backbone: LazyResource
+    embedder: LazyResource
+    answerer: LazyResource
+    judge: LazyResource
+
+
+def open_resources(
+    cfg: DictConfig,
+    run_dir: Path,
+    usage: UsageTracker,
+    stack: contextlib.ExitStack,
+    *,
+    backbone_override: Any = None,
+    embedder_override: Any = None,
+) -> RunResources:
+    """The resources of ``cfg``'s run; servers and clients they start are closed with ``stack``. Overrides
+    replace the configured backbone (still behind the request limiter) or embedder (tests, benchmarks)."""
+    cache = ResponseCache(Path(cfg.paths.cache) / "llm.sqlite") if cfg.cache_llm else None
+    backbone = LazyResource(lambda: _backbone(cfg, run_dir, usage, cache, stack, backbone_override))
+    embedder = LazyResource(lambda: embedder_override if embedder_override is not None else _embedder(cfg))
+    answerer = LazyResource(lambda: _answerer(cfg, backbone.get()))
+    judge = LazyResource(lambda: _judge(cfg, run_dir, usage, backbone, cache, stack))
+    return RunResources(backbone, embedder, answerer, judge)
+
+
+def _backbone(
+    cfg: DictConfig,
+    run_dir: Path,
+    usage: UsageTracker,
+    cache: ResponseCache | None,
+    stack: contextlib.ExitStack,
+    override: Any,
+) -> Any:
+    """The run's backbone behind one bound: at most ``concurrency`` requests in flight (issue 7)."""
+    if override is not None:
+        return RequestLimiter(override, int(cfg.concurrency))
+    from memcore.config import BackboneConfig
+    from memcore.llm.factory import build_backbone
+
+    bcfg = OmegaConf.to_object(cfg.backbone)
+    assert isinstance(bcfg, BackboneConfig)
+    client = build_backbone(bcfg, cache=cache, usage=usage, resources=stack, log_dir=run_dir)
+    return RequestLimiter(client, int(cfg.concurrency))
+
+
+def _embedder(cfg: DictConfig) -> Any:
+    from memcore.config import EmbedderConfig
+    from memcore.llm.factory import build_embedder
+
+    ecfg = OmegaConf.to_object(cfg.embedder)
+    assert isinstance(ecfg, EmbedderConfig)
+    return build_embedder(ecfg, cache_path=Path(cfg.paths.cache) / "embeddings.sqlite")
+
+
+def _judge(
+    cfg: DictConfig,
+    run_dir: Path,
+    usage: UsageTracker,
+    backbone: LazyResource,
+    cache: ResponseCache | None,
+    stack: contextlib.ExitStack,
+) -> Any:
+    from memcore.eval.judge import build_judge  # LLM judge (issue 5)
+
+    return build_judge(cfg, backbone, cache=cache, usage=usage, resources=stack, log_dir=run_dir)
+
+
+def _answerer(cfg: DictConfig, backbone: Any) -> Any:
+    from memcore.eval.answerer import Answerer
+
+    p = cfg.protocol
+    return Answerer(
+        backbone,
+        str(p.name),
+        seed=int(cfg.seed),
+        temperature_default=float(p.temperature),
+        temperature_adversarial=float(p.temperature_adversarial),
+        max_tokens=None if p.max_tokens is None else int(p.max_tokens),
+    )

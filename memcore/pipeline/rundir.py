@@ -1,0 +1,94 @@
+"""The run directory: the config-hash guard that keeps one run dir to one result-affecting configuration, and
+the redacted ``config.yaml`` written beside the results."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from memcore.llm.cache import stable_hash
+from memcore.pipeline.report import write_json
+from memcore.redact import redact_config
+
+log = logging.getLogger(__name__)
+
+RUN_STATE = "run_state.json"
+
+
+class RunConflictError(RuntimeError):
+    """The run dir holds results made under a different result-affecting config."""
+
+
+def result_fields(cfg: DictConfig, dataset_sha256: str) -> dict[str, Any]:
+    """The config values that change results. Transport settings (URLs, ports, concurrency,
+    timeouts, prices) and paths are excluded, so a resumed run on a restarted server still matches."""
+    c = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(c, dict)
+    backbone = {
+        k: c["backbone"].get(k)
+        for k in ("name", "kind", "model", "extra_body", "thinking", "json_mode", "n_ctx", "context_budget_tokens")
+    }
+    dataset = {k: v for k, v in c["dataset"].items() if k != "path"}
+    return {
+        "method": c["method"],
+        "ablation": c["ablation"],
+        "backbone": backbone,
+        "embedder": {k: c["embedder"].get(k) for k in ("name", "kind", "model", "dim")},
+        "dataset": dataset,
+        "dataset_sha256": dataset_sha256,
+        "protocol": c["protocol"],
+        "seed": c["seed"],
+        "eval": _eval_fields(c["eval"]),
+    }
+
+
+def _eval_fields(ev: dict[str, Any]) -> dict[str, Any]:
+    """The result-affecting ``eval`` keys; the judge preset and its number of runs only when judging (so runs
+    made before they existed still resume)."""
+    out = {k: ev.get(k) for k in ("answer", "budget", "judge", "judge_backbone", "audited")}
+    if ev.get("judge"):
+        out.update(judge_preset=ev.get("judge_preset"), judge_runs=ev.get("judge_runs"))
+    return out
+
+
+def guard_run_dir(run_dir: Path, fields: dict[str, Any], *, overwrite: bool, resume: bool) -> None:
+    """Refuse to mix results: when ``run_dir`` holds a run whose ``fields`` (:func:`result_fields`) differ, raise
+    :class:`RunConflictError` naming the changed groups, or with ``overwrite`` move the old run aside; when it
+    holds the same run and ``resume`` is false, raise too. Then record ``fields`` in ``run_state.json``."""
+    state_path = run_dir / RUN_STATE
+    digest = stable_hash(fields)
+    if state_path.exists():
+        old = json.loads(state_path.read_text())
+        if old.get("result_hash") != digest:
+            if overwrite:
+                aside = run_dir.with_name(f"{run_dir.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
+                log.warning("overwrite=true: moving the previous run to %s", aside)
+                shutil.move(str(run_dir), aside)
+                run_dir.mkdir(parents=True)
+            else:
+                changed = sorted(
+                    k for k in fields if stable_hash(fields[k]) != stable_hash(old.get("fields", {}).get(k))
+                )
+                raise RunConflictError(
+                    f"{run_dir} holds results of a different configuration (changed: {', '.join(changed) or 'unknown'}); "
+                    "refusing to mix them. Start a fresh run with hydra.run.dir=<new dir>, or pass overwrite=true "
+                    "(the old run is moved aside, not deleted)."
+                )
+        elif not resume:
+            raise RunConflictError(
+                f"{run_dir} already has results and resume=false; pass overwrite=true or a new hydra.run.dir."
+            )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json(state_path, {"result_hash": digest, "fields": fields})
+
+
+def write_run_config(run_dir: Path, cfg: DictConfig) -> None:
+    """``config.yaml``: the resolved config with secrets redacted."""
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact_config(plain))))
