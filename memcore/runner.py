@@ -1,10 +1,9 @@
 """Runs one configuration through the pipeline of DESIGN §1 (stages in :mod:`memcore.pipeline`): load the slice →
 build or load each conversation's memory → predict (retrieve + answer) → score → items.jsonl → report.
 
-The runner owns what spans the stages: concurrency (conversations and items in threads), stop handling
-(Ctrl-C, SIGTERM, the first fatal error) and resume: items already in items.jsonl are skipped, a conversation
-whose items are all done is not even rebuilt, and a rerun whose result-affecting config differs is refused
-(config-hash guard).
+The runner owns what spans the stages: concurrency (threads), stop handling (Ctrl-C, SIGTERM, the first fatal
+error) and resume: items in items.jsonl are skipped, a conversation whose items are all done is not rebuilt,
+and a rerun whose result-affecting config differs is refused (config-hash guard).
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from memcore.pipeline.report import RunResult, write_report
 from memcore.pipeline.resources import RunResources, open_resources
 from memcore.pipeline.rundir import RunConflictError, guard_run_dir, result_fields, write_run_config
 from memcore.pipeline.score import score_item
-from memcore.stopflag import StopFlag
+from memcore.stopflag import StopFlag, wait_interruptibly
 from memcore.types import Conversation, QAItem
 from memcore.validation import validate_run
 
@@ -97,8 +96,7 @@ class Runner:
         )
 
     def _check(self) -> None:
-        """Fail before any work: an ablation the method lacks, any bad knob (issue 16), a bad judge preset,
-        backbone or runs value, or a missing judge key (issues 5, 15)."""
+        """Fail before any work: unknown ablation, any bad knob (issue 16), bad judge setting or key (issue 15)."""
         name = str(self.cfg.ablation.name)
         if name not in self.spec.ablations:
             raise ConfigError(
@@ -159,7 +157,7 @@ class Runner:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="conv") as threads:
                 futures = [threads.submit(process, c) for c in pending_convs]
                 try:
-                    _wait_for_conversations(futures)
+                    wait_interruptibly(futures)
                 except KeyboardInterrupt:
                     # Threads cannot be killed: workers stop at their next turn or item, after the LLM call in
                     # flight; every finished item is already in items.jsonl, so a rerun resumes from there.
@@ -292,18 +290,6 @@ class Runner:
             setting=self.cfg.build_processes,
             embedder_injected=self.embedder_override is not None,
         )
-
-
-def _wait_for_conversations(futures: list[Future[None]], poll_s: float = 0.5) -> None:
-    """Wait in the main thread until every conversation is done; on the first failure cancel those not started
-    (running ones see the stop flag). The wait wakes every ``poll_s``: a signal the kernel delivered to a worker
-    thread runs its Python handler (KeyboardInterrupt) only when the main thread runs bytecode."""
-    pending: set[Future[None]] = set(futures)
-    while pending:
-        done, pending = wait(pending, timeout=poll_s, return_when=FIRST_EXCEPTION)
-        if any(not f.cancelled() and f.exception() is not None for f in done):
-            for other in futures:
-                other.cancel()  # conversations not started yet; running ones see the stop flag
 
 
 def run_config(cfg: DictConfig, run_dir: Path, **overrides: Any) -> RunResult:

@@ -19,6 +19,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
+from concurrent.futures import FIRST_EXCEPTION, Future, wait
 
 #: Signals that stop a run (SIGTERM only once memcore-run's handler turns it into KeyboardInterrupt).
 STOP_SIGNALS = frozenset({int(signal.SIGINT), int(signal.SIGTERM)})
@@ -89,3 +90,15 @@ class StopFlag:
                     self._event.set()
             os.close(rfd)
             os.close(wfd)
+
+
+def wait_interruptibly(futures: list[Future[None]], poll_s: float = 0.5) -> None:
+    """Wait in the main thread until every future is done; on the first failure cancel those not started
+    (running ones see the stop flag). The wait wakes every ``poll_s``: a signal the kernel delivered to a worker
+    thread runs its Python handler (KeyboardInterrupt) only when the main thread runs bytecode."""
+    pending: set[Future[None]] = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=poll_s, return_when=FIRST_EXCEPTION)
+        if any(not f.cancelled() and f.exception() is not None for f in done):
+            for other in futures:
+                other.cancel()  # conversations not started yet; running ones see the stop flag
