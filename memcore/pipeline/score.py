@@ -1,7 +1,8 @@
 """Stage 4 of the pipeline: score a prediction against each gold variant (the original gold and, with the audit
 overlay, the corrected one) and the LLM judge, into the item's :class:`ItemRecord`.
 
-:func:`score_gold` is pure; :func:`score_item` adds the judge's verdicts (LLM calls, cached per run index).
+:func:`score_gold` is pure; :func:`score_variants` adds the judge's verdicts (LLM calls, cached per run index);
+:func:`score_item` builds the record. Rescoring (:mod:`memcore.rescore`) reuses :func:`score_variants`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,36 @@ def score_gold(answer: str | None, gold_item: QAItem, retrieved_ids: list[str], 
     )
 
 
+def score_variants(
+    item: QAItem,
+    answer: str | None,
+    retrieved_ids: list[str],
+    protocol: str,
+    *,
+    audited: QAItem | None = None,
+    judge: LazyResource | None = None,
+) -> tuple[GoldScores, GoldScores | None, dict[str, Any] | None]:
+    """Scores of ``answer`` against ``item``'s gold and, when given, the audit's ``audited`` gold; with a
+    ``judge`` (built on first use) and an answer, the judge's verdicts against each gold (the audited gold is
+    judged again only when it differs). Returns ``(original, audited or None, judge record or None)``."""
+    original = score_gold(answer, item, retrieved_ids, protocol)
+    verdicts = None
+    if judge is not None and answer is not None:
+        verdicts = judge.get().judge_runs(item, answer, protocol)
+        if verdicts is not None:
+            original.scores.update(verdict_scores(verdicts))
+    audited_scores = None
+    if audited is not None:
+        audited_scores = score_gold(answer, audited, retrieved_ids, protocol)
+        if verdicts is not None and judge is not None:
+            same = audited.answer == item.answer and audited_scores.gold == original.gold
+            a_verdicts = verdicts if same else judge.get().judge_runs(item, answer, protocol, gold_item=audited)
+            if a_verdicts is not None:
+                audited_scores.scores.update(verdict_scores(a_verdicts))
+    record = None if verdicts is None or judge is None else verdict_record(judge.get().protocol.name, verdicts)
+    return original, audited_scores, record
+
+
 def score_item(
     item: QAItem,
     prediction: Prediction,
@@ -40,25 +71,11 @@ def score_item(
     audited: QAItem | None = None,
     judge: LazyResource | None = None,
 ) -> ItemRecord:
-    """The record of ``item``: scores against its gold and, when given, the audit's ``audited`` gold; with a
-    ``judge`` (built on first use) and an answer, the judge's verdicts against each gold (the audited gold is
-    judged again only when it differs)."""
+    """The record of ``item``'s prediction, scored by :func:`score_variants`."""
     evidence = prediction.evidence
-    answer = prediction.answer
-    original = score_gold(answer, item, evidence.dia_ids, protocol)
-    verdicts = None
-    if judge is not None and answer is not None:
-        verdicts = judge.get().judge_runs(item, answer, protocol)
-        if verdicts is not None:
-            original.scores.update(verdict_scores(verdicts))
-    audited_scores = None
-    if audited is not None:
-        audited_scores = score_gold(answer, audited, evidence.dia_ids, protocol)
-        if verdicts is not None and judge is not None:
-            same = audited.answer == item.answer and audited_scores.gold == original.gold
-            a_verdicts = verdicts if same else judge.get().judge_runs(item, answer, protocol, gold_item=audited)
-            if a_verdicts is not None:
-                audited_scores.scores.update(verdict_scores(a_verdicts))
+    original, audited_scores, judge_record = score_variants(
+        item, prediction.answer, evidence.dia_ids, protocol, audited=audited, judge=judge
+    )
     return ItemRecord(
         item_id=item.item_id,
         conv_id=item.conv_id,
@@ -67,7 +84,7 @@ def score_item(
         category_name=item.category.label,
         question=item.question,
         original=original,
-        answer=answer,
+        answer=prediction.answer,
         retrieved_dia_ids=evidence.dia_ids,
         notes=[dict(n.to_json(), tokens=count_tokens(n.text)) for n in evidence.notes],
         context_tokens=count_tokens(evidence.render()),
@@ -77,7 +94,7 @@ def score_item(
         latency_s={"retrieve": round(prediction.retrieve_s, 4), "answer": round(prediction.answer_s, 4)},
         extra=_jsonable(evidence.extra),
         audited=audited_scores,
-        judge=None if verdicts is None or judge is None else verdict_record(judge.get().protocol.name, verdicts),
+        judge=judge_record,
     )
 
 

@@ -1,0 +1,221 @@
+"""Re-score a finished run's ``items.jsonl`` without re-answering: stages 4–5 of the pipeline (score, report)
+applied to the answers and retrieved evidence already logged.
+
+    memcore-rescore RUN_DIR --out OUT_DIR [--protocol locomo] [--audited | --no-audited]
+                    [--judge [--judge-preset mem0-judge] [--judge-runs 3] [--judge-backbone NAME]]
+
+What changes is only the scoring: the metric protocol (token-set F1 and BLEU-1 of A-MEM, or the official stemmed
+F1 and refusal check), the gold variant (the audit overlay) and, with ``--judge``, the LLM judge (its calls go
+through the response cache, so re-judging with a preset already used costs nothing). The answers stay those
+produced under the run's own answer prompt and sampling: ``metrics.json`` records both protocols
+(``run.rescored``), because scoring amem-prompted answers with the official metric is not the same as running
+``protocol=locomo``. Writes ``OUT_DIR/items.jsonl``, ``metrics.json``, ``table.md`` and ``config.yaml``; the
+source run is never modified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from memcore.config import ConfigError
+from memcore.data.slice import load_slice
+from memcore.eval.aggregate import format_table
+from memcore.itemlog import ItemWriter, read_items
+from memcore.llm.usage import UsageTracker
+from memcore.pipeline.record import ItemRecord
+from memcore.pipeline.report import RunResult, run_metrics, write_json
+from memcore.pipeline.resources import open_resources
+from memcore.pipeline.rundir import write_run_config
+from memcore.pipeline.score import score_variants
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_DIR = Path(__file__).resolve().parents[1] / "configs" / "protocol"
+
+
+class RescoreError(ConfigError):
+    """The source run or the requested rescoring cannot be used (one line, what to do)."""
+
+
+def rescored_config(
+    cfg: DictConfig,
+    *,
+    protocol: str | None = None,
+    audited: bool | None = None,
+    judge: bool = False,
+    judge_preset: str | None = None,
+    judge_runs: int | None = None,
+    judge_backbone: str | None = None,
+) -> DictConfig:
+    """A copy of a run's ``config.yaml`` with the scoring settings replaced; the answer settings the run
+    used stay under ``protocol`` (``answered_protocol``) for the answer disclosure."""
+    out = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    with open_dict(out):
+        out.answered_protocol = OmegaConf.create(OmegaConf.to_container(cfg.protocol))
+        if protocol is not None and protocol != str(cfg.protocol.name):
+            path = PROTOCOL_DIR / f"{protocol}.yaml"
+            if not path.exists():
+                known = ", ".join(sorted(p.stem for p in PROTOCOL_DIR.glob("*.yaml")))
+                raise RescoreError(f"unknown protocol {protocol!r} (known: {known})")
+            out.protocol = OmegaConf.load(path)
+        if audited is not None:
+            out.eval.audited = bool(audited)
+        out.eval.judge = bool(judge)
+        if judge_preset is not None:
+            out.eval.judge_preset = judge_preset
+        if judge_runs is not None:
+            out.eval.judge_runs = int(judge_runs)
+        if judge_backbone is not None:
+            out.eval.judge_backbone = judge_backbone
+    return out
+
+
+def rescore(
+    run_dir: Path,
+    out_dir: Path,
+    *,
+    protocol: str | None = None,
+    audited: bool | None = None,
+    judge: bool = False,
+    judge_preset: str | None = None,
+    judge_runs: int | None = None,
+    judge_backbone: str | None = None,
+    backbone_override: Any = None,
+    usage: UsageTracker | None = None,
+) -> RunResult:
+    """Score every record of ``run_dir/items.jsonl`` again under the given settings into ``out_dir`` (which
+    must not hold items yet). Without ``judge`` the judge's keys are dropped (a verdict made against another
+    gold would be stale). ``backbone_override`` replaces the judge's backbone and ``usage`` is the tracker its
+    calls are counted in (tests)."""
+    run_dir, out_dir = Path(run_dir), Path(out_dir)
+    src_items, src_cfg = run_dir / "items.jsonl", run_dir / "config.yaml"
+    if not src_items.exists() or not src_cfg.exists():
+        raise RescoreError(f"{run_dir} is not a finished run (it needs items.jsonl and config.yaml)")
+    if out_dir.resolve() == run_dir.resolve():
+        raise RescoreError("--out must be another directory: the source run is never modified")
+    if (out_dir / "items.jsonl").exists():
+        raise RescoreError(f"{out_dir} already holds items.jsonl; pick an empty --out directory")
+    old = OmegaConf.load(src_cfg)
+    assert isinstance(old, DictConfig)
+    cfg = rescored_config(
+        old,
+        protocol=protocol,
+        audited=audited,
+        judge=judge,
+        judge_preset=judge_preset,
+        judge_runs=judge_runs,
+        judge_backbone=judge_backbone,
+    )
+    if cfg.eval.judge:
+        from memcore.eval.judge import judge_run_info
+
+        judge_run_info(cfg, check_key=backbone_override is None)
+    data = load_slice(cfg.dataset, audited=bool(cfg.eval.audited), audit_path=cfg.eval.audit_path)
+    by_id = {q.item_id: q for c in data.conversations for q in c.qa}
+    records = [ItemRecord.from_json(r) for r in read_items(src_items)]
+    missing = [r.item_id for r in records if r.item_id not in by_id]
+    if missing:
+        raise RescoreError(
+            f"{len(missing)} items of {run_dir} are not in the dataset slice of its config.yaml (first: {missing[0]}); "
+            "was the data file replaced?"
+        )
+    new_protocol = str(cfg.protocol.name)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    usage = usage if usage is not None else UsageTracker()
+    with contextlib.ExitStack() as stack:
+        res = open_resources(cfg, out_dir, usage, stack, backbone_override=backbone_override)
+        writer = stack.enter_context(ItemWriter(out_dir / "items.jsonl"))
+        for rec in records:
+            item = by_id[rec.item_id]
+            original, audited_scores, judge_record = score_variants(
+                item,
+                rec.answer,
+                rec.retrieved_dia_ids,
+                new_protocol,
+                audited=data.audited.get(rec.item_id),
+                judge=res.judge if cfg.eval.judge else None,
+            )
+            writer.write(
+                dataclasses.replace(rec, original=original, audited=audited_scores, judge=judge_record).to_json()
+            )
+    order = {q.item_id: i for i, q in enumerate(q for c in data.conversations for q in c.qa)}
+    items = sorted(read_items(out_dir / "items.jsonl"), key=lambda r: order[r["item_id"]])
+    scoring_cfg = OmegaConf.create(OmegaConf.to_container(cfg))
+    with open_dict(scoring_cfg):
+        scoring_cfg.protocol = cfg.answered_protocol  # the answer disclosure describes how answers were made
+    metrics = run_metrics(scoring_cfg, str(cfg.method.name), data, items)
+    metrics["run"]["protocol"] = new_protocol
+    metrics["run"]["rescored"] = {
+        "from": str(run_dir),
+        "answered_protocol": str(cfg.answered_protocol.name),
+        "scored_protocol": new_protocol,
+        "judge_calls": usage.to_json()["total"]["calls"],
+    }
+    title = (
+        f"{cfg.method.name} / {cfg.ablation.name} / {cfg.backbone.name} / {cfg.dataset.name} "
+        f"(answered under {cfg.answered_protocol.name}, scored under {new_protocol} protocol)"
+    )
+    table = format_table(metrics, title)
+    write_json(out_dir / "metrics.json", metrics)
+    (out_dir / "table.md").write_text(table + "\n")
+    write_run_config(out_dir, cfg)
+    return RunResult(out_dir, metrics, {"usage": usage.to_json()}, len(items), table)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="memcore-rescore",
+        description="Score a finished run's items.jsonl again (another protocol, the audited gold, an LLM judge) "
+        "without re-answering.",
+    )
+    p.add_argument("run_dir", type=Path, help="a run directory holding items.jsonl and config.yaml")
+    p.add_argument("--out", type=Path, required=True, help="where the rescored run is written (must be new)")
+    p.add_argument("--protocol", help="metric protocol to score under (amem, locomo); default: the run's")
+    audit = p.add_mutually_exclusive_group()
+    audit.add_argument("--audited", dest="audited", action="store_true", default=None, help="add the audit overlay")
+    audit.add_argument("--no-audited", dest="audited", action="store_false", help="drop the audit overlay")
+    p.add_argument("--judge", action="store_true", help="grade with the LLM judge (calls go through the cache)")
+    p.add_argument("--judge-preset", help="judge preset (judge-v1, mem0-judge); implies --judge")
+    p.add_argument("--judge-runs", type=int, help="judge runs per item; implies --judge")
+    p.add_argument("--judge-backbone", help="backbone preset of the judge (configs/backbone/); implies --judge")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point; user errors print one line and exit 2."""
+    from memcore.cli import _user_errors, quiet_http_logs
+
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(levelname)s] %(name)s: %(message)s")
+    quiet_http_logs(False)
+    judge = bool(args.judge or args.judge_preset or args.judge_runs or args.judge_backbone)
+    try:
+        result = rescore(
+            args.run_dir,
+            args.out,
+            protocol=args.protocol,
+            audited=args.audited,
+            judge=judge,
+            judge_preset=args.judge_preset,
+            judge_runs=args.judge_runs,
+            judge_backbone=args.judge_backbone,
+        )
+    except _user_errors() as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(result.table)
+    print(f"\nresults: {result.run_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Rescoring a finished run (issue 17): the logged answers and evidence scored again under another protocol,
+the audit overlay or the LLM judge, without re-answering."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from memcore.data.errors import DataError
+from memcore.data.paths import resolve_locomo_path
+from memcore.eval.metrics import score_answer
+from memcore.itemlog import read_items
+from memcore.llm.scripted import ScriptedBackbone
+from memcore.prompts import judge as judge_prompts
+from memcore.rescore import RescoreError, main, rescore
+from memcore.runner import run_config
+from tests.runner_utils import compose_run
+
+SLICE = ["dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25", "concurrency=1"]
+
+
+def _answers(messages: Sequence[dict[str, str]]) -> str:
+    """Answers every question with 'beagle' (and option (a) of a category-5 choice)."""
+    if messages[0]["content"] == judge_prompts.SYSTEM:
+        return json.dumps({"reason": "scripted", "label": "CORRECT"})
+    return json.dumps({"answer": "beagle"})
+
+
+@pytest.fixture()
+def finished_run(tmp_path: Path) -> Path:
+    try:
+        resolve_locomo_path(None)
+    except DataError:
+        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
+    run_config(
+        compose_run(tmp_path, [*SLICE, "protocol=amem"]), tmp_path / "run", backbone_override=ScriptedBackbone(_answers)
+    )
+    return tmp_path / "run"
+
+
+def test_rescoring_under_the_same_protocol_reproduces_every_score(finished_run: Path, tmp_path: Path) -> None:
+    result = rescore(finished_run, tmp_path / "same")
+    before = read_items(finished_run / "items.jsonl")
+    after = read_items(tmp_path / "same" / "items.jsonl")
+    assert [r["item_id"] for r in after] == [r["item_id"] for r in before]
+    assert [r["scores"] for r in after] == [r["scores"] for r in before]
+    assert [(r["recall"], r["hit"], r["answer"]) for r in after] == [
+        (r["recall"], r["hit"], r["answer"]) for r in before
+    ]
+    original = json.loads((finished_run / "metrics.json").read_text())
+    assert result.metrics["overall"] == original["overall"]
+    assert result.metrics["run"]["rescored"]["answered_protocol"] == "amem"
+    assert result.metrics["run"]["rescored"]["judge_calls"] == 0
+    assert (tmp_path / "same" / "table.md").read_text().startswith(result.table.splitlines()[0])
+
+
+def test_rescoring_under_the_official_protocol_scores_the_logged_answers_with_its_metric(
+    finished_run: Path, tmp_path: Path
+) -> None:
+    result = rescore(finished_run, tmp_path / "locomo", protocol="locomo")
+    before = {r["item_id"]: r for r in read_items(finished_run / "items.jsonl")}
+    after = read_items(tmp_path / "locomo" / "items.jsonl")
+    assert len(after) == len(before) == 8
+    for rec in after:
+        old = before[rec["item_id"]]
+        assert rec["answer"] == old["answer"] == "beagle"
+        assert rec["scores"] == score_answer(rec["answer"], rec["gold"], rec["category"], "locomo")
+    assert result.metrics["run"]["protocol"] == "locomo"
+    assert result.metrics["run"]["rescored"] == {
+        "from": str(finished_run),
+        "answered_protocol": "amem",
+        "scored_protocol": "locomo",
+        "judge_calls": 0,
+    }
+    assert result.metrics["run"]["answer"]["prompt"] == "answer-v1/amem"  # how the answers were made
+    assert (finished_run / "items.jsonl").read_text().count("\n") == 8  # the source run is untouched
+
+
+def test_rescoring_with_the_judge_grades_every_logged_answer(finished_run: Path, tmp_path: Path) -> None:
+    judge = ScriptedBackbone(_answers)
+    result = rescore(finished_run, tmp_path / "judged", judge=True, backbone_override=judge, usage=judge.usage)
+    items = read_items(tmp_path / "judged" / "items.jsonl")
+    judged = [r for r in items if "judge" in r["scores"]]
+    assert judged and all(r["scores"]["judge"] == 1.0 for r in judged)
+    assert result.metrics["run"]["rescored"]["judge_calls"] == len(judged)
+    assert result.metrics["run"]["judge"]["judge_preset"] == "judge-v1"
+
+
+def test_rescoring_refuses_to_write_into_the_source_or_over_results(finished_run: Path, tmp_path: Path) -> None:
+    with pytest.raises(RescoreError, match="another directory"):
+        rescore(finished_run, finished_run)
+    rescore(finished_run, tmp_path / "once")
+    with pytest.raises(RescoreError, match=r"already holds items\.jsonl"):
+        rescore(finished_run, tmp_path / "once")
+    with pytest.raises(RescoreError, match=r"unknown protocol 'offical' \(known: amem, locomo\)"):
+        rescore(finished_run, tmp_path / "typo", protocol="offical")
+
+
+def test_cli_prints_one_line_and_exits_2_for_a_directory_that_is_no_run(tmp_path: Path, capsys) -> None:
+    assert main([str(tmp_path / "nothing"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "is not a finished run" in err[0]
