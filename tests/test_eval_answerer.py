@@ -177,3 +177,21 @@ class CachedReplies(RecordingScripted):
 def test_cached_flag_is_passed_through() -> None:
     assert Answerer(CachedReplies('{"answer": "x"}'), "amem", seed=0).answer(qa(0, Category.SINGLE_HOP), CONTEXT).cached
     assert Answerer(CachedReplies("x"), "locomo", seed=0).answer(qa(0, Category.SINGLE_HOP), CONTEXT).cached
+
+
+def test_prompt_hash_pins_the_exact_request() -> None:
+    """The record's prompt_hash (issue 17) is the digest of messages + sampling + seed: the same for the same
+    request, different when the context, the item (its seed) or the protocol's prompt differs."""
+    bb = RecordingScripted('{"answer": "Lisbon"}')
+    amem = Answerer(bb, "amem", seed=0)
+    item = qa(0, Category.SINGLE_HOP)
+    first = amem.answer(item, CONTEXT)
+    assert len(first.prompt_hash) == 16 and first.raw == '{"answer": "Lisbon"}'
+    assert amem.answer(item, CONTEXT).prompt_hash == first.prompt_hash
+    assert amem.build_prompt(item, CONTEXT).digest() == first.prompt_hash
+    others = {
+        amem.answer(item, CONTEXT + " More.").prompt_hash,
+        amem.answer(qa(1, Category.SINGLE_HOP), CONTEXT).prompt_hash,
+        Answerer(bb, "locomo", seed=0).answer(item, CONTEXT).prompt_hash,
+    }
+    assert first.prompt_hash not in others and len(others) == 3

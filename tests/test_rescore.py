@@ -103,3 +103,12 @@ def test_cli_prints_one_line_and_exits_2_for_a_directory_that_is_no_run(tmp_path
     assert main([str(tmp_path / "nothing"), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "is not a finished run" in err[0]
+
+
+def test_item_records_round_trip_and_carry_the_raw_reply_and_prompt_hash(finished_run: Path) -> None:
+    from memcore.pipeline.record import RECORD_VERSION, ItemRecord
+
+    for rec in read_items(finished_run / "items.jsonl"):
+        assert ItemRecord.from_json(rec).to_json() == rec
+        assert rec["record_version"] == RECORD_VERSION
+        assert rec["answer_raw"] == '{"answer": "beagle"}' and len(rec["prompt_hash"]) == 16

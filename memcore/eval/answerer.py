@@ -28,6 +28,7 @@ from typing import Any
 
 from memcore.eval.metrics import check_protocol
 from memcore.interfaces import ChatBackbone, Completion, Message
+from memcore.llm.cache import stable_hash
 from memcore.llm.json_reply import complete_json
 from memcore.prompts import answer as prompts
 from memcore.seeding import derive_seed
@@ -52,6 +53,18 @@ class AnswerPrompt:
     prompt_version: str
     options: tuple[str, ...] = ()
 
+    def digest(self) -> str:
+        """Hash of exactly what is sent (messages, sampling, seed): two items with the same digest got the
+        same request, so a logged record can be matched with its prompt without storing the context."""
+        return stable_hash(
+            {
+                "messages": self.messages,
+                "temperature": self.temperature,
+                "max_tokens": self.max_tokens,
+                "seed": self.seed,
+            }
+        )[:16]
+
 
 @dataclass(frozen=True)
 class AnswerResult:
@@ -65,6 +78,7 @@ class AnswerResult:
     seed: int | None = None
     parse_ok: bool = True
     options: tuple[str, ...] = field(default_factory=tuple)
+    prompt_hash: str = ""
 
 
 def strip_answer_label(text: str) -> str:
@@ -246,4 +260,5 @@ class Answerer:
             seed=spec.seed,
             parse_ok=parse_ok,
             options=spec.options,
+            prompt_hash=spec.digest(),
         )

@@ -13,7 +13,9 @@ from memcore.types import Evidence, QAItem
 @dataclass(frozen=True)
 class Prediction:
     """What a memory system and the answerer produced for one item. ``answer`` is ``None`` for a
-    retrieval-only run; ``retrieve_s`` includes answering for a self-answering method (``answer_s`` is 0)."""
+    retrieval-only run; ``raw`` is the reply as received and ``prompt_hash`` the digest of the request
+    (:meth:`AnswerPrompt.digest`), both ``None`` when the harness did not ask (retrieval-only, or a method that
+    answers itself); ``retrieve_s`` includes answering for a self-answering method (``answer_s`` is 0)."""
 
     evidence: Evidence
     answer: str | None
@@ -21,6 +23,8 @@ class Prediction:
     cached: bool = False
     retrieve_s: float = 0.0
     answer_s: float = 0.0
+    raw: str | None = None
+    prompt_hash: str | None = None
 
 
 def predict(
@@ -55,5 +59,12 @@ def predict(
     t1 = time.perf_counter()
     res = answerer.get().answer(item, evidence.render())
     return Prediction(
-        evidence, res.text, res.prompt_version, res.cached, retrieve_s=t_retrieve, answer_s=time.perf_counter() - t1
+        evidence,
+        res.text,
+        res.prompt_version,
+        res.cached,
+        retrieve_s=t_retrieve,
+        answer_s=time.perf_counter() - t1,
+        raw=res.raw,
+        prompt_hash=res.prompt_hash,
     )

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Version of the record layout below; bump it with every change of keys or of their meaning.
+#: 1: ``record_version``, ``answer_raw`` and ``prompt_hash`` added (records without them are version 0).
 RECORD_VERSION = 1
 
 
@@ -37,8 +38,10 @@ class GoldScores:
 
 @dataclass
 class ItemRecord:
-    """One answered (or retrieval-only) QA item. ``answer`` is ``None`` when ``eval.answer=false``; ``audited``
-    holds the scores against the audit's gold when the overlay is on; ``judge`` the judge's per-run labels."""
+    """One answered (or retrieval-only) QA item. ``answer`` is ``None`` when ``eval.answer=false``;
+    ``answer_raw`` is the backbone's reply before post-processing and ``prompt_hash`` the digest of the answer
+    request (both ``None`` when the harness did not ask); ``audited`` holds the scores against the audit's gold
+    when the overlay is on; ``judge`` the judge's per-run labels."""
 
     item_id: str
     conv_id: str
@@ -58,10 +61,14 @@ class ItemRecord:
     extra: dict[str, Any] = field(default_factory=dict)
     audited: GoldScores | None = None
     judge: dict[str, Any] | None = None
+    answer_raw: str | None = None
+    prompt_hash: str | None = None
+    record_version: int = RECORD_VERSION
 
     def to_json(self) -> dict[str, Any]:
         """The ``items.jsonl`` line (key order is the file's)."""
         out: dict[str, Any] = {
+            "record_version": self.record_version,
             "item_id": self.item_id,
             "conv_id": self.conv_id,
             "qa_index": self.qa_index,
@@ -70,6 +77,8 @@ class ItemRecord:
             "question": self.question,
             "gold": self.original.gold,
             "answer": self.answer,
+            "answer_raw": self.answer_raw,
+            "prompt_hash": self.prompt_hash,
             "evidence": list(self.original.evidence),
             "retrieved_dia_ids": self.retrieved_dia_ids,
             "notes": self.notes,
@@ -116,4 +125,7 @@ class ItemRecord:
                 audited["gold"], list(audited["evidence"]), dict(audited["scores"]), audited["recall"], audited["hit"]
             ),
             judge=rec.get("judge"),
+            answer_raw=rec.get("answer_raw"),
+            prompt_hash=rec.get("prompt_hash"),
+            record_version=int(rec.get("record_version", 0)),
         )

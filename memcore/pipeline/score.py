@@ -95,6 +95,8 @@ def score_item(
         extra=_jsonable(evidence.extra),
         audited=audited_scores,
         judge=judge_record,
+        answer_raw=prediction.raw,
+        prompt_hash=prediction.prompt_hash,
     )
 
 
