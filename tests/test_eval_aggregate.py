@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from memcore.eval.aggregate import aggregate, budget_recall, category_name, format_table
+from memcore.eval.aggregate import aggregate, budget_recall, category_name, format_table, k_recall
 from memcore.eval.bootstrap import bootstrap_ci
 
 
@@ -186,6 +186,27 @@ def test_budget_recall_by_hand() -> None:
     assert budget_recall([adversarial], [10]) == {
         "10": {"recall": None, "hit_rate": None, "mean_tokens_used": None, "n": 0}
     }
+
+
+def test_k_recall_by_hand() -> None:
+    """Recall over the first k notes (issue 14: a memory of about K_final notes is all retrieved).
+    Item a: gold D1:1, D1:2; notes in order [D1:9], [D1:1, D1:5], [D1:2]. Item b: gold D2:1; notes [D2:1].
+    The adversarial item and the one without evidence are left out."""
+    a = {
+        "category": 1,
+        "evidence": ["D1:1", "D1:2"],
+        "notes": [{"dia_ids": ["D1:9"]}, {"dia_ids": ["D1:1", "D1:5"]}, {"dia_ids": ["D1:2"]}],
+    }
+    b = {"category": 4, "evidence": ["D2:1"], "notes": [{"dia_ids": ["D2:1"]}]}
+    adversarial = {"category": 5, "evidence": ["D3:1"], "notes": [{"dia_ids": ["D3:1"]}]}
+    no_evidence = {"category": 3, "evidence": [], "notes": [{"dia_ids": ["D4:1"]}]}
+    out = k_recall([a, b, adversarial, no_evidence], [1, 2, 3])
+    # k=1: a keeps D1:9 (recall 0, hit 0); b keeps D2:1 (1, 1); mean notes retrieved (3 + 1) / 2
+    assert out["1"] == {"recall": 0.5, "hit_rate": 0.5, "mean_notes_retrieved": 2.0, "n": 2}
+    # k=2: a keeps D1:9, D1:1, D1:5 (0.5, 1); b (1, 1)
+    assert out["2"] == {"recall": 0.75, "hit_rate": 1.0, "mean_notes_retrieved": 2.0, "n": 2}
+    assert out["3"]["recall"] == 1.0
+    assert set(k_recall([a])) == {"5", "10"}  # the default depths
 
 
 def test_format_table_prints_budget_recall() -> None:

@@ -403,9 +403,9 @@ def test_detail_table_per_category_and_unit_costs(tmp_path: Path) -> None:
     # overall: F1 70, BLEU 58; build 30 calls / 60 turns, 3,300 tokens / 60 turns; QA 15 calls / 5 questions
     overall = next(line for line in lines if "| overall |" in line)
     assert overall.startswith(
-        "|  | overall | 5 | 70.00 | 58.00 | 75.00 | 100.00 | 25.00 | 0.50 | 55 | 3.00 | 176 | 0 | 40 |"
-    )
-    assert "Recall @500 tok %" in md
+        "|  | overall | 5 | 70.00 | 58.00 | 75.00 | 100.00 | 25.00 | – | – | 0.50 | 55 | 3.00 | 176 | 0 | 40 |"
+    )  # recall @5 / @10 notes: "–", these hand-written items list no retrieved notes
+    assert "Recall @500 tok %" in md and "Recall @5 notes %" in md
     recs = list(csv.DictReader(io.StringIO(table.to_csv())))
     assert [r["category"] for r in recs] == [
         "1 multi-hop",

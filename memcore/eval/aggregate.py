@@ -128,6 +128,42 @@ def budget_recall(
     return out
 
 
+#: Retrieval depths (notes) at which ``metrics.json`` reports evidence recall beside K_final: on a slice whose
+#: memory holds about K_final notes or fewer (an LLM gate that merges heavily, a short conversation), recall at
+#: K_final is 100 % by construction and only a shallower cut says how well the notes are ranked.
+RECALL_KS: tuple[int, ...] = (5, 10)
+
+
+def k_recall(
+    items: Sequence[Mapping[str, Any]],
+    ks: Sequence[int] = RECALL_KS,
+    categories: Sequence[int] = NO_ADV_CATEGORIES,
+) -> dict[str, Any]:
+    """Evidence recall and hit rate using only each item's first ``k`` retrieved notes (``notes[i]["dia_ids"]``
+    in retrieval order), for items of ``categories`` with gold evidence. Returns ``{"<k>": {"recall",
+    "hit_rate", "mean_notes_retrieved", "n"}}``; ``mean_notes_retrieved`` is over all of the item's notes, so a
+    value at or below ``k`` says the cut kept everything."""
+    from memcore.eval.metrics import evidence_scores
+
+    wanted = set(categories)
+    scored = [it for it in items if int(it["category"]) in wanted and it.get("evidence")]
+    out: dict[str, Any] = {}
+    for k in ks:
+        results = []
+        for it in scored:
+            ids = [d for n in (it.get("notes") or [])[: int(k)] for d in (n.get("dia_ids") or [])]
+            res = evidence_scores(it["evidence"], ids)
+            if res["recall"] is not None:
+                results.append(res)
+        out[str(int(k))] = {
+            "recall": _mean(r["recall"] for r in results),
+            "hit_rate": _mean(r["hit"] for r in results),
+            "mean_notes_retrieved": _mean(float(len(it.get("notes") or [])) for it in scored),
+            "n": len(results),
+        }
+    return out
+
+
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100.0 * value:.2f}"
 

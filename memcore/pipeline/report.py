@@ -13,7 +13,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from memcore.data.slice import LoadedSlice
-from memcore.eval.aggregate import aggregate, budget_recall, format_table
+from memcore.eval.aggregate import aggregate, budget_recall, format_table, k_recall
 from memcore.itemlog import read_items
 from memcore.llm.usage import updates_while_answering
 
@@ -30,11 +30,12 @@ class RunResult:
 
 def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dict[str, Any]]) -> dict[str, Any]:
     """``metrics.json`` of a run over ``items`` (in dataset order): the aggregate scores, recall at the
-    ``eval.token_budgets``, what ran (judge and answer disclosure included), the gold ceiling of the audit
+    ``eval.token_budgets`` and at the first :data:`~memcore.eval.aggregate.RECALL_KS` notes, what ran (judge and answer disclosure included), the gold ceiling of the audit
     and the scores against the audited gold."""
     metrics = aggregate(items)
     if cfg.eval.token_budgets:
         metrics["recall_at_budget"] = budget_recall(items, list(cfg.eval.token_budgets))
+    metrics["recall_at_k"] = k_recall(items)
     metrics["run"] = {
         "method": method,
         "ablation": str(cfg.ablation.name),

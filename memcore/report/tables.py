@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memcore.eval.aggregate import category_name
+from memcore.eval.aggregate import RECALL_KS, category_name, k_recall
 from memcore.eval.bootstrap import bootstrap_ci
 from memcore.report.collect import RunData, qa_time_ingest
 from memcore.report.reference import PAPER_DATASET, PAPER_PROTOCOL, PaperNumbers
@@ -693,6 +693,7 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
     columns = ["Method", "Category", "n", *[label + " %" for _, label in metrics_list]]
     budgets = sorted({int(b) for s in summaries for b in (s.run.metrics.get("recall_at_budget") or {})})
     columns += [f"Recall @{b} tok %" for b in budgets]
+    columns += [f"Recall @{k} notes %" for k in RECALL_KS]
     columns += ["calls/turn", "tokens/turn", "calls/question", "tokens/question", "parse fallbacks", "wall s"]
     rows: list[list[str]] = []
     records: list[dict[str, Any]] = []
@@ -722,6 +723,13 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
             else 100.0 * float(at_budget[str(b)]["recall"])
             for b in budgets
         }
+        at_k = m.get("recall_at_k") or k_recall(s.run.items)  # runs made before metrics.json carried it
+        k_vals = {
+            f"recall_at_{k}_notes": None
+            if (at_k.get(str(k)) or {}).get("recall") is None
+            else 100.0 * float(at_k[str(k)]["recall"])
+            for k in RECALL_KS
+        }
         for i, (cat, block) in enumerate(blocks):
             vals = {k: None if block.get(k) is None else 100.0 * float(block[k]) for k, _ in metrics_list}
             last = cat == "overall"  # budgets and costs go on the overall row
@@ -729,15 +737,18 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
                 [_detail_method_cell(s) if i == 0 else "", cat, str(block.get("n", 0))]
                 + [fmt(vals[k]) for k, _ in metrics_list]
                 + ([fmt(v) for v in budget_vals.values()] if last else [""] * len(budgets))
+                + ([fmt(v) for v in k_vals.values()] if last else [""] * len(RECALL_KS))
                 + (cost_cells if last else [""] * len(cost_cells))
             )
-            extra = {**budget_vals, **costs} if last else {}
+            extra = {**budget_vals, **k_vals, **costs} if last else {}
             records.append({**_base_record(s), "category": cat, "n": block.get("n"), **vals, **extra})
     settings = sorted({(s.run.backbone, s.run.dataset, s.run.protocol) for s in summaries})
     lead = "; ".join(f"backbone {b}, dataset {d}, protocol {p}" for b, d, p in settings)
     notes = [
         "Recall and hit rate: items with gold evidence only. Recall @N tok: the leading retrieved notes that fit"
-        " N context tokens, categories 1-4 (metrics.json recall_at_budget). calls/turn and tokens/turn: memory"
+        " N context tokens, categories 1-4 (metrics.json recall_at_budget). Recall @k notes: the first k retrieved"
+        " notes only, categories 1-4 (recall_at_k); when a memory holds about K_final notes or fewer, recall at"
+        " K_final is 100 % by construction and only these say how well notes are ranked. calls/turn and tokens/turn: memory"
         " build per ingested turn; calls/question: retrieval + answer (+ judge) + memory updates made while"
         " answering (FluxMem's consolidation) per question; cached calls count.",
     ]
