@@ -9,7 +9,7 @@ A-MEM and the paper report it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from memcore.types import Category
@@ -98,6 +98,19 @@ def aggregate(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _evidence_items(items: Sequence[Mapping[str, Any]], categories: Sequence[int]) -> list[Mapping[str, Any]]:
+    """The items of ``categories`` with gold evidence: the ones the recall cuts below are averaged over."""
+    wanted = set(categories)
+    return [it for it in items if int(it["category"]) in wanted and it.get("evidence")]
+
+
+def _scored_cut(
+    scored: Sequence[Mapping[str, Any]], score: Callable[[Mapping[str, Any]], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``score(item)`` for every item, keeping those with a recall (``None``: no gold evidence)."""
+    return [res for res in (score(it) for it in scored) if res["recall"] is not None]
+
+
 def budget_recall(
     items: Sequence[Mapping[str, Any]],
     budgets: Sequence[int],
@@ -109,16 +122,13 @@ def budget_recall(
     "mean_tokens_used", "n"}}``; a method with longer notes fits fewer of them in the same budget."""
     from memcore.eval.metrics import recall_at_budget
 
-    wanted = set(categories)
-    scored = [it for it in items if int(it["category"]) in wanted and it.get("evidence")]
+    def notes(it: Mapping[str, Any]) -> list[tuple[list[str], int]]:
+        return [(n.get("dia_ids") or [], int(n.get("tokens") or 0)) for n in it.get("notes") or []]
+
+    scored = _evidence_items(items, categories)
     out: dict[str, Any] = {}
     for budget in budgets:
-        results = []
-        for it in scored:
-            notes = [(n.get("dia_ids") or [], int(n.get("tokens") or 0)) for n in it.get("notes") or []]
-            res = recall_at_budget(it["evidence"], notes, int(budget))
-            if res["recall"] is not None:
-                results.append(res)
+        results = _scored_cut(scored, lambda it, b=int(budget): recall_at_budget(it["evidence"], notes(it), b))
         out[str(int(budget))] = {
             "recall": _mean(r["recall"] for r in results),
             "hit_rate": _mean(r["hit"] for r in results),
@@ -145,16 +155,13 @@ def k_recall(
     value at or below ``k`` says the cut kept everything."""
     from memcore.eval.metrics import evidence_scores
 
-    wanted = set(categories)
-    scored = [it for it in items if int(it["category"]) in wanted and it.get("evidence")]
+    def first(it: Mapping[str, Any], k: int) -> list[str]:
+        return [d for n in (it.get("notes") or [])[:k] for d in (n.get("dia_ids") or [])]
+
+    scored = _evidence_items(items, categories)
     out: dict[str, Any] = {}
     for k in ks:
-        results = []
-        for it in scored:
-            ids = [d for n in (it.get("notes") or [])[: int(k)] for d in (n.get("dia_ids") or [])]
-            res = evidence_scores(it["evidence"], ids)
-            if res["recall"] is not None:
-                results.append(res)
+        results = _scored_cut(scored, lambda it, k=int(k): evidence_scores(it["evidence"], first(it, k)))
         out[str(int(k))] = {
             "recall": _mean(r["recall"] for r in results),
             "hit_rate": _mean(r["hit"] for r in results),
