@@ -1,0 +1,289 @@
+"""What the tests share besides fixtures (those are in ``conftest.py``) and fake LLMs (``fakes.py``): the repository
+root, the one rule for skipping when the LoCoMo data is absent, the run config as ``memcore-run`` composes it, tiny
+hand-made conversations, MemCoRe factories over the scripted backbone and the hashing embedder, synthetic run dirs
+for the report, and a minimal valid LoCoMo file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, open_dict
+
+from memcore.cli import CONFIG_PATH
+from memcore.data import DataError, resolve_audit_path, resolve_locomo_path
+from memcore.eval.aggregate import aggregate
+from memcore.interfaces import LazyResource, MethodContext
+from memcore.llm.embedders import HashingEmbedder
+from memcore.llm.scripted import ScriptedBackbone
+from memcore.memory.system import SPEC, SPEC_CHEAP, MemCoRe
+from memcore.types import Category, Conversation, QAItem, Session, Turn
+from tests.fakes import MemCoReLLM
+
+#: The repository root (the worktree the tests run from).
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------- data
+def data_file_or_skip(which: Literal["locomo", "audit"] = "locomo") -> Path:
+    """The LoCoMo file (or the locomo-audit ``errors.json``) as the harness finds it; the test is skipped when it
+    is absent. The one skip rule for data: fixtures ``locomo_path`` / ``locomo`` / ``audit_path`` use it."""
+    try:
+        return resolve_locomo_path(None) if which == "locomo" else resolve_audit_path(None)
+    except DataError as exc:
+        what = "LoCoMo data" if which == "locomo" else "locomo-audit file"
+        pytest.skip(f"{what} not found (set MEMCORE_{'DATA' if which == 'locomo' else 'AUDIT'}): {exc}")
+
+
+# ---------------------------------------------------------------- config
+def compose_run(root: Path, overrides: Sequence[str]) -> DictConfig:
+    """The run config as ``memcore-run`` would compose it, with results under ``root`` (the ``compose`` fixture
+    does this under ``tmp_path``)."""
+    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
+        cfg = compose(
+            config_name="run", overrides=[*overrides, "progress=false", "print_table=false"], return_hydra_config=False
+        )
+    with open_dict(cfg):
+        cfg.paths.root = str(root / "results")
+        cfg.paths.runs = str(root / "results" / "runs")
+        cfg.paths.cache = str(root / "results" / "cache")
+        cfg.paths.snapshots = str(root / "results" / "snapshots")
+        cfg.run_dir = str(root / "run")
+    return cfg
+
+
+# ---------------------------------------------------------------- conversations
+SessionSpec = tuple[datetime, str, Sequence[tuple[str, str]]]
+
+
+def conversation(
+    sessions: Sequence[SessionSpec],
+    *,
+    conv_id: str = "conv-test",
+    speakers: tuple[str, str] = ("Alice", "Bob"),
+    qa: Sequence[QAItem] = (),
+) -> Conversation:
+    """A conversation from ``(date, raw date, [(speaker, text), ...])`` per session; dia_ids ``D<session>:<turn>``."""
+    out = []
+    for s, (when, raw, lines) in enumerate(sessions, start=1):
+        turns = tuple(Turn(f"D{s}:{i}", sp, text, s, when, raw) for i, (sp, text) in enumerate(lines, start=1))
+        out.append(Session(s, when, raw, turns))
+    return Conversation(conv_id, speakers[0], speakers[1], tuple(out), tuple(qa))
+
+
+STORY = [
+    [
+        ("Alice", "I adopted a puppy named Rex last week."),
+        ("Bob", "Congrats! What breed is Rex?"),
+        ("Alice", "Rex is a beagle."),
+    ],
+    [
+        ("Bob", "I started learning the violin in March."),
+        ("Alice", "Nice, how is the violin going?"),
+        ("Bob", "Slowly, I practise daily."),
+    ],
+    [
+        ("Alice", "We moved to Lisbon in the summer."),
+        ("Bob", "Lisbon is lovely."),
+        ("Alice", "Rex loves the beach there."),
+    ],
+]
+
+
+def story_conversation(conv_id: str = "conv-x", n_sessions: int = 2) -> Conversation:
+    """Alice and Bob: Rex the puppy, the violin, Lisbon (three turns a session, a week apart; the story repeats
+    after three sessions) and three QA items (no data file needed; the ``tiny_conversation`` fixture)."""
+    sessions = [
+        (datetime(2023, 5, 1 + 7 * s, 13, 0), f"1:00 pm on {1 + 7 * s} May, 2023", STORY[s % len(STORY)])
+        for s in range(n_sessions)
+    ]
+    qa = (
+        QAItem(conv_id, 0, "What breed is Rex?", Category.SINGLE_HOP, "beagle", None, ("D1:3",)),
+        QAItem(conv_id, 1, "When did Bob start the violin?", Category.TEMPORAL, "March", None, ("D2:1",)),
+        QAItem(conv_id, 2, "What did Alice name her cat?", Category.ADVERSARIAL, None, "Rex", ("D1:1",)),
+    )
+    return conversation(sessions, conv_id=conv_id, qa=qa)
+
+
+def conversation_of(texts: Sequence[str], conv_id: str = "conv-test", per_session: int = 50) -> Conversation:
+    """Turns alternate between Alice and Bob; a new session (one day later) every ``per_session`` turns."""
+    speakers = ("Alice", "Bob")
+    sessions = [
+        (
+            datetime(2023, 5, s, 13, 0),
+            f"1:00 pm on {s} May, 2023",
+            [(speakers[(start + i) % 2], t) for i, t in enumerate(texts[start : start + per_session])],
+        )
+        for s, start in enumerate(range(0, len(texts), per_session), start=1)
+    ]
+    return conversation(sessions, conv_id=conv_id, speakers=speakers)
+
+
+# ---------------------------------------------------------------- MemCoRe over the scripted backbone
+#: Tag-structured turns: same tag + "dup" → redundant (0.9); same tag → complementary (0.6); else unrelated (0.1).
+TAGGED_TURNS = [
+    "tagA: I adopted a dog named Rex from the shelter",
+    "tagA dup: I adopted a dog named Rex from the shelter last week",
+    "tagA: Rex loves running in the park every morning",
+    "tagB: I started painting landscapes with watercolors",
+    "tagB: my painting class meets on Monday evenings",
+]
+#: Three topics of eight turns each, for the retrieval switches (one snapshot serves them all).
+TOPIC_TURNS = (
+    [f"tagA: I adopted a dog named Rex, note {i} about walks in the park {i}" for i in range(8)]
+    + [f"tagB: painting landscapes with watercolors, lesson {i} at the studio {i}" for i in range(8)]
+    + [f"tagC: my guitar band rehearses songs, session {i} downtown {i}" for i in range(8)]
+)
+QUESTIONS = ["What is the name of the dog?", "Where are the painting lessons?", "What does the guitar band rehearse?"]
+
+
+def method_config(cheap: bool = False, **over: Any) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"name": "memcore-cheap" if cheap else "memcore", "judge": "embedding" if cheap else "llm"}
+    cfg.update(over)
+    return cfg
+
+
+def ablation(name: str = "none") -> dict[str, Any]:
+    sw = {k: True for k in ("update", "merge", "link", "denoise", "topic", "keyword", "neighbor", "ier")}
+    if name != "none":
+        sw[name.removeprefix("wo_")] = False
+    return {"name": name, **sw}
+
+
+def make_memory(
+    conv: Conversation,
+    tmp: Path,
+    *,
+    llm: MemCoReLLM | None = None,
+    abl: str = "none",
+    cheap: bool = False,
+    dim: int = 512,
+    **cfg: Any,
+) -> tuple[MemCoRe, ScriptedBackbone | None, MethodContext]:
+    """A MemCoRe through its registered spec's factory (cheap mode: a backbone that fails if touched)."""
+    backbone = None if cheap else ScriptedBackbone(llm or MemCoReLLM())
+
+    def no_backbone() -> Any:
+        raise AssertionError("cheap mode touched the chat backbone")
+
+    ctx = MethodContext(
+        config=method_config(cheap, **cfg),
+        ablation=ablation(abl),
+        conversation=conv,
+        seed=7,
+        workdir=tmp,
+        _backbone=LazyResource(no_backbone if cheap else (lambda: backbone)),
+        _embedder=LazyResource(lambda: HashingEmbedder(dim)),
+    )
+    system = (SPEC_CHEAP if cheap else SPEC).factory(ctx)
+    assert isinstance(system, MemCoRe)
+    return system, backbone, ctx
+
+
+def build(conv: Conversation, tmp: Path, **kw: Any) -> tuple[MemCoRe, ScriptedBackbone | None, MethodContext]:
+    """:func:`make_memory`, then every turn of ``conv`` ingested and the memory finalized."""
+    system, backbone, ctx = make_memory(conv, tmp, **kw)
+    for turn in conv.turns:
+        system.ingest(turn)
+    system.finalize()
+    return system, backbone, ctx
+
+
+# ---------------------------------------------------------------- synthetic run dirs (memcore-report)
+def run_item(conv: str, idx: int, cat: int, f1: float | None, bleu: float | None, **kw: Any) -> dict[str, Any]:
+    """One ``items.jsonl`` record with the fields the report reads."""
+    rec: dict[str, Any] = {
+        "item_id": f"{conv}#{idx}",
+        "conv_id": conv,
+        "category": cat,
+        "scores": {} if f1 is None else {"f1": f1, "bleu1": bleu},
+        "recall": kw.pop("recall", None),
+        "hit": kw.pop("hit", None),
+        "evidence": kw.pop("evidence", []),
+        "notes": kw.pop("notes", []),
+    }
+    rec.update(kw)
+    return rec
+
+
+def write_run(
+    root: Path,
+    *,
+    backbone: str,
+    method: str,
+    items: list[dict[str, Any]],
+    ablation: str = "none",
+    dataset: str = "locomo",
+    protocol: str = "amem",
+    cost: dict[str, Any] | None = None,
+    stats: dict[str, Any] | None = None,
+    answered: bool = True,
+) -> Path:
+    """A run dir as the runner writes it (metrics = aggregate(items) + run info [+ audited])."""
+    path = root / dataset / backbone / protocol / method / ablation
+    path.mkdir(parents=True)
+    with open(path / "items.jsonl", "w") as fh:
+        for r in items:
+            fh.write(json.dumps(r) + "\n")
+    metrics = aggregate(items)
+    convs = sorted({r["conv_id"] for r in items})
+    metrics["run"] = {
+        "method": method,
+        "ablation": ablation,
+        "backbone": backbone,
+        "embedder": "minilm",
+        "dataset": dataset,
+        "protocol": protocol,
+        "n_conversations": len(convs),
+        "answered": answered,
+    }
+    if any("audited" in r for r in items):
+        metrics["audited"] = aggregate(
+            [
+                dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"])
+                if "audited" in r
+                else r
+                for r in items
+            ]
+        )
+    (path / "metrics.json").write_text(json.dumps(metrics))
+    (path / "cost.json").write_text(json.dumps(cost or {"usage": {"by_stage": {}}, "wall_s": {"total": 0.0}}))
+    (path / "stats.json").write_text(json.dumps(stats or {"conversations": {}}))
+    (path / "config.yaml").write_text(yaml.safe_dump({"experiment_name": "synthetic", "method": {"name": method}}))
+    return path
+
+
+# ---------------------------------------------------------------- a minimal LoCoMo file
+def minimal_locomo() -> list[dict[str, Any]]:
+    """A minimal valid file: one conversation, two sessions, one image turn, a category-4 and a category-5 item."""
+    return [
+        {
+            "sample_id": "conv-x",
+            "conversation": {
+                "speaker_a": "Ann",
+                "speaker_b": "Bob",
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": [
+                    {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a dog."},
+                    {"speaker": "Bob", "dia_id": "D1:2", "text": "What is its name?"},
+                ],
+                "session_2_date_time": "10:05 am on 9 June, 2023",
+                "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "Rex."}],
+            },
+            "qa": [
+                {"question": "What did Ann adopt?", "answer": "a dog", "evidence": ["D1:1"], "category": 4},
+                {
+                    "question": "What is Bob's cat called?",
+                    "adversarial_answer": "Rex",
+                    "evidence": ["D2:1"],
+                    "category": 5,
+                },
+            ],
+        }
+    ]
