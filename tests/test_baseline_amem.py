@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -13,74 +11,39 @@ import pytest
 
 from baselines.amem import SPEC, AMem, AMemConfig, AMemNote
 from baselines.amem.system import parse_analysis, parse_evolution
-from memcore.interfaces import LazyResource, Message, MethodContext
+from memcore.interfaces import LazyResource, MethodContext
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
-from memcore.types import Conversation, Session, Turn
+from memcore.types import Conversation, Turn
+from tests.fakes import AMemLLM
+from tests.support import conversation
 
 T1 = datetime(2023, 5, 8, 13, 56)
 T2 = datetime(2023, 5, 25, 13, 14)
 
 
-def _turns() -> list[Turn]:
-    return [
-        Turn("D1:1", "Caroline", "I went to the LGBTQ support group yesterday", 1, T1, "1:56 pm on 8 May, 2023"),
-        Turn("D1:2", "Melanie", "I painted a sunrise over the lake last year", 1, T1, "1:56 pm on 8 May, 2023"),
-        Turn("D2:1", "Caroline", "The LGBTQ support group meets again next week", 2, T2, "1:14 pm on 25 May, 2023"),
-    ]
-
-
 def _conversation() -> Conversation:
-    turns = _turns()
-    return Conversation(
-        conv_id="conv-test",
-        speaker_a="Caroline",
-        speaker_b="Melanie",
-        sessions=(
-            Session(1, T1, "1:56 pm on 8 May, 2023", tuple(turns[:2])),
-            Session(2, T2, "1:14 pm on 25 May, 2023", (turns[2],)),
-        ),
-        qa=(),
+    return conversation(
+        [
+            (
+                T1,
+                "1:56 pm on 8 May, 2023",
+                [
+                    ("Caroline", "I went to the LGBTQ support group yesterday"),
+                    ("Melanie", "I painted a sunrise over the lake last year"),
+                ],
+            ),
+            (T2, "1:14 pm on 25 May, 2023", [("Caroline", "The LGBTQ support group meets again next week")]),
+        ],
+        speakers=("Caroline", "Melanie"),
     )
 
 
-class Script:
-    """Answers A-MEM's three prompts; the evolution of the third note strengthens + updates."""
-
-    def __init__(self, analysis_reply: str | None = None) -> None:
-        self.analysis_reply = analysis_reply
-        self.evolution_prompts: list[str] = []
-
-    def __call__(self, messages: Sequence[Message]) -> str:
-        assert messages[0]["content"] == "You must respond with a JSON object."
-        user = messages[1]["content"]
-        if user.startswith("Generate a structured analysis"):
-            if self.analysis_reply is not None:
-                return self.analysis_reply
-            content = user.split("Content for analysis:\n", 1)[1]
-            return json.dumps(
-                {"keywords": content.split()[-2:], "context": f"about {content.split()[-1]}", "tags": ["chat"]}
-            )
-        if "memory evolution agent" in user:
-            self.evolution_prompts.append(user)
-            if len(self.evolution_prompts) < 3:
-                return json.dumps({"should_evolve": False, "actions": []})
-            return json.dumps(
-                {
-                    "should_evolve": True,
-                    "actions": ["strengthen", "update_neighbor"],
-                    "suggested_connections": [0, 7],
-                    "tags_to_update": ["support", "group"],
-                    "new_context_neighborhood": ["Caroline attends an LGBTQ support group"],
-                    "new_tags_neighborhood": [["lgbtq", "support"]],
-                }
-            )
-        if "generate several keywords" in user:
-            return json.dumps({"keywords": "LGBTQ support group"})
-        raise AssertionError(f"unexpected prompt: {user[:80]}")
+def _turns() -> list[Turn]:
+    return list(_conversation().turns)
 
 
-def _build(script: Script, **overrides: object) -> tuple[AMem, ScriptedBackbone]:
+def _build(script: AMemLLM, **overrides: object) -> tuple[AMem, ScriptedBackbone]:
     backbone = ScriptedBackbone(script)
     embedder = HashingEmbedder(256)
     cfg = AMemConfig(**overrides)  # type: ignore[arg-type]
@@ -92,7 +55,7 @@ def _build(script: Script, **overrides: object) -> tuple[AMem, ScriptedBackbone]
 
 
 def test_notes_carry_llm_metadata_timestamp_and_one_dia_id() -> None:
-    mem, backbone = _build(Script())
+    mem, backbone = _build(AMemLLM())
     assert [n.dia_id for n in mem.notes] == ["D1:1", "D1:2", "D2:1"]
     first = mem.notes[0]
     assert first.content == "Speaker Caroline says : I went to the LGBTQ support group yesterday"
@@ -108,7 +71,7 @@ def test_notes_carry_llm_metadata_timestamp_and_one_dia_id() -> None:
 
 
 def test_evolution_prompt_lists_neighbours_and_applies_actions() -> None:
-    script = Script()
+    script = AMemLLM()
     mem, _ = _build(script)
     assert "The number of neighbors is 0." in script.evolution_prompts[0]
     third = script.evolution_prompts[2]
@@ -130,7 +93,7 @@ def test_evolution_prompt_lists_neighbours_and_applies_actions() -> None:
 
 
 def test_consolidation_rebuilds_documents_after_threshold() -> None:
-    mem, _ = _build(Script(), evo_threshold=1)
+    mem, _ = _build(AMemLLM(), evo_threshold=1)
     assert mem.stats()["consolidations"] == 1
     assert mem.docs[2] == (
         "Speaker Caroline says : The LGBTQ support group meets again next week , about week next week support group"
@@ -139,7 +102,7 @@ def test_consolidation_rebuilds_documents_after_threshold() -> None:
 
 
 def test_retrieve_uses_query_keywords_timestamps_and_links() -> None:
-    mem, backbone = _build(Script())
+    mem, backbone = _build(AMemLLM())
     mem.cfg = dataclasses.replace(mem.cfg, retrieve_k=1)  # k = 1 (eval.budget now also caps the linked notes)
     ev = mem.retrieve("When did Caroline go to the support group?")
     assert ev.extra["amem_query"] == "LGBTQ support group"
@@ -187,7 +150,7 @@ def test_neighbour_cap_mirrors_their_shared_counter() -> None:
 
 
 def test_unparseable_analysis_falls_back_and_is_counted() -> None:
-    mem, backbone = _build(Script(analysis_reply="not json"))
+    mem, backbone = _build(AMemLLM(analysis_reply="not json"))
     assert mem.notes[2].context == "General" and all(n.keywords == [] for n in mem.notes)
     assert mem.stats()["analysis_fallbacks"] == 3
     assert backbone.usage.parse_failures()["ingest"]["amem_analysis_default_general"] == 3
@@ -207,10 +170,10 @@ def test_reply_validation() -> None:
 
 
 def test_save_load_roundtrip(tmp_path: Path) -> None:
-    mem, _ = _build(Script())
+    mem, _ = _build(AMemLLM())
     before = mem.retrieve("support group")
     mem.save(tmp_path)
-    backbone = ScriptedBackbone(Script())
+    backbone = ScriptedBackbone(AMemLLM())
     embedder = HashingEmbedder(256)
     again = AMem(AMemConfig(), lambda: backbone, lambda: embedder, seed=7)
     again.load(tmp_path)
@@ -223,7 +186,7 @@ def test_save_load_roundtrip(tmp_path: Path) -> None:
 
 
 def test_factory_validates_config_and_spec(tmp_path: Path) -> None:
-    backbone = ScriptedBackbone(Script())
+    backbone = ScriptedBackbone(AMemLLM())
     ctx = MethodContext(
         config={"name": "amem", "retrieve_k": 3},
         ablation={"name": "none"},
@@ -279,7 +242,7 @@ def test_image_turns_are_ingested_as_their_loader_writes_them() -> None:
         "1:56 pm on 8 May, 2023",
         image_caption="a dog",
     )
-    backbone = ScriptedBackbone(Script())
+    backbone = ScriptedBackbone(AMemLLM())
     embedder = HashingEmbedder(64)
     mem = AMem(AMemConfig(), lambda: backbone, lambda: embedder, seed=7)
     assert mem.turn_text(turn) == "[Image: a dog] look at this"
@@ -289,13 +252,11 @@ def test_image_turns_are_ingested_as_their_loader_writes_them() -> None:
     assert harness.turn_text(turn) == turn.text
 
 
-def test_k_per_backbone_comes_from_the_method_config(tmp_path: Path) -> None:
+def test_k_per_backbone_comes_from_the_method_config(compose) -> None:
     from omegaconf import OmegaConf
 
-    from tests.runner_utils import compose_run
-
     def k(*overrides: str) -> int:
-        cfg = compose_run(tmp_path, ["method=amem", *overrides])
+        cfg = compose(["method=amem", *overrides])
         return int(OmegaConf.to_container(cfg.method, resolve=True)["retrieve_k"])
 
     assert k("backbone=gpt-4o-mini") == 10

@@ -6,9 +6,10 @@ from pathlib import Path
 
 from memcore.memory.ingestion import clean_text
 from memcore.memory.system import MemCoRe
-from tests.test_memory_fixtures import TAGGED_TURNS, ScriptedLLM, build, make_conversation, make_memory
+from tests.fakes import MemCoReLLM
+from tests.support import QUESTIONS, TAGGED_TURNS, TOPIC_TURNS, build, conversation_of, make_memory
 
-CONV = make_conversation(TAGGED_TURNS)
+CONV = conversation_of(TAGGED_TURNS)
 
 
 def counts(mem: MemCoRe) -> tuple[int, int, int]:
@@ -64,16 +65,8 @@ def test_wo_denoise_context_is_raw(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------- retrieval switches (reuse one snapshot)
-TOPIC_TURNS = (
-    [f"tagA: I adopted a dog named Rex, note {i} about walks in the park {i}" for i in range(8)]
-    + [f"tagB: painting landscapes with watercolors, lesson {i} at the studio {i}" for i in range(8)]
-    + [f"tagC: my guitar band rehearses songs, session {i} downtown {i}" for i in range(8)]
-)
-QUESTIONS = ["What is the name of the dog?", "Where are the painting lessons?", "What does the guitar band rehearse?"]
-
-
 def _snapshot(tmp_path: Path, cheap: bool) -> Path:
-    mem, _, _ = build(make_conversation(TOPIC_TURNS), tmp_path / "build", cheap=cheap, topic_min=2, topic_max=8)
+    mem, _, _ = build(conversation_of(TOPIC_TURNS), tmp_path / "build", cheap=cheap, topic_min=2, topic_max=8)
     snap = tmp_path / "snap"
     mem.save(snap)
     return snap
@@ -83,7 +76,7 @@ def _evidence(
     tmp_path: Path, snap: Path, abl: str, cheap: bool, budget: int = 8, questions: list[str] = QUESTIONS
 ) -> list:
     mem, _backbone, _ctx = make_memory(
-        make_conversation(TOPIC_TURNS), tmp_path / abl, abl=abl, cheap=cheap, topic_min=2, topic_max=8
+        conversation_of(TOPIC_TURNS), tmp_path / abl, abl=abl, cheap=cheap, topic_min=2, topic_max=8
     )
     mem.load(snap)
     return [mem.retrieve(q, budget=budget) for q in questions]
@@ -114,7 +107,7 @@ def test_wo_neighbor_no_note_found_by_neighbour(tmp_path: Path) -> None:
     pools = {}
     for abl in ("none", "wo_neighbor"):
         mem, _, _ = make_memory(
-            make_conversation(TOPIC_TURNS), tmp_path / abl, abl=abl, topic_min=2, topic_max=8, channel_depth=3
+            conversation_of(TOPIC_TURNS), tmp_path / abl, abl=abl, topic_min=2, topic_max=8, channel_depth=3
         )
         mem.load(snap)
         assert mem._refiner is not None
@@ -145,7 +138,7 @@ def test_llm_ier_rounds_follow_the_judge(tmp_path: Path) -> None:
         {"sufficient": False, "sub_queries": [{"query": "guitar band songs", "entities": ["guitar band"]}]},
         {"sufficient": True, "sub_queries": []},
     ]
-    mem, _backbone, _ = build(make_conversation(TOPIC_TURNS), tmp_path, llm=ScriptedLLM(ier_plan=plan))
+    mem, _backbone, _ = build(conversation_of(TOPIC_TURNS), tmp_path, llm=MemCoReLLM(ier_plan=plan))
     ev = mem.retrieve("What is the name of the dog?")
     assert ev.rounds == 2
     assert ev.extra["rounds_log"][1]["sub_queries"][0]["entities"] == ["guitar band"]

@@ -8,13 +8,13 @@ import pytest
 
 from memcore.memory.config import ConfigError
 from memcore.memory.ingestion import clean_text
-from tests.test_memory_ablations import QUESTIONS, TOPIC_TURNS
-from tests.test_memory_fixtures import TAGGED_TURNS, ScriptedLLM, build, make_conversation, make_memory
+from tests.fakes import MemCoReLLM
+from tests.support import QUESTIONS, TAGGED_TURNS, TOPIC_TURNS, build, conversation_of, make_memory
 
 
 def test_unparseable_ingest_keeps_raw_context_and_no_keywords(tmp_path: Path) -> None:
-    conv = make_conversation(TAGGED_TURNS)
-    mem, backbone, _ = build(conv, tmp_path, llm=ScriptedLLM(garbage=["ingest"]))
+    conv = conversation_of(TAGGED_TURNS)
+    mem, backbone, _ = build(conv, tmp_path, llm=MemCoReLLM(garbage=["ingest"]))
     stats = mem.stats()
     assert stats["fallbacks"]["ingest:raw_context_no_keywords"] == len(conv.turns)
     for note in mem.store.notes:
@@ -28,8 +28,8 @@ def test_unparseable_ingest_keeps_raw_context_and_no_keywords(tmp_path: Path) ->
 
 
 def test_unparseable_gate_appends(tmp_path: Path) -> None:
-    conv = make_conversation(TAGGED_TURNS)
-    mem, backbone, _ = build(conv, tmp_path, llm=ScriptedLLM(garbage=["gate"]))
+    conv = conversation_of(TAGGED_TURNS)
+    mem, backbone, _ = build(conv, tmp_path, llm=MemCoReLLM(garbage=["gate"]))
     c = mem.stats()["construction"]
     assert (c["merges"], c["links"], c["appends"]) == (0, 0, len(conv.turns))
     assert c["fallbacks"] == {"gate:append": len(conv.turns) - 1}  # the first turn has no candidates
@@ -38,8 +38,8 @@ def test_unparseable_gate_appends(tmp_path: Path) -> None:
 
 
 def test_unparseable_merge_concatenates(tmp_path: Path) -> None:
-    conv = make_conversation(TAGGED_TURNS)
-    mem, _, _ = build(conv, tmp_path, llm=ScriptedLLM(garbage=["merge"]))
+    conv = conversation_of(TAGGED_TURNS)
+    mem, _, _ = build(conv, tmp_path, llm=MemCoReLLM(garbage=["merge"]))
     merged = mem.store.notes[0]
     assert merged.context.startswith(  # (a later strong link appends its clause to it)
         "Alice said that tagA: I adopted a dog named Rex from the shelter "
@@ -49,8 +49,8 @@ def test_unparseable_merge_concatenates(tmp_path: Path) -> None:
 
 
 def test_unparseable_decompose_and_ier_fall_back(tmp_path: Path) -> None:
-    conv = make_conversation(TOPIC_TURNS)
-    llm = ScriptedLLM(garbage=["decompose", "ier"])
+    conv = conversation_of(TOPIC_TURNS)
+    llm = MemCoReLLM(garbage=["decompose", "ier"])
     mem, backbone, _ = build(conv, tmp_path, llm=llm)
     ev = mem.retrieve(QUESTIONS[0])
     assert ev.rounds == 1  # stop refining
@@ -62,7 +62,7 @@ def test_unparseable_decompose_and_ier_fall_back(tmp_path: Path) -> None:
 
 
 def test_cheap_mode_makes_zero_backbone_calls(tmp_path: Path) -> None:
-    conv = make_conversation(TOPIC_TURNS + TAGGED_TURNS)
+    conv = conversation_of(TOPIC_TURNS + TAGGED_TURNS)
     mem, backbone, ctx = build(conv, tmp_path / "a", cheap=True)  # the context's backbone raises if touched
     for q in QUESTIONS:
         assert mem.retrieve(q).notes
@@ -76,7 +76,7 @@ def test_cheap_mode_makes_zero_backbone_calls(tmp_path: Path) -> None:
 
 
 def test_method_names_pin_the_mode(tmp_path: Path) -> None:
-    conv = make_conversation(TAGGED_TURNS)
+    conv = conversation_of(TAGGED_TURNS)
     with pytest.raises(ConfigError, match="memcore-cheap"):
         make_memory(conv, tmp_path, cheap=False, judge="embedding")
     with pytest.raises(ConfigError, match="no-LLM variant"):
@@ -84,7 +84,7 @@ def test_method_names_pin_the_mode(tmp_path: Path) -> None:
 
 
 def test_config_errors_name_the_key(tmp_path: Path) -> None:
-    conv = make_conversation(TAGGED_TURNS)
+    conv = conversation_of(TAGGED_TURNS)
     with pytest.raises(ConfigError, match="unknown MemCoRe config key"):
         make_memory(conv, tmp_path, cheap=True, tau_merg=0.7)
     with pytest.raises(ConfigError, match="tau_link <= tau_merge"):

@@ -4,7 +4,6 @@ anchors both channels found, near-duplicate edges stay out of it, and link updat
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,8 @@ from memcore.memory.keywords import KeywordIndex
 from memcore.memory.notes import NoteStore, RawTurn, VectorMatrix
 from memcore.memory.retrieval import RetrievalIndex, Retriever
 from memcore.memory.topics import Topics
-from tests.test_memory_fixtures import ScriptedLLM, build, make_conversation
+from tests.fakes import MemCoReLLM
+from tests.support import build, conversation_of
 
 VEGETABLES = ["carrots", "potatoes", "onions", "beans", "peppers", "tomatoes", "lettuce", "spinach", "radishes"]
 
@@ -49,9 +49,9 @@ def test_a_note_only_a_subquery_finds_reaches_the_top_k_of_a_large_memory(
     the IER sub-query. Under the old fusion (sub-query weight 0.5, no reserved slots) it could never enter."""
     plan = [{"sufficient": False, "sub_queries": [SUBQUERY]}, {"sufficient": True, "sub_queries": []}]
     mem, _, _ = build(
-        make_conversation(garden_turns()),
+        conversation_of(garden_turns()),
         tmp_path,
-        llm=ScriptedLLM(ier_plan=plan),
+        llm=MemCoReLLM(ier_plan=plan),
         ier_subquery_weight=weight,
         ier_reserved=reserved,
     )
@@ -66,7 +66,7 @@ def test_a_note_only_a_subquery_finds_reaches_the_top_k_of_a_large_memory(
 
 def test_without_ier_the_gold_note_is_not_retrieved(tmp_path: Path) -> None:
     plan = [{"sufficient": False, "sub_queries": [SUBQUERY]}]
-    mem, _, _ = build(make_conversation(garden_turns()), tmp_path, llm=ScriptedLLM(ier_plan=plan), abl="wo_ier")
+    mem, _, _ = build(conversation_of(garden_turns()), tmp_path, llm=MemCoReLLM(ier_plan=plan), abl="wo_ier")
     ev = mem.retrieve(GOLD_QUESTION)
     assert ev.rounds == 1 and _gold_rank(ev) is None
     assert ev.extra["ier_stop"] == "off"
@@ -86,7 +86,7 @@ def test_fuse_rounds_reserved_slots_hand_computed() -> None:
 def test_repeated_subqueries_stop_refinement(tmp_path: Path) -> None:
     same = {"sufficient": False, "sub_queries": [{"query": "Xylophone  quartzite!", "entities": ["xylophone"]}]}
     plan = [{"sufficient": False, "sub_queries": [SUBQUERY]}, same]
-    mem, _, _ = build(make_conversation(garden_turns(30)), tmp_path, llm=ScriptedLLM(ier_plan=plan))
+    mem, _, _ = build(conversation_of(garden_turns(30)), tmp_path, llm=MemCoReLLM(ier_plan=plan))
     ev = mem.retrieve(GOLD_QUESTION)
     assert ev.rounds == 2  # round 3 would repeat round 2's sub-query word for word: not run
     assert ev.extra["ier_stop"] == "repeated_subqueries"
@@ -97,8 +97,8 @@ def test_repeated_subqueries_stop_refinement(tmp_path: Path) -> None:
 
 def test_the_judge_sees_whole_dated_notes_within_its_token_budget(tmp_path: Path) -> None:
     long_turn = "garden " + " ".join(f"word{i}" for i in range(150))
-    llm = ScriptedLLM(ier_plan=[{"sufficient": True, "sub_queries": []}])
-    mem, backbone, _ = build(make_conversation([long_turn, "garden beans"]), tmp_path, llm=llm, ier_judge_tokens=5000)
+    llm = MemCoReLLM(ier_plan=[{"sufficient": True, "sub_queries": []}])
+    mem, backbone, _ = build(conversation_of([long_turn, "garden beans"]), tmp_path, llm=llm, ier_judge_tokens=5000)
     mem.retrieve("What is in the garden?")
     assert backbone is not None
     ier_prompts = [m[1]["content"] for _, m in backbone.calls if "Retrieved notes" in m[1]["content"]]
@@ -129,21 +129,9 @@ def test_label_decides_and_strength_moves_into_its_range(
         assert strength == pytest.approx(expected[1])
 
 
-class _Reply:
-    def __init__(self, llm: ScriptedLLM, gate: dict[str, Any]) -> None:
-        self.llm, self.gate, self.prompts = llm, gate, []
-
-    def __call__(self, messages: Any) -> str:
-        user = messages[1]["content"]
-        if "Existing notes:" in user:
-            self.prompts.append(user)
-            return json.dumps({"judgements": [{"id": 1, **self.gate}]})
-        return self.llm(messages)
-
-
 def test_complementary_at_point_seven_links_and_the_disagreement_is_counted(tmp_path: Path) -> None:
-    reply = _Reply(ScriptedLLM(), {"relation": "complementary", "strength": 0.7, "edge": "Supports"})
-    mem, _, _ = build(make_conversation(["I adopted a dog named Rex", "Rex is a beagle"]), tmp_path, llm=reply)  # type: ignore[arg-type]
+    reply = MemCoReLLM(verdict={"relation": "complementary", "strength": 0.7, "edge": "Supports"})
+    mem, _, _ = build(conversation_of(["I adopted a dog named Rex", "Rex is a beagle"]), tmp_path, llm=reply)
     c = mem.stats()["construction"]
     assert c["merges"] == 0 and c["links"] == 1 and c["label_strength_disagreements"] == 1
     edge = next(iter(mem.store.edges.values()))
@@ -151,11 +139,11 @@ def test_complementary_at_point_seven_links_and_the_disagreement_is_counted(tmp_
 
 
 def test_gate_merge_and_link_prompts_carry_each_notes_date(tmp_path: Path) -> None:
-    reply = _Reply(ScriptedLLM(), {"relation": "redundant", "strength": 0.9, "edge": "Supports"})
-    conv = make_conversation(["I went hiking today", "I went hiking today"], per_session=1)
-    mem, backbone, _ = build(conv, tmp_path, llm=reply)  # type: ignore[arg-type]
-    assert "(1:00 pm on 2 May, 2023)" in reply.prompts[0].split("Existing notes:")[0]  # the new note's date
-    assert "[1] (1:00 pm on 1 May, 2023)" in reply.prompts[0]  # the candidate's date
+    reply = MemCoReLLM(verdict={"relation": "redundant", "strength": 0.9, "edge": "Supports"})
+    conv = conversation_of(["I went hiking today", "I went hiking today"], per_session=1)
+    mem, backbone, _ = build(conv, tmp_path, llm=reply)
+    assert "(1:00 pm on 2 May, 2023)" in reply.prompts_of("gate")[0].split("Existing notes:")[0]  # the new note's date
+    assert "[1] (1:00 pm on 1 May, 2023)" in reply.prompts_of("gate")[0]  # the candidate's date
     assert backbone is not None
     merge = next(m[1]["content"] for _, m in backbone.calls if "Two memory notes" in m[1]["content"])
     assert "(1:00 pm on 1 May, 2023)" in merge and "(1:00 pm on 2 May, 2023)" in merge
@@ -168,11 +156,11 @@ def test_gate_merge_and_link_prompts_carry_each_notes_date(tmp_path: Path) -> No
 
 
 def test_merge_min_cosine_turns_a_low_cosine_redundant_verdict_into_a_link(tmp_path: Path) -> None:
-    reply = _Reply(ScriptedLLM(), {"relation": "redundant", "strength": 0.9, "edge": "Supports"})
+    reply = MemCoReLLM(verdict={"relation": "redundant", "strength": 0.9, "edge": "Supports"})
     mem, _, _ = build(
-        make_conversation(["I adopted a dog", "my car broke down on the highway"]),
+        conversation_of(["I adopted a dog", "my car broke down on the highway"]),
         tmp_path,
-        llm=reply,  # type: ignore[arg-type]
+        llm=reply,
         merge_min_cosine=0.99,
     )
     c = mem.stats()["construction"]
@@ -180,13 +168,13 @@ def test_merge_min_cosine_turns_a_low_cosine_redundant_verdict_into_a_link(tmp_p
 
 
 def test_link_update_records_the_new_turns_dia_id_as_provenance(tmp_path: Path) -> None:
-    reply = _Reply(ScriptedLLM(), {"relation": "complementary", "strength": 0.65, "edge": "Supports"})
-    mem, _, _ = build(make_conversation(["I adopted a dog named Rex", "Rex is a beagle"]), tmp_path, llm=reply)  # type: ignore[arg-type]
+    reply = MemCoReLLM(verdict={"relation": "complementary", "strength": 0.65, "edge": "Supports"})
+    mem, _, _ = build(conversation_of(["I adopted a dog named Rex", "Rex is a beagle"]), tmp_path, llm=reply)
     first = mem.store.notes[0]
     assert first.updates == 1 and first.linked_sources == ["D1:2"]
     assert first.dia_ids == ("D1:1",) and first.source_ids == ("D1:1", "D1:2")
     mem.save(tmp_path / "snap")
-    again, _, _ = build(make_conversation(["x"]), tmp_path / "other", llm=ScriptedLLM())
+    again, _, _ = build(conversation_of(["x"]), tmp_path / "other", llm=MemCoReLLM())
     again.load(tmp_path / "snap")
     assert again.store.notes[0].linked_sources == ["D1:2"]
 
@@ -262,16 +250,16 @@ def test_dead_topic_recompute_key_is_gone() -> None:
 def test_binary_gate_form_maps_its_answers_to_a_relation(
     tmp_path: Path, subject: Any, fact: Any, relation: str, merges: int, links: int
 ) -> None:
-    reply = _Reply(ScriptedLLM(), {"same_subject": subject, "same_fact": fact, "edge": "Supports"})
+    reply = MemCoReLLM(verdict={"same_subject": subject, "same_fact": fact, "edge": "Supports"})
     mem, backbone, _ = build(
-        make_conversation(["I adopted a dog named Rex", "Rex is a beagle"]),
+        conversation_of(["I adopted a dog named Rex", "Rex is a beagle"]),
         tmp_path,
-        llm=reply,  # type: ignore[arg-type]
+        llm=reply,
         gate_form="binary",
     )
     c = mem.stats()["construction"]
     assert c["relations"] == {relation: 1} and c["merges"] == merges and c["links"] == links
-    assert "same_fact" in reply.prompts[0] and c["label_strength_disagreements"] == 0
+    assert "same_fact" in reply.prompts_of("gate")[0] and c["label_strength_disagreements"] == 0
     if links:
         assert next(iter(mem.store.edges.values())).weight == pytest.approx(0.6)  # middle of [0.5, 0.7)
     assert backbone is not None

@@ -13,7 +13,8 @@ from memcore.memory.config import MemCoReConfig, Switches
 from memcore.memory.construction import Constructor, Judgement
 from memcore.memory.keywords import KeywordIndex
 from memcore.memory.notes import NoteStore
-from tests.test_memory_fixtures import ScriptedLLM, build, make_conversation
+from tests.fakes import MemCoReLLM
+from tests.support import build, conversation_of
 
 
 def marker_strength(new: str, cand: str) -> float:
@@ -26,8 +27,8 @@ def two_turns(s: float) -> list[str]:
 
 
 def test_merge_at_tau_merge_unions_raws_dia_ids_keywords(tmp_path: Path) -> None:
-    conv = make_conversation(two_turns(0.70))
-    mem, _backbone, _ = build(conv, tmp_path, llm=ScriptedLLM(strength=marker_strength))
+    conv = conversation_of(two_turns(0.70))
+    mem, _backbone, _ = build(conv, tmp_path, llm=MemCoReLLM(strength=marker_strength))
     assert len(mem.store) == 1
     note = mem.store.notes[0]
     assert note.dia_ids == ("D1:1", "D1:2")
@@ -43,8 +44,8 @@ def test_merge_at_tau_merge_unions_raws_dia_ids_keywords(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("s", [0.69, 0.6, 0.55, 0.5])
 def test_link_between_thresholds_adds_typed_weighted_edge(tmp_path: Path, s: float) -> None:
-    conv = make_conversation(two_turns(s))
-    mem, _, _ = build(conv, tmp_path, llm=ScriptedLLM(strength=marker_strength, edge="Conflicts"))
+    conv = conversation_of(two_turns(s))
+    mem, _, _ = build(conv, tmp_path, llm=MemCoReLLM(strength=marker_strength, edge="Conflicts"))
     assert len(mem.store) == 2
     (edge,) = mem.store.edges.values()
     assert (edge.a, edge.b, edge.etype) == (0, 1, "Conflicts")
@@ -59,7 +60,7 @@ def test_link_between_thresholds_adds_typed_weighted_edge(tmp_path: Path, s: flo
 
 
 def test_append_below_tau_link(tmp_path: Path) -> None:
-    mem, _, _ = build(make_conversation(two_turns(0.49)), tmp_path, llm=ScriptedLLM(strength=marker_strength))
+    mem, _, _ = build(conversation_of(two_turns(0.49)), tmp_path, llm=MemCoReLLM(strength=marker_strength))
     assert len(mem.store) == 2 and not mem.store.edges
     c = mem.stats()["construction"]
     assert (c["merges"], c["links"], c["appends"]) == (0, 0, 2)
@@ -67,8 +68,8 @@ def test_append_below_tau_link(tmp_path: Path) -> None:
 
 def test_candidates_are_the_embedding_nearest(tmp_path: Path) -> None:
     texts = [f"topic{i} word{i} thing{i}" for i in range(8)] + ["topic3 word3 thing3 again"]
-    llm = ScriptedLLM(strength=lambda new, cand: 0.0)
-    _mem, backbone, _ = build(make_conversation(texts), tmp_path, llm=llm, candidates=3)
+    llm = MemCoReLLM(strength=lambda new, cand: 0.0)
+    _mem, backbone, _ = build(conversation_of(texts), tmp_path, llm=llm, candidates=3)
     assert backbone is not None
     gate_prompts = [m[1]["content"] for stage, m in backbone.calls if "Existing notes:" in m[1]["content"]]
     last = gate_prompts[-1]
@@ -121,7 +122,7 @@ def test_cheap_judge_uses_cosine_as_strength() -> None:
 
 def test_merge_cap_links_instead(tmp_path: Path) -> None:
     texts = [f"same fact about Rex [s=0.90] copy {i}" for i in range(4)]
-    mem, _, _ = build(make_conversation(texts), tmp_path, llm=ScriptedLLM(strength=marker_strength), merge_max_turns=2)
+    mem, _, _ = build(conversation_of(texts), tmp_path, llm=MemCoReLLM(strength=marker_strength), merge_max_turns=2)
     sizes = sorted(len(n.raws) for n in mem.store.notes)
     assert max(sizes) == 2
     assert mem.stats()["construction"]["merge_cap_redirects"] >= 1

@@ -10,10 +10,9 @@ import pytest
 
 from memcore.memory.config import MemCoReConfig
 from memcore.memory.persistence import MANIFEST, SnapshotMismatchError
-from tests.test_memory_ablations import QUESTIONS, TOPIC_TURNS
-from tests.test_memory_fixtures import build, make_conversation, make_memory
+from tests.support import QUESTIONS, TOPIC_TURNS, build, conversation_of, make_memory
 
-CONV = make_conversation(TOPIC_TURNS)
+CONV = conversation_of(TOPIC_TURNS)
 
 
 def test_save_load_round_trip_is_equal(tmp_path: Path) -> None:

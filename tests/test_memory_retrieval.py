@@ -18,8 +18,7 @@ from memcore.memory.notes import NoteStore, RawTurn, VectorMatrix
 from memcore.memory.retrieval import RetrievalIndex, Retriever, cheap_plan
 from memcore.memory.system import near_duplicate_rate
 from memcore.memory.topics import Topics, compute_topics
-from tests.test_memory_ablations import QUESTIONS, TOPIC_TURNS
-from tests.test_memory_fixtures import build, make_conversation
+from tests.support import QUESTIONS, TOPIC_TURNS, build, conversation_of
 
 
 def test_rrf_hand_computed() -> None:
@@ -141,7 +140,7 @@ def test_hub_keywords_stay_out_of_the_graph() -> None:
 
 
 def test_retrieve_is_thread_safe(tmp_path: Path) -> None:
-    mem, _, _ = build(make_conversation(TOPIC_TURNS), tmp_path, cheap=True)
+    mem, _, _ = build(conversation_of(TOPIC_TURNS), tmp_path, cheap=True)
     expected = {q: [n.note_id for n in mem.retrieve(q).notes] for q in QUESTIONS}
     errors: list[str] = []
 
@@ -161,7 +160,7 @@ def test_retrieve_is_thread_safe(tmp_path: Path) -> None:
 
 
 def test_evidence_carries_provenance_and_diagnostics(tmp_path: Path) -> None:
-    mem, _, _ = build(make_conversation(TOPIC_TURNS), tmp_path, cheap=True)
+    mem, _, _ = build(conversation_of(TOPIC_TURNS), tmp_path, cheap=True)
     ev = mem.retrieve(QUESTIONS[0], budget=5)
     assert len(ev.notes) == 5
     assert all(n.channels and set(n.channels) <= {"topic", "keyword", "neighbor"} for n in ev.notes)
