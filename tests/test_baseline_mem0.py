@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 import re
-from collections.abc import Sequence
 from datetime import date, datetime
 from pathlib import Path
 
@@ -14,10 +12,12 @@ import pytest
 
 from baselines.mem0 import SPEC, Mem0Config, Mem0Memory
 from baselines.mem0.system import _bridge, user_id
-from memcore.interfaces import LazyResource, Message, MethodContext
+from memcore.interfaces import LazyResource, MethodContext
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
-from memcore.types import Conversation, Session, Turn
+from memcore.types import Conversation
+from tests.fakes import Mem0ExtractorLLM, mem0_section
+from tests.support import conversation
 
 # find_spec, not importorskip: mem0 must first be imported through baselines.mem0 (telemetry off)
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mem0") is None, reason="mem0ai is the optional extra 'mem0'")
@@ -28,37 +28,25 @@ RAW1, RAW2 = "1:56 pm on 8 May, 2023", "1:14 pm on 25 May, 2023"
 
 
 def _conversation() -> Conversation:
-    s1 = (
-        Turn("D1:1", "Caroline", "I went to the LGBTQ support group yesterday", 1, T1, RAW1),
-        Turn("D1:2", "Melanie", "I painted a sunrise over the lake", 1, T1, RAW1),
-        Turn("D1:3", "Caroline", "I want to study counseling", 1, T1, RAW1),
+    return conversation(
+        [
+            (
+                T1,
+                RAW1,
+                [
+                    ("Caroline", "I went to the LGBTQ support group yesterday"),
+                    ("Melanie", "I painted a sunrise over the lake"),
+                    ("Caroline", "I want to study counseling"),
+                ],
+            ),
+            (T2, RAW2, [("Melanie", "We went camping with the kids")]),
+        ],
+        conv_id="conv-26",
+        speakers=("Caroline", "Melanie"),
     )
-    s2 = (Turn("D2:1", "Melanie", "We went camping with the kids", 2, T2, RAW2),)
-    return Conversation("conv-26", "Caroline", "Melanie", (Session(1, T1, RAW1, s1), Session(2, T2, RAW2, s2)), ())
 
 
-def _section(prompt: str, name: str) -> str:
-    return prompt.split(f"## {name}\n", 1)[1].split("\n\n#", 1)[0]
-
-
-class Extractor:
-    """Stands in for the LLM behind mem0's extraction prompt: one memory per new message."""
-
-    def __init__(self, broken: bool = False) -> None:
-        self.broken = broken
-        self.prompts: list[str] = []
-
-    def __call__(self, messages: Sequence[Message]) -> str:
-        assert messages[0]["role"] == "system" and "Memory Extractor" in messages[0]["content"]
-        user = messages[1]["content"]
-        self.prompts.append(user)
-        if self.broken:
-            return "I cannot answer in JSON"
-        lines = [ln for ln in _section(user, "New Messages").splitlines() if ln.strip()]
-        return json.dumps({"memory": [{"id": str(i), "text": f"{ln} [fact]"} for i, ln in enumerate(lines)]})
-
-
-def _memory(tmp_path: Path, script: Extractor, **cfg: object) -> tuple[Mem0Memory, ScriptedBackbone]:
+def _memory(tmp_path: Path, script: Mem0ExtractorLLM, **cfg: object) -> tuple[Mem0Memory, ScriptedBackbone]:
     backbone = ScriptedBackbone(script)
     embedder = HashingEmbedder(128)
     config = Mem0Config(embedder_route="run", **cfg)  # type: ignore[arg-type]
@@ -70,24 +58,24 @@ def _memory(tmp_path: Path, script: Extractor, **cfg: object) -> tuple[Mem0Memor
 
 
 def test_adds_per_session_and_speaker_with_session_dates(tmp_path: Path) -> None:
-    script = Extractor()
+    script = Mem0ExtractorLLM()
     mem, backbone = _memory(tmp_path, script)
     # session 1: 3 turns → 2 add() calls per speaker; session 2: 1 call per speaker; one LLM call each
     assert backbone.calls_by_stage() == {"ingest": 6}
     assert mem.stats()["add_calls"] == 6
-    dates = [(_section(p, "Observation Date"), _section(p, "Current Date")) for p in script.prompts]
+    dates = [(mem0_section(p, "Observation Date"), mem0_section(p, "Current Date")) for p in script.prompts]
     assert dates == [("2023-05-08", "2023-05-08")] * 4 + [("2023-05-25", "2023-05-25")] * 2
     assert all(date.today().isoformat() not in p for p in script.prompts)
     # Caroline's store sees her turns as the user and Melanie's as the assistant, "Speaker: text"
-    first = _section(script.prompts[0], "New Messages")
+    first = mem0_section(script.prompts[0], "New Messages")
     assert "user: Caroline: I went to the LGBTQ support group yesterday" in first
     assert "assistant: Melanie: I painted a sunrise over the lake" in first
-    melanie_first = _section(script.prompts[2], "New Messages")
+    melanie_first = mem0_section(script.prompts[2], "New Messages")
     assert "assistant: Caroline: I went to the LGBTQ support group yesterday" in melanie_first
 
 
 def test_provenance_maps_memories_to_their_add_call(tmp_path: Path) -> None:
-    mem, _ = _memory(tmp_path, Extractor())
+    mem, _ = _memory(tmp_path, Mem0ExtractorLLM())
     stats = mem.stats()
     # 2 + 1 + 1 memories per speaker (one per message), both speakers
     assert stats["memories"] == 8 and stats["memories_with_provenance"] == 8
@@ -98,7 +86,7 @@ def test_provenance_maps_memories_to_their_add_call(tmp_path: Path) -> None:
 
 
 def test_retrieve_searches_each_speaker_in_their_layout(tmp_path: Path) -> None:
-    mem, _ = _memory(tmp_path, Extractor())
+    mem, _ = _memory(tmp_path, Mem0ExtractorLLM())
     mem.cfg = dataclasses.replace(mem.cfg, top_k=2)  # top_k per speaker (eval.budget now caps the total)
     ev = mem.retrieve("What did Caroline do at the LGBTQ support group?")
     assert len(ev.notes) == 4  # top 2 per speaker
@@ -117,7 +105,7 @@ def test_budget_counts_both_speakers(tmp_path: Path) -> None:
     """eval.budget=B: B notes in all (the B best by score over both speakers), not B per speaker."""
     from baselines.mem0.system import cap_per_speaker_results
 
-    mem, _ = _memory(tmp_path, Extractor())
+    mem, _ = _memory(tmp_path, Mem0ExtractorLLM())
     per_speaker = mem.retrieve("What did Caroline do at the LGBTQ support group?")
     ev = mem.retrieve("What did Caroline do at the LGBTQ support group?", budget=3)
     assert len(ev.notes) == 3
@@ -128,11 +116,11 @@ def test_budget_counts_both_speakers(tmp_path: Path) -> None:
 
 
 def test_save_load_roundtrip(tmp_path: Path) -> None:
-    mem, _ = _memory(tmp_path, Extractor())
+    mem, _ = _memory(tmp_path, Mem0ExtractorLLM())
     before = mem.retrieve("camping with the kids")
     mem.save(tmp_path / "snap")
     assert (tmp_path / "snap" / "mem0" / user_id("Caroline", "conv-26") / "history.db").is_file()
-    backbone = ScriptedBackbone(Extractor())
+    backbone = ScriptedBackbone(Mem0ExtractorLLM())
     embedder = HashingEmbedder(128)  # stateless: the same vectors as the build's
     again = Mem0Memory(
         Mem0Config(embedder_route="run"),
@@ -151,7 +139,7 @@ def test_save_load_roundtrip(tmp_path: Path) -> None:
 
 
 def test_unparseable_extraction_is_counted_and_stores_nothing(tmp_path: Path) -> None:
-    mem, backbone = _memory(tmp_path, Extractor(broken=True))
+    mem, backbone = _memory(tmp_path, Mem0ExtractorLLM(broken=True))
     assert mem.stats()["memories"] == 0 and mem.stats()["add_calls_without_memory"] == 6
     assert backbone.usage.parse_failures()["ingest"]["mem0_extraction_empty"] == 6
     assert backbone.calls_by_stage() == {"ingest": 12}  # complete_json retries once
@@ -169,7 +157,7 @@ def test_ground_dates_replaces_both_sections_or_refuses() -> None:
 
 
 def test_factory_spec_and_config_errors(tmp_path: Path) -> None:
-    backbone = ScriptedBackbone(Extractor())
+    backbone = ScriptedBackbone(Mem0ExtractorLLM())
     ctx = MethodContext(
         config={"name": "mem0", "top_k": 5, "embedder_route": "run"},
         ablation={"name": "none"},
@@ -204,7 +192,7 @@ def test_factory_spec_and_config_errors(tmp_path: Path) -> None:
 def test_real_minilm_through_mem0_huggingface_embedder(tmp_path: Path) -> None:
     from memcore.llm.embedders import MiniLMEmbedder
 
-    backbone = ScriptedBackbone(Extractor())
+    backbone = ScriptedBackbone(Mem0ExtractorLLM())
     run_embedder = MiniLMEmbedder()
     mem = Mem0Memory(Mem0Config(), _conversation(), tmp_path, lambda: backbone, lambda: run_embedder, seed=0)
     for turn in _conversation().turns:
@@ -218,7 +206,7 @@ def test_real_minilm_through_mem0_huggingface_embedder(tmp_path: Path) -> None:
 def test_top_p_reaches_every_call(tmp_path: Path) -> None:
     """mem0's OpenAILLM sends config.top_p (BaseLlmConfig default 0.1); so does the backbone route."""
     seen: list[object] = []
-    mem, backbone = _memory(tmp_path, Extractor())
+    mem, backbone = _memory(tmp_path, Mem0ExtractorLLM())
     assert mem.cfg.top_p == 0.1
     inner = backbone.complete
 

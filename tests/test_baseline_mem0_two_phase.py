@@ -3,10 +3,6 @@
 
 from __future__ import annotations
 
-import ast
-import json
-import re
-from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -14,47 +10,33 @@ import pytest
 
 from baselines.mem0 import prompts_v1 as P
 from baselines.mem0.two_phase import SPEC, Mem0TwoPhase, Mem0TwoPhaseConfig, parse_facts, parse_messages
-from memcore.interfaces import Message
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
-from memcore.types import Conversation, Session, Turn
+from memcore.types import Conversation
+from tests.fakes import Mem0TwoPhaseLLM
+from tests.support import conversation
 
 T1, T2 = datetime(2023, 5, 8, 13, 56), datetime(2023, 5, 25, 13, 14)
 RAW1, RAW2 = "1:56 pm on 8 May, 2023", "1:14 pm on 25 May, 2023"
 
 
 def _conversation() -> Conversation:
-    s1 = (
-        Turn("D1:1", "Caroline", "I went to the LGBTQ support group yesterday", 1, T1, RAW1),
-        Turn("D1:2", "Melanie", "I painted a lake sunrise", 1, T1, RAW1),
+    return conversation(
+        [
+            (
+                T1,
+                RAW1,
+                [("Caroline", "I went to the LGBTQ support group yesterday"), ("Melanie", "I painted a lake sunrise")],
+            ),
+            (T2, RAW2, [("Caroline", "I stopped going to the support group")]),
+        ],
+        conv_id="conv-t",
+        speakers=("Caroline", "Melanie"),
     )
-    s2 = (Turn("D2:1", "Caroline", "I stopped going to the support group", 2, T2, RAW2),)
-    return Conversation("conv-t", "Caroline", "Melanie", (Session(1, T1, RAW1, s1), Session(2, T2, RAW2, s2)), ())
 
 
-class Script:
-    """Extraction: one fact per user line. Update: ADD everything into an empty memory; with memories, UPDATE
-    memory 0 with the first fact and DELETE nothing."""
-
-    def __init__(self) -> None:
-        self.extractions: list[list[Message]] = []
-        self.updates: list[str] = []
-
-    def __call__(self, messages: Sequence[Message]) -> str:
-        if messages[0]["role"] == "system":
-            self.extractions.append(list(messages))
-            lines = [ln for ln in messages[1]["content"].splitlines() if ln.startswith("user: ")]
-            return json.dumps({"facts": [ln.split(": ", 2)[2] for ln in lines]})
-        prompt = messages[0]["content"]
-        self.updates.append(prompt)
-        facts = ast.literal_eval(re.findall(r"```\n    (\[.*?\])\n    ```", prompt, re.S)[-1])
-        if "Current memory is empty." in prompt:
-            return json.dumps({"memory": [{"id": str(i), "text": f, "event": "ADD"} for i, f in enumerate(facts)]})
-        return json.dumps({"memory": [{"id": "0", "text": facts[0] + " (updated)", "event": "UPDATE"}]})
-
-
-def _system(tmp_path: Path, **cfg: object) -> tuple[Mem0TwoPhase, ScriptedBackbone, Script]:
-    script = Script()
+def _system(tmp_path: Path, **cfg: object) -> tuple[Mem0TwoPhase, ScriptedBackbone, Mem0TwoPhaseLLM]:
+    script = Mem0TwoPhaseLLM()
     backbone = ScriptedBackbone(script)
     embedder = HashingEmbedder(64)
     mem = Mem0TwoPhase(Mem0TwoPhaseConfig(**cfg), _conversation(), lambda: backbone, lambda: embedder, seed=3)  # type: ignore[arg-type]
@@ -133,25 +115,13 @@ def test_save_load_and_spec(tmp_path: Path) -> None:
         Mem0TwoPhaseConfig(extraction_prompt="agent")
 
 
-def test_runs_through_the_runner(tmp_path: Path) -> None:
-    from memcore.data import resolve_locomo_path
-    from memcore.data.errors import DataError
+@pytest.mark.usefixtures("locomo_path")
+def test_runs_through_the_runner(tmp_path: Path, compose) -> None:
     from memcore.runner import run_config
-    from tests.runner_utils import compose_run
 
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
-    script = Script()
-
-    def responder(messages: Sequence[Message]) -> str:
-        if messages[0]["content"].startswith("You must respond with a JSON object"):
-            return json.dumps({"answer": "a guess"})  # the protocol's answerer
-        return script(messages)
-
+    responder = Mem0TwoPhaseLLM(answer="a guess")  # the protocol's answerer gets "a guess"
     base = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=mem0-two-phase"]
-    result = run_config(compose_run(tmp_path, base), tmp_path / "run", backbone_override=ScriptedBackbone(responder))
+    result = run_config(compose(base), tmp_path / "run", backbone_override=ScriptedBackbone(responder))
     assert result.n_items == 8
     per_turn = result.cost["memory_build"]["llm_calls_per_turn"]
     # one add per speaker per 2-turn batch (36 for 35 turns in 2 sessions), up to 2 calls each

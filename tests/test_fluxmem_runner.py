@@ -4,54 +4,26 @@ self-answering path, provenance in items.jsonl, per-stage cost, resume, and the 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from memcore.config import validate
-from memcore.data import resolve_locomo_path
-from memcore.data.errors import DataError
 from memcore.itemlog import read_items
 from memcore.llm.scripted import ScriptedBackbone
-from memcore.prompts import fluxmem as P
 from memcore.runner import Runner, run_config
-from tests.runner_utils import compose_run
+from tests.fakes import FluxMemRunnerLLM
 
 BASE = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted"]
 
 
-def _data_or_skip() -> None:
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
-
-
-def responder(messages: Sequence[dict[str, str]]) -> str:
-    """Facts = the turn itself; verification keeps candidate 1; no answer is ever judged supported."""
-    system, user = messages[0]["content"], messages[-1]["content"]
-    if system == P.FACTS_SYSTEM:
-        line = user.split("):\n", 1)[1].split("\n", 1)[0]
-        return json.dumps({"facts": [line]})
-    if system == P.VERIFY_SYSTEM:
-        return json.dumps({"relevant": [1]})
-    if system == P.CHECK_SYSTEM:
-        return json.dumps({"supported": False, "failure": "under_connection", "missing": "date"})
-    if system in (P.SKILL_EXTRACT_SYSTEM, P.SKILL_REFINE_SYSTEM):
-        return json.dumps({"skill": "Look for the dated fact."})
-    if system == P.SKILL_RERUN_SYSTEM:
-        return json.dumps({"answer": "x", "success": True})
-    if system == P.RESHAPE_SYSTEM:
-        return json.dumps({"mode": "expand", "text": "x"})
-    return json.dumps({"answer": "a guess"})  # the protocol's answer prompt
-
-
-def test_fluxmem_runs_through_the_runner_and_resumes(tmp_path: Path) -> None:
-    _data_or_skip()
+@pytest.mark.usefixtures("locomo_path")
+def test_fluxmem_runs_through_the_runner_and_resumes(tmp_path: Path, compose) -> None:
     # T=2 pinned (the default follows upstream's 5 rounds since issue 15)
-    runner = Runner(validate(compose_run(tmp_path, [*BASE, "method=fluxmem", "method.T=2"])), tmp_path / "run")
-    backbone = ScriptedBackbone(responder, usage=runner.usage)  # the run's tracker, so cost.json sees the calls
+    runner = Runner(validate(compose([*BASE, "method=fluxmem", "method.T=2"])), tmp_path / "run")
+    backbone = ScriptedBackbone(
+        FluxMemRunnerLLM(), usage=runner.usage
+    )  # the run's tracker, so cost.json sees the calls
     runner.backbone_override = backbone
     result = runner.run()
     items = read_items(tmp_path / "run" / "items.jsonl")
@@ -77,17 +49,15 @@ def test_fluxmem_runs_through_the_runner_and_resumes(tmp_path: Path) -> None:
     assert updates > 0 and cost["per_question"]["memory_update"] == round(updates / 8, 4)
 
     n_calls = len(backbone.calls)
-    again = run_config(
-        compose_run(tmp_path, [*BASE, "method=fluxmem", "method.T=2"]), tmp_path / "run", backbone_override=backbone
-    )
+    again = run_config(compose([*BASE, "method=fluxmem", "method.T=2"]), tmp_path / "run", backbone_override=backbone)
     assert len(backbone.calls) == n_calls and again.metrics["overall"] == result.metrics["overall"]
 
 
-def test_variants_run_and_skip_their_stage(tmp_path: Path) -> None:
-    _data_or_skip()
+@pytest.mark.usefixtures("locomo_path")
+def test_variants_run_and_skip_their_stage(tmp_path: Path, compose) -> None:
     for name in ("fluxmem-no-refine", "fluxmem-no-consolidate"):
-        backbone = ScriptedBackbone(responder)
-        run_config(compose_run(tmp_path, [*BASE, f"method={name}"]), tmp_path / name, backbone_override=backbone)
+        backbone = ScriptedBackbone(FluxMemRunnerLLM())
+        run_config(compose([*BASE, f"method={name}"]), tmp_path / name, backbone_override=backbone)
         items = read_items(tmp_path / name / "items.jsonl")
         stats = json.loads((tmp_path / name / "stats.json").read_text())
         after = next(iter(stats["conversations"].values()))["memory_after_qa"]

@@ -3,9 +3,6 @@ spec wiring and the save/load round trip."""
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,85 +16,9 @@ from memcore.interfaces import LazyResource, MethodContext, SelfAnsweringMemory
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.methods import get_method
-from memcore.prompts import fluxmem as P
 from memcore.types import Category, QAItem
-from tests.helpers import make_conversation
-
-TURN_RE = re.compile(r"Turn to record \((?P<dia>[^)]+)\):\n(?P<speaker>[^:]+): (?P<text>.+)")
-
-
-class Script:
-    """Routes each call by its system prompt; records (purpose, user text) in ``log``."""
-
-    def __init__(
-        self,
-        *,
-        relevant: list[int] | None = None,
-        checks: list[dict[str, Any]] | None = None,
-        reshape: str = "Rex is a beagle puppy adopted by Alice.",
-        skills: list[str] | None = None,
-        rerun: dict[str, list[bool]] | None = None,
-        bad_facts: bool = False,
-        empty_facts: bool = False,
-    ) -> None:
-        self.relevant = relevant if relevant is not None else [1]
-        self.checks = list(checks or [])
-        self.reshape = reshape
-        self.skills = list(skills or ["S0"])
-        self.rerun = rerun or {}
-        self.bad_facts = bad_facts
-        self.empty_facts = empty_facts
-        self.log: list[tuple[str, str]] = []
-        self._rerun_i: dict[str, int] = {}
-
-    def __call__(self, messages: Sequence[dict[str, str]]) -> str:
-        system, user = messages[0]["content"], messages[1]["content"]
-        if system == P.FACTS_SYSTEM:
-            self.log.append(("facts", user))
-            if self.bad_facts:
-                return "sorry, no JSON"
-            if self.empty_facts:
-                return json.dumps({"facts": []})
-            m = TURN_RE.search(user)
-            assert m is not None
-            facts = [f"{m['speaker']} says: {m['text']}"]
-            if "puppy" in m["text"]:
-                facts.append("Alice has a dog named Rex.")
-            return json.dumps({"facts": facts})
-        if system == P.VERIFY_SYSTEM:
-            self.log.append(("verify", user))
-            return json.dumps({"relevant": self.relevant})
-        if system == P.CHECK_SYSTEM:
-            self.log.append(("check", user))
-            reply = self.checks.pop(0) if self.checks else {"supported": True}
-            return json.dumps(reply)
-        if system == P.RESHAPE_SYSTEM:
-            self.log.append(("reshape", user))
-            return json.dumps({"mode": "expand", "text": self.reshape})
-        if system == P.SKILL_EXTRACT_SYSTEM:
-            self.log.append(("skill_extract", user))
-            return json.dumps({"skill": self._next_skill()})
-        if system == P.SKILL_REFINE_SYSTEM:
-            self.log.append(("skill_refine", user))
-            return json.dumps({"skill": self._next_skill()})
-        if system == P.SKILL_RERUN_SYSTEM:
-            self.log.append(("skill_rerun", user))
-            skill = re.search(r"Procedure: (.*)", user)
-            assert skill is not None
-            key = skill.group(1)
-            i = self._rerun_i.get(key, 0)
-            self._rerun_i[key] = i + 1
-            pattern = self.rerun.get(key, [True])
-            return json.dumps({"answer": "x", "success": pattern[i % len(pattern)]})
-        raise AssertionError(f"unexpected prompt: {system[:60]}")
-
-    def _next_skill(self) -> str:
-        """The next scripted skill text; the last one repeats (upstream's loop may rewrite more often)."""
-        return self.skills.pop(0) if len(self.skills) > 1 else self.skills[0]
-
-    def purposes(self) -> list[str]:
-        return [p for p, _ in self.log]
-
+from tests.fakes import FluxMemLLM
+from tests.support import story_conversation
 
 # Stage 1 as it was before the upstream alignment (issue 15): pool by dense + BM25, layer-wide normalisation,
 # weights 0.4 / 0.3 / 0.3. Tests of that arithmetic pin it explicitly; the upstream defaults are tested below.
@@ -110,8 +31,8 @@ OLD_STAGE1: dict[str, Any] = {
 }
 
 
-def build(script: Script, tmp_path: Path, **overrides: Any) -> tuple[FluxMem, ScriptedBackbone]:
-    conv = make_conversation(n_sessions=3)
+def build(script: FluxMemLLM, tmp_path: Path, **overrides: Any) -> tuple[FluxMem, ScriptedBackbone]:
+    conv = story_conversation(n_sessions=3)
     backbone = ScriptedBackbone(script)
     embedder = HashingEmbedder(256)
     ctx = MethodContext(
@@ -147,7 +68,7 @@ class Answerer:
 
 # ---------------------------------------------------------------- construction
 def test_construction_facts_provenance_and_associations(tmp_path: Path) -> None:
-    script = Script()
+    script = FluxMemLLM()
     mem, backbone = build(script, tmp_path)
     g = mem.graph
     assert len(g.turns) == 9 and script.purposes().count("facts") == 9
@@ -165,7 +86,7 @@ def test_construction_facts_provenance_and_associations(tmp_path: Path) -> None:
 
 
 def test_unparseable_facts_keep_the_raw_turn_and_are_counted(tmp_path: Path) -> None:
-    mem, backbone = build(Script(bad_facts=True), tmp_path)
+    mem, backbone = build(FluxMemLLM(bad_facts=True), tmp_path)
     assert [n.origin for n in mem.graph.semantic] == ["turn"] * 9
     assert mem.graph.semantic[0].text == "Alice: I adopted a puppy named Rex last week."
     assert backbone.usage.to_json()["by_stage"]["ingest"]["parse_failures"] == 9
@@ -173,7 +94,7 @@ def test_unparseable_facts_keep_the_raw_turn_and_are_counted(tmp_path: Path) -> 
 
 
 def test_a_memory_without_facts_still_answers(tmp_path: Path) -> None:
-    script = Script(empty_facts=True, checks=[{"supported": False, "failure": "under_connection"}] * 3)
+    script = FluxMemLLM(empty_facts=True, checks=[{"supported": False, "failure": "under_connection"}] * 3)
     mem, _ = build(script, tmp_path)
     assert mem.graph.semantic == [] and mem.stats()["turns_without_nodes"] == 9
     ans = Answerer()
@@ -184,7 +105,7 @@ def test_a_memory_without_facts_still_answers(tmp_path: Path) -> None:
 
 
 def test_no_llm_at_ingest_without_fact_extraction(tmp_path: Path) -> None:
-    script = Script()
+    script = FluxMemLLM()
     mem, backbone = build(script, tmp_path, extract_facts=False)
     assert backbone.calls_by_stage() == {} and len(mem.graph.semantic) == 9
     assert not SPEC.ingest_uses_llm({"extract_facts": False}, {}) and SPEC.ingest_uses_llm({}, {})
@@ -192,7 +113,7 @@ def test_no_llm_at_ingest_without_fact_extraction(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- Stage 1
 def test_stage1_hybrid_ranking_with_llm_verification(tmp_path: Path) -> None:
-    script = Script(relevant=[3])
+    script = FluxMemLLM(relevant=[3])
     mem, _ = build(script, tmp_path, extract_facts=False, k=2, verify_pool=4, **OLD_STAGE1)
     q = "What breed is Rex?"
     q_vec = mem.embedder.encode([q])[0]
@@ -211,7 +132,7 @@ def test_stage1_hybrid_ranking_with_llm_verification(tmp_path: Path) -> None:
 
 
 def test_verification_fallback_ranks_by_dense_and_bm25(tmp_path: Path) -> None:
-    mem, backbone = build(Script(), tmp_path, extract_facts=False, k=3, **OLD_STAGE1)
+    mem, backbone = build(FluxMemLLM(), tmp_path, extract_facts=False, k=3, **OLD_STAGE1)
     backbone.responder = lambda messages: "not json"
     ev = mem.retrieve("What breed is Rex?")
     q_vec = mem.embedder.encode(["What breed is Rex?"])[0]
@@ -223,7 +144,7 @@ def test_verification_fallback_ranks_by_dense_and_bm25(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- Stage 2
 def test_refinement_honours_T_and_records_attributions(tmp_path: Path) -> None:
     unsupported = {"supported": False, "failure": "under_connection", "missing": "violin"}
-    script = Script(checks=[unsupported] * 10)
+    script = FluxMemLLM(checks=[unsupported] * 10)
     mem, _ = build(script, tmp_path, extract_facts=False, k=2, T=2, expand_n=5, consolidate=False)
     ans = Answerer()
     text, ev = mem.answer(item("What breed is Rex?"), ans)
@@ -235,7 +156,7 @@ def test_refinement_honours_T_and_records_attributions(tmp_path: Path) -> None:
     assert len(ev.notes) == 2 + len(info["added"])
     assert mem.graph.episodes[0].attributions == info["attributions"] and mem.graph.episodes[0].rounds == 3
 
-    script0 = Script(checks=[unsupported] * 10)
+    script0 = FluxMemLLM(checks=[unsupported] * 10)
     mem0, _ = build(script0, tmp_path / "t0", extract_facts=False, k=2, T=0, consolidate=False)
     ans0 = Answerer()
     _, ev0 = mem0.answer(item("What breed is Rex?"), ans0)
@@ -247,7 +168,7 @@ def test_refinement_honours_T_and_records_attributions(tmp_path: Path) -> None:
 
 
 def test_refinement_stops_once_supported(tmp_path: Path) -> None:
-    script = Script(checks=[{"supported": False, "failure": "under_connection"}, {"supported": True}])
+    script = FluxMemLLM(checks=[{"supported": False, "failure": "under_connection"}, {"supported": True}])
     mem, _ = build(script, tmp_path, extract_facts=False, k=2, T=5, consolidate=False)
     ans = Answerer()
     _, ev = mem.answer(item("What breed is Rex?"), ans)
@@ -256,7 +177,7 @@ def test_refinement_stops_once_supported(tmp_path: Path) -> None:
 
 
 def test_under_connection_expands_links(tmp_path: Path) -> None:
-    script = Script(checks=[{"supported": False, "failure": "under_connection", "missing": "violin March"}])
+    script = FluxMemLLM(checks=[{"supported": False, "failure": "under_connection", "missing": "violin March"}])
     mem, _ = build(script, tmp_path, extract_facts=False, k=2, T=1, expand_n=1, consolidate=False)
     ans = Answerer()
     _, ev = mem.answer(item("What breed is Rex?"), ans)
@@ -269,7 +190,7 @@ def test_under_connection_expands_links(tmp_path: Path) -> None:
 
 
 def test_over_connection_prunes_named_links(tmp_path: Path) -> None:
-    script = Script(checks=[{"supported": False, "failure": "over_connection", "distracting": [2]}])
+    script = FluxMemLLM(checks=[{"supported": False, "failure": "over_connection", "distracting": [2]}])
     mem, _ = build(script, tmp_path, extract_facts=False, k=4, T=1, min_keep=1, consolidate=False)
     ans = Answerer()
     before = mem.retrieve("What breed is Rex?")
@@ -280,7 +201,7 @@ def test_over_connection_prunes_named_links(tmp_path: Path) -> None:
 
 
 def test_an_edit_that_changes_nothing_ends_refinement(tmp_path: Path) -> None:
-    script = Script(checks=[{"supported": False, "failure": "over_connection", "distracting": [1]}] * 3)
+    script = FluxMemLLM(checks=[{"supported": False, "failure": "over_connection", "distracting": [1]}] * 3)
     mem, _ = build(script, tmp_path, extract_facts=False, k=3, T=2, min_keep=3, consolidate=False)
     ans = Answerer()
     _, ev = mem.answer(item("What breed is Rex?"), ans)
@@ -289,7 +210,7 @@ def test_an_edit_that_changes_nothing_ends_refinement(tmp_path: Path) -> None:
 
 
 def test_granularity_reshapes_a_node_with_provenance(tmp_path: Path) -> None:
-    script = Script(checks=[{"supported": False, "failure": "granularity", "reshape": [1]}])
+    script = FluxMemLLM(checks=[{"supported": False, "failure": "granularity", "reshape": [1]}])
     mem, _ = build(script, tmp_path, extract_facts=False, k=3, T=1, consolidate=False)
     ans = Answerer()
     top = mem.retrieve("What breed is Rex?").notes[0]
@@ -313,7 +234,7 @@ def test_granularity_reshapes_a_node_with_provenance(tmp_path: Path) -> None:
 
 
 def test_gold_answer_never_reaches_a_prompt(tmp_path: Path) -> None:
-    script = Script(checks=[{"supported": False, "failure": "under_connection"}] * 3)
+    script = FluxMemLLM(checks=[{"supported": False, "failure": "under_connection"}] * 3)
     mem, backbone = build(
         script, tmp_path, extract_facts=False, consolidate_every=1, cluster_min_sim=-1.0, min_cluster_size=1
     )
@@ -328,7 +249,9 @@ QUESTIONS = ["What breed is Rex?", "What breed is the dog Rex?", "What breed is 
 
 def test_consolidation_makes_a_skill_and_stops_on_threshold(tmp_path: Path) -> None:
     # PEMS reduced to the success rate (length and drift weights 0) so the scores are exact
-    script = Script(skills=["S0", "S1", "S2"], rerun={"S0": [False, False], "S1": [True, False], "S2": [True, False]})
+    script = FluxMemLLM(
+        skills=["S0", "S1", "S2"], rerun={"S0": [False, False], "S1": [True, False], "S2": [True, False]}
+    )
     mem, _ = build(
         script,
         tmp_path,
@@ -360,7 +283,7 @@ def test_consolidation_makes_a_skill_and_stops_on_threshold(tmp_path: Path) -> N
 
 
 def test_skills_reach_later_questions_through_similar_episodes(tmp_path: Path) -> None:
-    script = Script(skills=["Find the fact naming the breed."], rerun={"Find the fact naming the breed.": [True]})
+    script = FluxMemLLM(skills=["Find the fact naming the breed."], rerun={"Find the fact naming the breed.": [True]})
     mem, _ = build(script, tmp_path, extract_facts=False, consolidate_every=2, cluster_min_sim=0.3, episode_min_sim=0.3)
     for i, q in enumerate(QUESTIONS[:2]):
         mem.answer(item(q, i), Answerer())
@@ -375,7 +298,7 @@ def test_skills_reach_later_questions_through_similar_episodes(tmp_path: Path) -
 
 
 def test_small_clusters_make_no_skill(tmp_path: Path) -> None:
-    script = Script()
+    script = FluxMemLLM()
     mem, _ = build(script, tmp_path, extract_facts=False, consolidate_every=0, cluster_min_sim=0.99)
     mem.answer(item("What breed is Rex?"), Answerer())
     mem.answer(item("Where did Alice move?", 1), Answerer())
@@ -386,14 +309,14 @@ def test_small_clusters_make_no_skill(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- switches
 def test_switches_remove_their_stage(tmp_path: Path) -> None:
     checks = [{"supported": False, "failure": "under_connection"}] * 20
-    full = Script(checks=list(checks))
+    full = FluxMemLLM(checks=list(checks))
     mem, _ = build(full, tmp_path / "full", extract_facts=False, consolidate_every=0, cluster_min_sim=-1.0)
     for i, q in enumerate(QUESTIONS):
         mem.answer(item(q, i), Answerer())
     mem.after_qa()
     assert {"verify", "check", "skill_extract"} <= set(full.purposes())
 
-    no_stage2 = Script(checks=list(checks))
+    no_stage2 = FluxMemLLM(checks=list(checks))
     mem2, _ = build(no_stage2, tmp_path / "s2", extract_facts=False, refine=False, consolidate=False)
     ans = Answerer()
     for i, q in enumerate(QUESTIONS):
@@ -402,14 +325,14 @@ def test_switches_remove_their_stage(tmp_path: Path) -> None:
     assert len(ans.contexts) == 3 and set(no_stage2.purposes()) == {"verify"}
     assert all(e.supported is None for e in mem2.graph.episodes)
 
-    no_stage3 = Script(checks=list(checks))
+    no_stage3 = FluxMemLLM(checks=list(checks))
     mem3, _ = build(no_stage3, tmp_path / "s3", extract_facts=False, consolidate=False, consolidate_every=1)
     for i, q in enumerate(QUESTIONS):
         mem3.answer(item(q, i), Answerer())
     mem3.after_qa()
     assert not {"skill_extract", "skill_rerun", "skill_refine"} & set(no_stage3.purposes()) and mem3.graph.skills == []
 
-    no_stage1 = Script()
+    no_stage1 = FluxMemLLM()
     mem1, _ = build(
         no_stage1, tmp_path / "s1", extract_facts=False, connect=False, refine=False, consolidate=False, k=3
     )
@@ -419,7 +342,7 @@ def test_switches_remove_their_stage(tmp_path: Path) -> None:
     assert [n.score for n in ev.notes] == pytest.approx(sorted(dense, reverse=True)[:3])
     assert all(n.channels == ("dense",) for n in ev.notes) and no_stage1.purposes() == []
 
-    no_verify = Script()
+    no_verify = FluxMemLLM()
     memv, _ = build(no_verify, tmp_path / "v", extract_facts=False, llm_verify=False)
     memv.retrieve("What breed is Rex?")
     assert no_verify.purposes() == []
@@ -427,7 +350,7 @@ def test_switches_remove_their_stage(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- persistence
 def test_save_load_round_trip(tmp_path: Path) -> None:
-    script = Script(
+    script = FluxMemLLM(
         checks=[{"supported": False, "failure": "granularity", "reshape": [1]}] + [{"supported": True}] * 10,
         skills=["Find the breed."],
     )
@@ -443,7 +366,7 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
         MethodContext(
             config={"name": "fluxmem", "consolidate_every": 0, "cluster_min_sim": 0.3},
             ablation={"name": "none"},
-            conversation=make_conversation(n_sessions=3),
+            conversation=story_conversation(n_sessions=3),
             seed=1,
             workdir=tmp_path / "w",
             _backbone=LazyResource(lambda: backbone),
@@ -477,7 +400,7 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
 
 
 def test_construction_snapshot_has_empty_episodic_layers(tmp_path: Path) -> None:
-    mem, _ = build(Script(), tmp_path, extract_facts=False)
+    mem, _ = build(FluxMemLLM(), tmp_path, extract_facts=False)
     out = tmp_path / "snap"
     out.mkdir()
     mem.save(out)
@@ -498,7 +421,7 @@ def test_specs_and_variants(tmp_path: Path) -> None:
     ctx = MethodContext(
         config={"name": "fluxmem-no-refine", "refine": False},
         ablation={"name": "none"},
-        conversation=make_conversation(),
+        conversation=story_conversation(),
         seed=0,
         workdir=tmp_path,
         _backbone=LazyResource(lambda: pytest.fail("backbone touched at construction time")),
@@ -519,7 +442,7 @@ def test_stage1_upstream_fusion_over_the_dense_pool(tmp_path: Path) -> None:
     normalised over the pool, fused 1.0 / 0.5 / 0.3 with the LLM term; verification runs at 0.1, seeded."""
     from baselines.fluxmem.relevance import minmax
 
-    script = Script(relevant=[2])
+    script = FluxMemLLM(relevant=[2])
     mem, backbone = build(script, tmp_path, extract_facts=False, k=2, verify_pool=4)
     q = "What breed is Rex?"
     q_vec = mem.embedder.encode([q])[0]
@@ -545,7 +468,7 @@ def test_stage1_upstream_fusion_over_the_dense_pool(tmp_path: Path) -> None:
 def test_budget_counts_episodes_and_skills(tmp_path: Path) -> None:
     """eval.budget=B: B notes in all at Stage 1; semantic nodes make room for past episodes."""
     mem, _ = build(
-        Script(),
+        FluxMemLLM(),
         tmp_path,
         extract_facts=False,
         consolidate=False,
