@@ -11,26 +11,15 @@ from pathlib import Path
 import pytest
 
 from memcore.config import ConfigError
-from memcore.data import resolve_locomo_path
-from memcore.data.errors import DataError
 from memcore.itemlog import read_items
 from memcore.runner import RunConflictError, run_config
-from tests.runner_utils import compose_run
-
-
-def _data_or_skip() -> None:
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
-
 
 BASE = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=rag_bm25"]
 
 
-def test_run_writes_items_metrics_and_resumes(tmp_path) -> None:
-    _data_or_skip()
-    cfg = compose_run(tmp_path, BASE)
+@pytest.mark.usefixtures("locomo_path")
+def test_run_writes_items_metrics_and_resumes(tmp_path, compose) -> None:
+    cfg = compose(BASE)
     result = run_config(cfg, tmp_path / "run")
     items = read_items(tmp_path / "run" / "items.jsonl")
     assert len(items) == 8 == result.n_items
@@ -58,38 +47,38 @@ def test_run_writes_items_metrics_and_resumes(tmp_path) -> None:
     assert (tmp_path / "run" / "config.yaml").is_file() and (tmp_path / "run" / "table.md").is_file()
 
     # Second run: everything done → no answer calls, same metrics.
-    again = run_config(compose_run(tmp_path, BASE), tmp_path / "run")
+    again = run_config(compose(BASE), tmp_path / "run")
     assert again.cost["usage"]["total"]["calls"] == 0
     assert again.metrics["overall"] == metrics["overall"]
 
 
-def test_interrupted_run_resumes_to_identical_metrics(tmp_path) -> None:
-    _data_or_skip()
-    full = run_config(compose_run(tmp_path, BASE), tmp_path / "full")
-    run_config(compose_run(tmp_path, BASE), tmp_path / "cut")
+@pytest.mark.usefixtures("locomo_path")
+def test_interrupted_run_resumes_to_identical_metrics(tmp_path, compose) -> None:
+    full = run_config(compose(BASE), tmp_path / "full")
+    run_config(compose(BASE), tmp_path / "cut")
     path = tmp_path / "cut" / "items.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:3]) + lines[3][:25])  # three whole lines + a torn one
-    resumed = run_config(compose_run(tmp_path, BASE), tmp_path / "cut")
+    resumed = run_config(compose(BASE), tmp_path / "cut")
     items = read_items(path)
     assert len(items) == 8 and len({r["item_id"] for r in items}) == 8
     assert resumed.metrics["overall"] == full.metrics["overall"]
     assert resumed.metrics["by_category"] == full.metrics["by_category"]
 
 
-def test_changed_config_is_refused_then_overwrite_moves_aside(tmp_path) -> None:
-    _data_or_skip()
-    run_config(compose_run(tmp_path, BASE), tmp_path / "run")
+@pytest.mark.usefixtures("locomo_path")
+def test_changed_config_is_refused_then_overwrite_moves_aside(tmp_path, compose) -> None:
+    run_config(compose(BASE), tmp_path / "run")
     with pytest.raises(RunConflictError, match="changed: method"):
-        run_config(compose_run(tmp_path, [*BASE, "method.top_k=5"]), tmp_path / "run")
-    run_config(compose_run(tmp_path, [*BASE, "method.top_k=5", "overwrite=true"]), tmp_path / "run")
+        run_config(compose([*BASE, "method.top_k=5"]), tmp_path / "run")
+    run_config(compose([*BASE, "method.top_k=5", "overwrite=true"]), tmp_path / "run")
     assert any(p.name.startswith("run.old-") for p in tmp_path.iterdir())
 
 
-def test_retrieval_only_run_starts_no_backbone(tmp_path) -> None:
-    _data_or_skip()
-    cfg = compose_run(
-        tmp_path, ["dataset=locomo-tiny", "embedder=hashing", "backbone=local", "method=rag_dense", "eval.answer=false"]
+@pytest.mark.usefixtures("locomo_path")
+def test_retrieval_only_run_starts_no_backbone(tmp_path, compose) -> None:
+    cfg = compose(
+        ["dataset=locomo-tiny", "embedder=hashing", "backbone=local", "method=rag_dense", "eval.answer=false"]
     )
     result = run_config(cfg, tmp_path / "run")
     assert result.cost["resources"] == {"backbone_started": False, "embedder_loaded": True}
@@ -97,17 +86,16 @@ def test_retrieval_only_run_starts_no_backbone(tmp_path) -> None:
     assert all(r["answer"] is None and r["scores"] == {} for r in read_items(tmp_path / "run" / "items.jsonl"))
 
 
-def test_unsupported_ablation_is_a_config_error(tmp_path) -> None:
-    _data_or_skip()
-    cfg = compose_run(tmp_path, [*BASE, "ablation=none", "ablation.name=wo_merge"])
+@pytest.mark.usefixtures("locomo_path")
+def test_unsupported_ablation_is_a_config_error(tmp_path, compose) -> None:
+    cfg = compose([*BASE, "ablation=none", "ablation.name=wo_merge"])
     with pytest.raises(ConfigError, match="does not support ablation"):
         run_config(cfg, tmp_path / "run")
 
 
-def test_full_context_keeps_most_recent_turns_within_budget(tmp_path) -> None:
-    _data_or_skip()
-    cfg = compose_run(
-        tmp_path,
+@pytest.mark.usefixtures("locomo_path")
+def test_full_context_keeps_most_recent_turns_within_budget(tmp_path, compose) -> None:
+    cfg = compose(
         [
             "dataset=locomo-tiny",
             "embedder=hashing",
@@ -138,17 +126,21 @@ def _wait_until_delivered(tid: int, signum: int, timeout_s: float = 10.0) -> Non
 
 @pytest.mark.parametrize("delivery", ["main-thread", "worker-thread"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(tmp_path, signum, delivery) -> None:
+@pytest.mark.usefixtures("locomo_path")
+def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(
+    tmp_path, signum, delivery, compose
+) -> None:
     """Ctrl-C (or SIGTERM, with memcore-run's handler) stops a conversation's build at the end of the turn in
     flight (not after all turns), even when the backbone answers instantly; nothing finished is lost and the same
     command finishes the run. The signal reaches the main thread (a terminal's Ctrl-C, ``kill``) or, as the
     kernel may choose for a process-directed signal, the worker thread itself."""
-    _data_or_skip()
     if delivery == "main-thread" and not Path(f"/proc/self/task/{threading.get_native_id()}/status").exists():
         pytest.skip("needs /proc/self/task to observe signal delivery")
     from memcore.cli import stop_on_sigterm
     from memcore.llm.scripted import ScriptedBackbone
-    from tests.test_baseline_amem_mem0_runner import responder
+    from tests.fakes import AMemMem0RunnerLLM
+
+    responder = AMemMem0RunnerLLM()
 
     calls = 0
     main_tid = threading.main_thread().native_id
@@ -173,18 +165,14 @@ def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(tmp
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
-            run_config(
-                compose_run(tmp_path, overrides), tmp_path / "run", backbone_override=ScriptedBackbone(interrupting)
-            )
+            run_config(compose(overrides), tmp_path / "run", backbone_override=ScriptedBackbone(interrupting))
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
     assert calls == 6  # A-MEM makes 2 calls per turn: turn 3 finished, the build stopped; 70 calls were ahead
     assert read_items(tmp_path / "run" / "items.jsonl") == []
 
-    result = run_config(
-        compose_run(tmp_path, overrides), tmp_path / "run", backbone_override=ScriptedBackbone(responder)
-    )
+    result = run_config(compose(overrides), tmp_path / "run", backbone_override=ScriptedBackbone(responder))
     assert result.n_items == 8 == len(read_items(tmp_path / "run" / "items.jsonl"))
 
 
@@ -220,9 +208,9 @@ def test_a_buffered_build_reports_each_turn_as_it_enters_the_memory(batched: boo
     from memcore.memory.config import MemCoReConfig, Switches
     from memcore.memory.system import MemCoRe
     from memcore.pipeline.build import build_memory
-    from tests.helpers import make_conversation
+    from tests.support import story_conversation
 
-    conv = make_conversation(n_sessions=2)  # 6 turns, all in one buffer
+    conv = story_conversation(n_sessions=2)  # 6 turns, all in one buffer
 
     def system(backbone: ScriptedBackbone) -> MemCoRe:
         kw = {"embedder": HashingEmbedder(64), "backbone": lambda: backbone}
@@ -268,10 +256,10 @@ def test_a_buffered_build_reports_each_turn_as_it_enters_the_memory(batched: boo
     assert sum(len(n.raws) for n in stopped.store.notes) == 2  # the gate stopped after the second of 6 turns
 
 
-def test_quickstart_table_says_it_is_a_demonstration(tmp_path) -> None:
+@pytest.mark.usefixtures("locomo_path")
+def test_quickstart_table_says_it_is_a_demonstration(tmp_path, compose) -> None:
     """make run's experiment prints (and writes) its footnote: a demonstration, not a benchmark (issue 16)."""
-    _data_or_skip()
-    cfg = compose_run(tmp_path, ["experiment=quickstart", "backbone=scripted", "embedder=hashing"])
+    cfg = compose(["experiment=quickstart", "backbone=scripted", "embedder=hashing"])
     assert (cfg.method.name, cfg.dataset.name) == ("memcore", "locomo-quick") and cfg.method.judge == "llm"
     result = run_config(cfg, tmp_path / "run")
     assert result.n_items == 4 and result.cost["memory_build"]["turns"] == 18
