@@ -18,27 +18,13 @@ from memcore.data import (
     apply_audit,
     clean_evidence,
     load_audit,
-    load_locomo,
-    resolve_audit_path,
-    resolve_locomo_path,
     select,
 )
 
 
 @pytest.fixture(scope="module")
-def ds() -> LoCoMoDataset:
-    try:
-        return load_locomo(resolve_locomo_path(None))
-    except DataError as exc:
-        pytest.skip(f"LoCoMo data not found ({exc})")
-
-
-@pytest.fixture(scope="module")
-def audit_path() -> Path:
-    try:
-        return resolve_audit_path(None)
-    except DataError as exc:
-        pytest.skip(f"audit file not found ({exc})")
+def ds(locomo: LoCoMoDataset) -> LoCoMoDataset:
+    return locomo
 
 
 @pytest.fixture(scope="module")

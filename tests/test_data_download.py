@@ -15,7 +15,6 @@ from memcore.data import (
     DataError,
     default_locomo_destination,
     download_locomo,
-    resolve_locomo_path,
     sha256_file,
     verify_locomo,
 )
@@ -25,11 +24,8 @@ SCRIPT = repo_root() / "scripts" / "get_locomo.py"
 
 
 @pytest.fixture(scope="module")
-def real() -> Path:
-    try:
-        return resolve_locomo_path(None)
-    except DataError as exc:
-        pytest.skip(f"LoCoMo data not found ({exc})")
+def real(locomo_path: Path) -> Path:
+    return locomo_path
 
 
 def sha(data: bytes) -> str:

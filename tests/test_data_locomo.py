@@ -14,27 +14,22 @@ import pytest
 
 from memcore.data import (
     LOCOMO_SHA256,
-    DataError,
     LoCoMoDataset,
     load_locomo,
     parse_session_time,
-    resolve_locomo_path,
     with_image_caption,
 )
 from memcore.types import Category, Conversation, QAItem
 
 
 @pytest.fixture(scope="module")
-def path() -> Path:
-    try:
-        return resolve_locomo_path(None)
-    except DataError as exc:
-        pytest.skip(f"LoCoMo data not found ({exc})")
+def path(locomo_path: Path) -> Path:
+    return locomo_path
 
 
 @pytest.fixture(scope="module")
-def ds(path: Path) -> LoCoMoDataset:
-    return load_locomo(path)
+def ds(locomo: LoCoMoDataset) -> LoCoMoDataset:
+    return locomo
 
 
 @pytest.fixture(scope="module")

@@ -8,17 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from memcore.data import DataError, LoCoMoDataset, load_locomo, resolve_locomo_path, select
+from memcore.data import DataError, LoCoMoDataset, load_locomo, select
 from memcore.types import Category
 
 
 @pytest.fixture(scope="module")
-def ds() -> LoCoMoDataset:
-    try:
-        path = resolve_locomo_path(None)
-    except DataError as exc:
-        pytest.skip(f"LoCoMo data not found ({exc})")
-    return load_locomo(path)
+def ds(locomo: LoCoMoDataset) -> LoCoMoDataset:
+    return locomo
 
 
 def test_locomo_mini(ds: LoCoMoDataset) -> None:

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
-from typing import Any
 
 import pytest
 
 from memcore.eval.answerer import Answerer, adversarial_options, locomo_cat5_choice, strip_answer_label
-from memcore.interfaces import Completion, Message
-from memcore.llm.scripted import ScriptedBackbone
 from memcore.prompts import answer as prompts
 from memcore.seeding import derive_seed
 from memcore.types import Category, QAItem
@@ -18,25 +14,12 @@ from memcore.types import Category, QAItem
 CONTEXT = "[8 May, 2023] Alice: We moved to Lisbon yesterday."
 
 
-class RecordingScripted(ScriptedBackbone):
-    """ScriptedBackbone that also keeps the keyword arguments of every call."""
-
-    def __init__(self, reply: str | Sequence[str]) -> None:
-        replies = [reply] if isinstance(reply, str) else list(reply)
-        self.kwargs: list[dict[str, Any]] = []
-        super().__init__(lambda _msgs: replies.pop(0) if len(replies) > 1 else replies[0])
-
-    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
-        self.kwargs.append(kwargs)
-        return super().complete(messages, **kwargs)
-
-
 def qa(index: int, category: Category, answer: str | None = "Lisbon", adversarial: str | None = None) -> QAItem:
     return QAItem("conv-t", index, "Where did Alice move?", category, answer, adversarial, ("D1:1",))
 
 
-def test_amem_temporal_prompt_and_sampling() -> None:
-    bb = RecordingScripted('{"answer": "7 May 2023"}')
+def test_amem_temporal_prompt_and_sampling(scripted) -> None:
+    bb = scripted('{"answer": "7 May 2023"}')
     res = Answerer(bb, "amem", seed=11).answer(qa(0, Category.TEMPORAL), CONTEXT)
     assert res.text == "7 May 2023"
     assert res.parse_ok and not res.cached
@@ -55,9 +38,9 @@ def test_amem_temporal_prompt_and_sampling() -> None:
     assert kw["prompt_version"] == f"{prompts.VERSION}/amem" == res.prompt_version
 
 
-def test_amem_prompts_are_a_mem_text_verbatim() -> None:
+def test_amem_prompts_are_a_mem_text_verbatim(scripted) -> None:
     pad = " " * 28
-    ans = Answerer(RecordingScripted("{}"), "amem", seed=0)
+    ans = Answerer(scripted("{}"), "amem", seed=0)
     general = ans.build_prompt(qa(1, Category.SINGLE_HOP), "CTX").messages[1]["content"]
     assert general == (
         "Based on the context: CTX, write an answer in the form of a short phrase for the following question. "
@@ -70,11 +53,11 @@ def test_amem_prompts_are_a_mem_text_verbatim() -> None:
     assert "and avoid using any subjects.   \n\n" in temporal
 
 
-def test_amem_adversarial_options_in_seeded_order() -> None:
+def test_amem_adversarial_options_in_seeded_order(scripted) -> None:
     orders = {}
     for i in range(12):
         item = qa(i, Category.ADVERSARIAL, answer=None, adversarial="Porto")
-        bb = RecordingScripted('{"answer": "Porto"}')
+        bb = scripted('{"answer": "Porto"}')
         res = Answerer(bb, "amem", seed=5).answer(item, CONTEXT)
         user = bb.calls[0][1][1]["content"]
         a, b = res.options
@@ -89,8 +72,8 @@ def test_amem_adversarial_options_in_seeded_order() -> None:
     assert set(orders.values()) == {True, False}  # both orders occur
 
 
-def test_amem_unparseable_reply_falls_back_to_raw_text() -> None:
-    bb = RecordingScripted("Answer: Lisbon")
+def test_amem_unparseable_reply_falls_back_to_raw_text(scripted) -> None:
+    bb = scripted("Answer: Lisbon")
     res = Answerer(bb, "amem", seed=0).answer(qa(0, Category.SINGLE_HOP), CONTEXT)
     assert not res.parse_ok
     assert res.raw == "Answer: Lisbon"
@@ -100,15 +83,15 @@ def test_amem_unparseable_reply_falls_back_to_raw_text() -> None:
     assert bb.usage.parse_failures() == {"answer": {"answer_raw_text": 1}}
 
 
-def test_amem_json_retries_when_asked() -> None:
-    bb = RecordingScripted(["not json", '{"answer": 2022}'])
+def test_amem_json_retries_when_asked(scripted) -> None:
+    bb = scripted(["not json", '{"answer": 2022}'])
     res = Answerer(bb, "amem", seed=0, json_attempts=2).answer(qa(0, Category.SINGLE_HOP), CONTEXT)
     assert res.parse_ok and res.text == "2022"
     assert len(bb.calls) == 2
 
 
-def test_temperature_overrides() -> None:
-    bb = RecordingScripted('{"answer": "x"}')
+def test_temperature_overrides(scripted) -> None:
+    bb = scripted('{"answer": "x"}')
     ans = Answerer(bb, "amem", seed=0, temperature_default=0.0, temperature_adversarial=0.2, max_tokens=64)
     ans.answer(qa(0, Category.SINGLE_HOP), CONTEXT)
     ans.answer(qa(1, Category.ADVERSARIAL, None, "Porto"), CONTEXT)
@@ -116,8 +99,8 @@ def test_temperature_overrides() -> None:
     assert [k["max_tokens"] for k in bb.kwargs] == [64, 64]
 
 
-def test_locomo_prompt_is_official() -> None:
-    bb = RecordingScripted("  Lisbon \n")
+def test_locomo_prompt_is_official(scripted) -> None:
+    bb = scripted("  Lisbon \n")
     res = Answerer(bb, "locomo", seed=1).answer(qa(0, Category.TEMPORAL), CONTEXT)
     msgs = bb.calls[0][1]
     assert msgs == [
@@ -134,9 +117,9 @@ def test_locomo_prompt_is_official() -> None:
     assert kw["temperature"] == 0.0 and kw["max_tokens"] == 32 and kw.get("json", False) is False
 
 
-def test_locomo_adversarial_options_and_letter_mapping() -> None:
+def test_locomo_adversarial_options_and_letter_mapping(scripted) -> None:
     item = qa(3, Category.ADVERSARIAL, answer=None, adversarial="Porto")
-    bb = RecordingScripted("(a)")
+    bb = scripted("(a)")
     res = Answerer(bb, "locomo", seed=2).answer(item, CONTEXT)
     a, b = res.options
     user = bb.calls[0][1][0]["content"]
@@ -161,28 +144,24 @@ def test_strip_answer_label() -> None:
     assert strip_answer_label("The answer: is here") == "The answer: is here"
 
 
-def test_unknown_protocol() -> None:
+def test_unknown_protocol(scripted) -> None:
     with pytest.raises(ValueError, match="Known: amem, locomo"):
-        Answerer(RecordingScripted(""), "mem0", seed=0)
+        Answerer(scripted(""), "mem0", seed=0)
 
 
-class CachedReplies(RecordingScripted):
-    """Pretends every reply came from the response cache."""
-
-    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
-        c = super().complete(messages, **kwargs)
-        return Completion(c.text, c.prompt_tokens, c.completion_tokens, 0.0, True, c.model)
-
-
-def test_cached_flag_is_passed_through() -> None:
-    assert Answerer(CachedReplies('{"answer": "x"}'), "amem", seed=0).answer(qa(0, Category.SINGLE_HOP), CONTEXT).cached
-    assert Answerer(CachedReplies("x"), "locomo", seed=0).answer(qa(0, Category.SINGLE_HOP), CONTEXT).cached
+def test_cached_flag_is_passed_through(scripted) -> None:
+    assert (
+        Answerer(scripted('{"answer": "x"}', cached=True), "amem", seed=0)
+        .answer(qa(0, Category.SINGLE_HOP), CONTEXT)
+        .cached
+    )
+    assert Answerer(scripted("x", cached=True), "locomo", seed=0).answer(qa(0, Category.SINGLE_HOP), CONTEXT).cached
 
 
-def test_prompt_hash_pins_the_exact_request() -> None:
+def test_prompt_hash_pins_the_exact_request(scripted) -> None:
     """The record's prompt_hash (issue 17) is the digest of messages + sampling + seed: the same for the same
     request, different when the context, the item (its seed) or the protocol's prompt differs."""
-    bb = RecordingScripted('{"answer": "Lisbon"}')
+    bb = scripted('{"answer": "Lisbon"}')
     amem = Answerer(bb, "amem", seed=0)
     item = qa(0, Category.SINGLE_HOP)
     first = amem.answer(item, CONTEXT)

@@ -16,7 +16,6 @@ import pytest
 from nltk.tabdata import TabEncoder
 from nltk.tokenize import word_tokenize as nltk_word_tokenize
 
-from memcore.data import DataError, resolve_locomo_path
 from memcore.eval.tokenize import punkt_parameters, sent_tokenize, word_tokenize
 
 EDGE_CASES = [
@@ -72,12 +71,8 @@ def test_equals_nltk_word_tokenize(nltk_punkt_tab: None, text: str) -> None:
     assert word_tokenize(text) == nltk_word_tokenize(text)
 
 
-def test_equals_nltk_on_locomo_strings(nltk_punkt_tab: None) -> None:
-    try:
-        path = resolve_locomo_path(None)
-    except DataError as exc:
-        pytest.skip(f"LoCoMo data not found ({exc})")
-    data = json.loads(Path(path).read_text())
+def test_equals_nltk_on_locomo_strings(nltk_punkt_tab: None, locomo_path: Path) -> None:
+    data = json.loads(Path(locomo_path).read_text())
     texts: list[str] = []
     for conv in data:
         for qa in conv["qa"]:

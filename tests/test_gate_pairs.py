@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from memcore.data import DataError, load_locomo, resolve_locomo_path
+from memcore.data import LoCoMoDataset
 from memcore.types import Turn
 
 PAIRS = Path(__file__).parent / "data" / "gate_pairs.jsonl"
@@ -26,12 +26,9 @@ def pairs() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def turns() -> dict[tuple[str, str], tuple[int, Turn]]:
+def turns(locomo: LoCoMoDataset) -> dict[tuple[str, str], tuple[int, Turn]]:
     """(sample_id, dia_id) -> (position in the conversation, turn)."""
-    try:
-        ds = load_locomo(resolve_locomo_path(None))
-    except DataError as exc:
-        pytest.skip(f"LoCoMo data not found ({exc})")
+    ds = locomo
     out: dict[tuple[str, str], tuple[int, Turn]] = {}
     for conv in ds.conversations:
         flat = [t for s in conv.sessions for t in s.turns]

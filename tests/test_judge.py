@@ -4,27 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
 
 import pytest
 
 from memcore.config import validate
-from memcore.data import resolve_locomo_path
-from memcore.data.errors import DataError
 from memcore.eval import judge as judge_mod
 from memcore.eval.judge import Judge, JudgeConfigError, judge_gold, label_from_text, load_backbone_preset
 from memcore.itemlog import read_items
-from memcore.llm.scripted import ScriptedBackbone
 from memcore.prompts import judge as prompts
 from memcore.prompts import judge_mem0
 from memcore.registry import UnknownNameError
 from memcore.runner import Runner
 from memcore.types import Category, QAItem
-from tests.runner_utils import compose_run
-
-
-def _reply(text: str) -> ScriptedBackbone:
-    return ScriptedBackbone(lambda messages: text)
+from tests.fakes import DigitJudgeLLM
 
 
 def _item(
@@ -33,8 +25,8 @@ def _item(
     return QAItem("conv-x", 0, "What breed is Rex?", category, answer, adversarial, ("D1:3",))
 
 
-def test_correct_verdict_is_one_call_on_stage_judge() -> None:
-    bb = _reply('{"reason": "same breed", "label": "CORRECT"}')
+def test_correct_verdict_is_one_call_on_stage_judge(scripted) -> None:
+    bb = scripted('{"reason": "same breed", "label": "CORRECT"}')
     v = Judge(bb).judge("What breed is Rex?", "a beagle", "Rex is a beagle.")
     assert (v.label, v.score, v.reason, v.parsed) == ("CORRECT", 1.0, "same breed", True)
     assert bb.calls_by_stage() == {"judge": 1}
@@ -43,38 +35,38 @@ def test_correct_verdict_is_one_call_on_stage_judge() -> None:
     assert "Gold answer: a beagle" in user["content"] and "Generated answer: Rex is a beagle." in user["content"]
 
 
-def test_lower_case_label_and_wrong() -> None:
-    assert Judge(_reply('{"label": " wrong "}')).judge("q", "g", "a").score == 0.0
-    assert Judge(_reply('```json\n{"reason": "x", "label": "correct"}\n```')).judge("q", "g", "a").label == "CORRECT"
+def test_lower_case_label_and_wrong(scripted) -> None:
+    assert Judge(scripted('{"label": " wrong "}')).judge("q", "g", "a").score == 0.0
+    assert Judge(scripted('```json\n{"reason": "x", "label": "correct"}\n```')).judge("q", "g", "a").label == "CORRECT"
 
 
-def test_unparseable_reply_reads_the_label_from_text_and_counts_the_failure() -> None:
-    bb = _reply("I think this answer is CORRECT.")
+def test_unparseable_reply_reads_the_label_from_text_and_counts_the_failure(scripted) -> None:
+    bb = scripted("I think this answer is CORRECT.")
     v = Judge(bb).judge("q", "g", "a")
     assert (v.label, v.parsed) == ("CORRECT", False)
     assert bb.calls_by_stage() == {"judge": 2}  # first try + one retry
     assert bb.usage.parse_failures() == {"judge": {judge_mod.FALLBACK_KIND: 1}}
 
 
-def test_ambiguous_unparseable_reply_is_wrong() -> None:
-    v = Judge(_reply("CORRECT or WRONG, hard to say")).judge("q", "g", "a")
+def test_ambiguous_unparseable_reply_is_wrong(scripted) -> None:
+    v = Judge(scripted("CORRECT or WRONG, hard to say")).judge("q", "g", "a")
     assert (v.label, v.score, v.parsed) == ("WRONG", 0.0, False)
     assert label_from_text("nothing here") is None
     assert label_from_text("wrong") == "WRONG"
 
 
-def test_empty_answer_is_wrong_without_a_call() -> None:
-    bb = _reply('{"label": "CORRECT"}')
+def test_empty_answer_is_wrong_without_a_call(scripted) -> None:
+    bb = scripted('{"label": "CORRECT"}')
     assert Judge(bb).judge("q", "g", "  ").label == "WRONG"
     assert bb.calls == []
 
 
-def test_gold_follows_the_protocol() -> None:
+def test_gold_follows_the_protocol(scripted) -> None:
     adv = _item(Category.ADVERSARIAL, answer=None, adversarial="self-care is important")
     assert judge_gold(adv, "amem") == ("self-care is important", False)
     assert judge_gold(adv, "locomo") == (prompts.REFUSAL_GOLD, True)
     assert judge_gold(_item(), "locomo") == ("a beagle", False)
-    bb = _reply('{"label": "CORRECT"}')
+    bb = scripted('{"label": "CORRECT"}')
     Judge(bb).judge_item(adv, "Not mentioned in the conversation", "locomo")
     assert "false premise" in bb.calls[0][1][1]["content"]
     audited = _item(answer="a basset hound")
@@ -100,27 +92,11 @@ def test_backbone_presets_resolve_their_defaults_chain() -> None:
         load_backbone_preset("gpt-5")
 
 
-def _data_or_skip() -> None:
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
-
-
-def _responder(messages: Sequence[dict[str, str]]) -> str:
-    """Answers every question with 'beagle'; the judge says CORRECT iff the gold contains a digit."""
-    if messages[0]["content"] == prompts.SYSTEM:
-        gold = messages[1]["content"].split("Gold answer: ", 1)[1].split("\n", 1)[0]
-        label = "CORRECT" if any(ch.isdigit() for ch in gold) else "WRONG"
-        return json.dumps({"reason": "scripted", "label": label})
-    return json.dumps({"answer": "beagle"})
-
-
-def test_runner_adds_judge_scores_and_records_the_preset(tmp_path) -> None:
-    _data_or_skip()
-    cfg = compose_run(tmp_path, ["dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25", "eval.judge=true"])
+@pytest.mark.usefixtures("locomo_path")
+def test_runner_adds_judge_scores_and_records_the_preset(tmp_path, compose) -> None:
+    cfg = compose(["dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25", "eval.judge=true"])
     runner = Runner(validate(cfg), tmp_path / "run")
-    bb = ScriptedBackbone(_responder, usage=runner.usage)  # the run's tracker, so cost.json sees the calls
+    bb = DigitJudgeLLM().backbone(usage=runner.usage)  # the run's tracker, so cost.json sees the calls
     runner.backbone_override = bb
     result = runner.run()
     items = read_items(tmp_path / "run" / "items.jsonl")
@@ -148,13 +124,12 @@ def test_runner_adds_judge_scores_and_records_the_preset(tmp_path) -> None:
     assert result.cost["usage"]["by_stage"]["judge"]["calls"] == 8
 
 
-def test_bad_judge_preset_fails_before_any_work(tmp_path) -> None:
-    _data_or_skip()
-    cfg = compose_run(
-        tmp_path,
+@pytest.mark.usefixtures("locomo_path")
+def test_bad_judge_preset_fails_before_any_work(tmp_path, compose) -> None:
+    cfg = compose(
         ["dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25", "eval.judge=true", "eval.judge_backbone=gpt-5"],
     )
-    runner = Runner(validate(cfg), tmp_path / "run", backbone_override=ScriptedBackbone(_responder))
+    runner = Runner(validate(cfg), tmp_path / "run", backbone_override=DigitJudgeLLM().backbone())
     with pytest.raises(JudgeConfigError, match="no backbone preset"):
         runner.run()
     assert not (tmp_path / "run" / "items.jsonl").exists()
@@ -185,8 +160,8 @@ def test_mem0_accuracy_prompt_is_the_original_text() -> None:
     assert judge_mem0.SOURCE_COMMIT == "aae5989e78a6188b3b047c104d960c9ad0927e75"
 
 
-def test_mem0_preset_sends_one_user_message_and_reads_the_label_as_mem0_does() -> None:
-    bb = _reply('{"label": "CORRECT"}')
+def test_mem0_preset_sends_one_user_message_and_reads_the_label_as_mem0_does(scripted) -> None:
+    bb = scripted('{"label": "CORRECT"}')
     judge = Judge(bb, judge_preset="mem0-judge")
     assert judge.runs == 3
     assert judge.judge("When?", "7 May 2023", "May 7th").label == "CORRECT"
@@ -200,15 +175,15 @@ def test_mem0_preset_sends_one_user_message_and_reads_the_label_as_mem0_does() -
         }
     ]
     # Mem0 scores 1 iff label == "CORRECT" exactly: "correct" is 0 there, and here
-    assert Judge(_reply('{"label": "correct"}'), judge_preset="mem0-judge").judge("q", "g", "a").label == "WRONG"
-    no_label = _reply('{"verdict": "CORRECT"}')
+    assert Judge(scripted('{"label": "correct"}'), judge_preset="mem0-judge").judge("q", "g", "a").label == "WRONG"
+    no_label = scripted('{"verdict": "CORRECT"}')
     v = Judge(no_label, judge_preset="mem0-judge").judge("q", "g", "a")
     assert (v.label, v.parsed) == ("CORRECT", False)  # retried once, then the counted text fallback
     assert no_label.usage.parse_failures() == {"judge": {judge_mod.FALLBACK_KIND: 1}}
 
 
-def test_mem0_preset_skips_category_5_and_grades_the_raw_answer() -> None:
-    bb = _reply('{"label": "CORRECT"}')
+def test_mem0_preset_skips_category_5_and_grades_the_raw_answer(scripted) -> None:
+    bb = scripted('{"label": "CORRECT"}')
     judge = Judge(bb, judge_preset="mem0-judge", runs=2)
     adv = _item(Category.ADVERSARIAL, answer=None, adversarial="self-care is important")
     assert judge.judge_runs(adv, "Not mentioned", "amem") is None and bb.calls == []
@@ -217,23 +192,12 @@ def test_mem0_preset_skips_category_5_and_grades_the_raw_answer() -> None:
     assert "Gold answer: a beagle" in bb.calls[0][1][0]["content"]
 
 
-class _VersionRecorder(ScriptedBackbone):
-    def __init__(self, labels: Sequence[str]) -> None:
-        self.labels = list(labels)
-        self.versions: list[str] = []
-        super().__init__(lambda messages: json.dumps({"label": self.labels[len(self.versions) - 1]}))
-
-    def complete(self, messages, **kwargs):  # type: ignore[no-untyped-def]
-        self.versions.append(kwargs["prompt_version"])
-        return super().complete(messages, **kwargs)
-
-
-def test_each_run_index_is_its_own_cache_entry_and_majority_is_kept() -> None:
-    bb = _VersionRecorder(["CORRECT", "WRONG", "CORRECT"])
+def test_each_run_index_is_its_own_cache_entry_and_majority_is_kept(scripted) -> None:
+    bb = scripted([json.dumps({"label": label}) for label in ["CORRECT", "WRONG", "CORRECT"]])
     verdicts = Judge(bb, judge_preset="mem0-judge").judge_runs(_item(), "beagle", "amem")
     assert verdicts is not None
     base = judge_mod.get_preset("mem0-judge").prompt_version()
-    assert bb.versions == [base, f"{base}#run-1", f"{base}#run-2"]
+    assert bb.prompt_versions == [base, f"{base}#run-1", f"{base}#run-2"]
     scores = judge_mod.verdict_scores(verdicts)
     assert scores == {"judge": pytest.approx(2 / 3), "judge_runs": [1.0, 0.0, 1.0], "judge_majority": 1.0}
     rec = judge_mod.verdict_record("mem0-judge", verdicts)
@@ -241,18 +205,17 @@ def test_each_run_index_is_its_own_cache_entry_and_majority_is_kept() -> None:
     assert judge_mod.majority_label(verdicts[:2]) == "WRONG"  # a tie is WRONG
 
 
-def test_unknown_judge_preset_and_bad_runs_fail_with_one_line() -> None:
+def test_unknown_judge_preset_and_bad_runs_fail_with_one_line(scripted) -> None:
     with pytest.raises(UnknownNameError, match=r"unknown judge preset 'mem0'\. Did you mean 'mem0-judge'"):
         judge_mod.get_preset("mem0")
     with pytest.raises(JudgeConfigError, match="judge_runs must be >= 1"):
-        Judge(_reply("{}"), runs=0)
+        Judge(scripted("{}"), runs=0)
 
 
-def test_mem0_preset_without_a_key_fails_before_any_work(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _data_or_skip()
+@pytest.mark.usefixtures("locomo_path")
+def test_mem0_preset_without_a_key_fails_before_any_work(tmp_path, monkeypatch: pytest.MonkeyPatch, compose) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    cfg = compose_run(
-        tmp_path,
+    cfg = compose(
         [
             "dataset=locomo-tiny",
             "embedder=hashing",
@@ -261,25 +224,15 @@ def test_mem0_preset_without_a_key_fails_before_any_work(tmp_path, monkeypatch: 
             "eval.judge_preset=mem0-judge",
         ],
     )
-    runner = Runner(validate(cfg), tmp_path / "run", backbone_override=ScriptedBackbone(_responder))
+    runner = Runner(validate(cfg), tmp_path / "run", backbone_override=DigitJudgeLLM().backbone())
     with pytest.raises(JudgeConfigError, match=r"needs \$OPENAI_API_KEY.*eval.judge_backbone"):
         runner.run()
     assert not (tmp_path / "run" / "items.jsonl").exists()
 
 
-def _mem0_responder(messages: Sequence[dict[str, str]]) -> str:
-    """Answers 'beagle'; Mem0's judge says CORRECT iff the gold contains a digit."""
-    content = messages[-1]["content"] if len(messages) == 1 else messages[0]["content"]
-    if content.startswith(judge_mem0.ACCURACY_PROMPT[:40]):
-        gold = content.split("Gold answer: ")[-1].split("\n", 1)[0]
-        return json.dumps({"label": "CORRECT" if any(ch.isdigit() for ch in gold) else "WRONG"})
-    return json.dumps({"answer": "beagle"})
-
-
-def test_runner_with_mem0_judge_three_runs_on_a_local_judge(tmp_path) -> None:
-    _data_or_skip()
-    cfg = compose_run(
-        tmp_path,
+@pytest.mark.usefixtures("locomo_path")
+def test_runner_with_mem0_judge_three_runs_on_a_local_judge(tmp_path, compose) -> None:
+    cfg = compose(
         [
             "dataset=locomo-tiny",
             "embedder=hashing",
@@ -290,7 +243,7 @@ def test_runner_with_mem0_judge_three_runs_on_a_local_judge(tmp_path) -> None:
         ],
     )
     runner = Runner(validate(cfg), tmp_path / "run")
-    bb = ScriptedBackbone(_mem0_responder, usage=runner.usage)
+    bb = DigitJudgeLLM(preset="mem0-judge").backbone(usage=runner.usage)
     runner.backbone_override = bb
     result = runner.run()
     items = read_items(tmp_path / "run" / "items.jsonl")

@@ -9,23 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from memcore.data import resolve_locomo_path
-from memcore.data.errors import DataError
 from memcore.eval import probe
 from memcore.eval.ceiling import gold_ceiling, is_gold_error
 from memcore.eval.disclosure import answer_disclosure, disclosure_line
 from memcore.eval.judge import Judge
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.types import Category, Conversation, QAItem
-
-
-def _dataset():
-    from memcore.data import load_locomo
-
-    try:
-        return load_locomo(resolve_locomo_path(None))
-    except DataError:
-        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
 
 
 def test_dates_move_by_one_unit_and_reformat_without_changing_the_day() -> None:
@@ -44,8 +33,8 @@ def test_dates_move_by_one_unit_and_reformat_without_changing_the_day() -> None:
     assert probe.vague_answer("When did Mel paint?") == "At some point, when Mel paint."
 
 
-def test_cases_are_balanced_deterministic_and_have_known_verdicts() -> None:
-    ds = _dataset()
+def test_cases_are_balanced_deterministic_and_have_known_verdicts(locomo) -> None:
+    ds = locomo
     cases = probe.build_cases(ds, n_wrong=30, n_right=28, seed=3)
     assert cases == probe.build_cases(ds, n_wrong=30, n_right=28, seed=3)
     wrong = [c for c in cases if c.expected == "WRONG"]
@@ -108,8 +97,8 @@ def test_probe_cli_rejects_bad_values_with_one_line(capsys: pytest.CaptureFixtur
     assert "KEY=VALUE" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("locomo_path")
 def test_probe_dry_run_prints_the_cases(capsys: pytest.CaptureFixture[str]) -> None:
-    _dataset()
     assert probe.main(["--dry-run", "--n", "14", "--backbone", "local-small"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(lines) == 14 and {ln["expected"] for ln in lines} == {"WRONG", "CORRECT"}
