@@ -80,13 +80,12 @@ def test_turns_not_sessions_are_dropped_and_the_partial_session_keeps_its_date()
     assert 'DATE: 1:56 pm on 1 May, 2023\nCONVERSATION:\nBob said, "message 1.4' in ev.context
 
 
-def test_rag_locomo_is_top5_dense_in_the_official_line_format(tmp_path) -> None:
+def test_rag_locomo_is_top5_dense_in_the_official_line_format(tmp_path, tiny_conversation) -> None:
     from baselines.rag import RAG_LOCOMO
     from memcore.interfaces import LazyResource, MethodContext
     from memcore.llm.embedders import HashingEmbedder
-    from tests.helpers import make_conversation
 
-    conv = make_conversation()
+    conv = tiny_conversation
     ctx = MethodContext(
         config={"name": "rag_locomo", "retriever": "dense", "top_k": 5, "context_format": "locomo"},
         ablation={"name": "none"},

@@ -4,7 +4,6 @@ retrieval provenance, persistence — scripted backbone and hand-made embedders,
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -20,7 +19,8 @@ from memcore.interfaces import LazyResource, MethodContext
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.types import Turn
-from tests.helpers import make_conversation
+from tests.fakes import LightMemLLM
+from tests.support import story_conversation
 
 
 class TopicEmbedder:
@@ -41,15 +41,6 @@ class TopicEmbedder:
 
 def _turn(i: int, speaker: str, text: str) -> Turn:
     return Turn(f"D1:{i}", speaker, text, 1, datetime(2023, 5, 8, 13, 56), "1:56 pm on 8 May, 2023")
-
-
-def _fact_responder(messages: Sequence[dict[str, str]]) -> str:
-    """Extraction: one fact per listed message, quoting it; update: ignore."""
-    user = messages[-1]["content"]
-    if "Extract the facts" in user:
-        found = re.findall(r"\] (\d+)\.(\w+): (.*)", user)
-        return json.dumps({"data": [{"source_id": int(i), "fact": f"{sp} said: {text}"} for i, sp, text in found]})
-    return json.dumps({"action": "ignore"})
 
 
 # ---------------------------------------------------------------------------------- compressor
@@ -104,10 +95,8 @@ def test_parse_facts_and_update() -> None:
 
 
 # ---------------------------------------------------------------------------------- pipeline
-def _build(
-    cfg: LightMemConfig, turns: list[Turn], responder=_fact_responder, embedder=None
-) -> tuple[LightMem, ScriptedBackbone]:
-    bb = ScriptedBackbone(responder)
+def _build(cfg: LightMemConfig, turns: list[Turn], responder=None, embedder=None) -> tuple[LightMem, ScriptedBackbone]:
+    bb = ScriptedBackbone(responder or LightMemLLM())
     emb = embedder or TopicEmbedder()
     mem = LightMem(cfg, lambda: bb, lambda: emb)
     for t in turns:
@@ -184,7 +173,7 @@ def test_sleep_time_update_and_delete() -> None:
     def responder(messages: Sequence[dict[str, str]]) -> str:
         user = messages[-1]["content"]
         if "Extract the facts" in user:
-            return _fact_responder(messages)
+            return LightMemLLM()(messages)
         seen.append(user)
         if "Rex is a puppy" in user.split("\n")[0]:
             return json.dumps({"action": "update", "new_memory": "Rex is Alice's beagle puppy."})
@@ -220,7 +209,7 @@ def test_update_queue_only_looks_backwards() -> None:
 
 def test_save_load_roundtrip(tmp_path) -> None:
     cfg = LightMemConfig(compressor="idf", consolidate=False)
-    mem, _ = _build(cfg, list(make_conversation(n_sessions=2).turns), embedder=HashingEmbedder(64))
+    mem, _ = _build(cfg, list(story_conversation(n_sessions=2).turns), embedder=HashingEmbedder(64))
     mem.save(tmp_path)
     other = LightMem(cfg, lambda: pytest.fail("load must not touch the backbone"), lambda: HashingEmbedder(64))
     other.load(tmp_path)
@@ -239,11 +228,11 @@ def test_spec_and_config_validation(tmp_path) -> None:
         config_from_dict({"compress_rate": "high"})
     with pytest.raises(ValueError, match="provenance"):
         config_from_dict({"provenance": "turn"})
-    bb = ScriptedBackbone(_fact_responder)
+    bb = ScriptedBackbone(LightMemLLM())
     ctx = MethodContext(
         config={"name": "lightmem", "compressor": "none", "consolidate": False},
         ablation={"name": "none"},
-        conversation=make_conversation(),
+        conversation=story_conversation(),
         seed=1,
         workdir=tmp_path,
         _backbone=LazyResource(lambda: bb),
@@ -257,33 +246,19 @@ def test_spec_and_config_validation(tmp_path) -> None:
     assert ctx._backbone.built and mem.stats()["turns"] == 6
 
 
-def test_runner_builds_once_and_reuses_the_snapshot(tmp_path) -> None:
-    from memcore.data import resolve_locomo_path
-    from memcore.data.errors import DataError
+@pytest.mark.usefixtures("locomo_path")
+def test_runner_builds_once_and_reuses_the_snapshot(tmp_path, compose) -> None:
     from memcore.runner import run_config
-    from tests.runner_utils import compose_run
-
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
-
-    def responder(messages: Sequence[dict[str, str]]) -> str:
-        if "Extract the facts" in messages[-1]["content"]:
-            return _fact_responder(messages)
-        if messages[0]["content"].startswith("You maintain a long-term memory"):
-            return json.dumps({"action": "ignore"})
-        return json.dumps({"answer": "an answer"})  # the runner's answerer
 
     base = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=lightmem"]
-    bb = ScriptedBackbone(responder)
-    first = run_config(compose_run(tmp_path, base), tmp_path / "run", backbone_override=bb)
+    bb = ScriptedBackbone(LightMemLLM(answer="an answer"))  # the runner's answerer gets "an answer"
+    first = run_config(compose(base), tmp_path / "run", backbone_override=bb)
     assert first.n_items == 8
     build = first.cost["memory_build"]
     conv = next(iter(first.stats["conversations"].values()))
     assert build["turns"] == 35 and build["llm_calls"] == conv["memory"]["llm_calls"] >= 1
     assert build["llm_calls_per_turn"] == round(build["llm_calls"] / 35, 4) < 0.2
     # a retrieval-only knob reuses the snapshot: no ingest calls the second time
-    again = run_config(compose_run(tmp_path, [*base, "method.top_k=5"]), tmp_path / "run2", backbone_override=bb)
+    again = run_config(compose([*base, "method.top_k=5"]), tmp_path / "run2", backbone_override=bb)
     assert again.cost["memory_build"]["snapshots_reused"] == 1
     assert "ingest" not in again.cost["usage"]["by_stage"] or again.cost["usage"]["by_stage"]["ingest"]["calls"] == 0

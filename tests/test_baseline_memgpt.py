@@ -18,7 +18,7 @@ from memcore.interfaces import LazyResource, MethodContext
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.types import Turn
-from tests.helpers import make_conversation
+from tests.support import story_conversation
 
 Msgs = Sequence[dict[str, str]]
 
@@ -222,7 +222,7 @@ def _built_agent() -> tuple[MemGPT, ScriptedBackbone, list[Msgs]]:
         return _call("done")
 
     agent, bb = _agent(MemGPTConfig(), responder)
-    for t in make_conversation(n_sessions=2).turns:
+    for t in story_conversation(n_sessions=2).turns:
         agent.ingest(t)
     agent.finalize()
     return agent, bb, qa_calls
@@ -287,7 +287,7 @@ def test_spec_and_config_validation(tmp_path) -> None:
     ctx = MethodContext(
         config={"name": "memgpt", "qa_max_steps": 1},
         ablation={"name": "none"},
-        conversation=make_conversation(),
+        conversation=story_conversation(),
         seed=1,
         workdir=tmp_path,
         _backbone=LazyResource(lambda: ScriptedBackbone(lambda m: _call("done"))),
@@ -298,16 +298,9 @@ def test_spec_and_config_validation(tmp_path) -> None:
     assert set(agent.core.blocks) == {"persona", "Alice", "Bob"}
 
 
-def test_runner_end_to_end_with_scripted_agent(tmp_path) -> None:
-    from memcore.data import resolve_locomo_path
-    from memcore.data.errors import DataError
+@pytest.mark.usefixtures("locomo_path")
+def test_runner_end_to_end_with_scripted_agent(tmp_path, compose) -> None:
     from memcore.runner import run_config
-    from tests.runner_utils import compose_run
-
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
 
     def responder(messages: Msgs) -> str:
         if not messages[0]["content"].startswith("You are MemGPT"):
@@ -319,7 +312,7 @@ def test_runner_end_to_end_with_scripted_agent(tmp_path) -> None:
 
     base = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=memgpt"]
     bb = ScriptedBackbone(responder)
-    result = run_config(compose_run(tmp_path, base), tmp_path / "run", backbone_override=bb)
+    result = run_config(compose(base), tmp_path / "run", backbone_override=bb)
     assert result.n_items == 8
     assert result.cost["memory_build"]["llm_calls_per_turn"] == 1.0  # one agent step per turn, no eviction
     assert bb.calls_by_stage() == {"ingest": 35, "retrieve": 8, "answer": 8}  # one search step per question
@@ -361,24 +354,22 @@ def test_eviction_cut_prefers_a_turn_boundary_and_keeps_the_last_messages() -> N
     assert agent.summary_dia_ids == ("D1:1", "D1:2")
 
 
-def test_context_window_follows_the_backbone(tmp_path) -> None:
+def test_context_window_follows_the_backbone(tmp_path, compose) -> None:
     """The main context is the backbone's window (its preset's context_budget_tokens), not 4,096 everywhere;
     an explicit value still wins."""
     from omegaconf import OmegaConf
 
-    from tests.runner_utils import compose_run
-
     for backbone, window in (("local", 6000), ("gpt-4o-mini", 120000), ("qwen3-8b", 30000)):
-        cfg = compose_run(tmp_path, [f"backbone={backbone}", "method=memgpt"])
+        cfg = compose([f"backbone={backbone}", "method=memgpt"])
         assert OmegaConf.to_container(cfg.method, resolve=True)["context_window_tokens"] == window
-    cfg = compose_run(tmp_path, ["backbone=gpt-4o-mini", "method=memgpt", "method.context_window_tokens=4096"])
+    cfg = compose(["backbone=gpt-4o-mini", "method=memgpt", "method.context_window_tokens=4096"])
     assert cfg.method.context_window_tokens == 4096
 
     def ctx(config: dict[str, object], budget: int) -> MethodContext:
         return MethodContext(
             config=config,
             ablation={"name": "none"},
-            conversation=make_conversation(),
+            conversation=story_conversation(),
             seed=1,
             workdir=tmp_path,
             _backbone=LazyResource(lambda: ScriptedBackbone(lambda m: _call("done"))),

@@ -24,16 +24,6 @@ from memcore.prompts import gate as GATE_PROMPT
 from memcore.prompts import ingest as INGEST_PROMPT
 
 
-def _data_or_skip() -> None:
-    from memcore.data import resolve_locomo_path
-    from memcore.data.errors import DataError
-
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
-
-
 # ---------------------------------------------------------------- helpers
 def test_structured_responder_answers_each_prompt_with_valid_json() -> None:
     ingest = INGEST_PROMPT.USER.format(
@@ -183,8 +173,8 @@ def test_count_builds_from_manifests(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- runs (need the LoCoMo file)
+@pytest.mark.usefixtures("locomo_path")
 def test_scripted_run_counts_answer_calls(tmp_path: Path) -> None:
-    _data_or_skip()
     res, _ = run_scripted(
         ["method=rag_bm25", "dataset=locomo-tiny", "dataset.max_qa=3", "embedder=hashing", "concurrency=2"],
         tmp_path,
@@ -209,8 +199,8 @@ def _memcore_on(server: Any, *, max_qa: int) -> list[str]:
     ]
 
 
+@pytest.mark.usefixtures("locomo_path")
 def test_fake_openai_server_and_response_cache(tmp_path: Path) -> None:
-    _data_or_skip()
     from experiments.benchmarks.cache_rerun import sweep
 
     with fake_openai_server(structured_responder, latency_s=0.0) as server:
@@ -224,8 +214,8 @@ def test_fake_openai_server_and_response_cache(tmp_path: Path) -> None:
 
 
 @pytest.mark.e2e  # processes / sweeps / plots: make test, not make test-fast
+@pytest.mark.usefixtures("locomo_path")
 def test_cpu_bound_builds_run_in_worker_processes(tmp_path: Path) -> None:
-    _data_or_skip()
     from memcore.runner import Runner
 
     overrides = [
@@ -252,14 +242,13 @@ def test_cpu_bound_builds_run_in_worker_processes(tmp_path: Path) -> None:
     assert rag._build_pool(2) is None
 
 
-def test_build_worker_refuses_a_build_that_touches_the_backbone(tmp_path: Path) -> None:
+def test_build_worker_refuses_a_build_that_touches_the_backbone(tmp_path: Path, tiny_conversation) -> None:
     from memcore.config import EmbedderConfig
     from memcore.methods import get_method
     from memcore.pipeline.build import BackboneInBuildWorkerError, BuildJob, build_in_worker
     from memcore.snapshots import construction_fields
-    from tests.helpers import make_conversation
 
-    conv = make_conversation()
+    conv = tiny_conversation
 
     def job(method: str, cfg: dict) -> BuildJob:
         fields = construction_fields(
@@ -275,10 +264,10 @@ def test_build_worker_refuses_a_build_that_touches_the_backbone(tmp_path: Path) 
         build_in_worker(job("memcore", {"name": "memcore"}))
 
 
+@pytest.mark.usefixtures("locomo_path")
 def test_memory_build_counts_cached_calls_too(tmp_path: Path) -> None:
     """A rebuild served from the response cache costs the method the same calls per turn; only
     ``llm_calls_uncached`` (what this run sent) drops to zero."""
-    _data_or_skip()
     from experiments.benchmarks.common import compose
     from memcore.runner import run_config
 

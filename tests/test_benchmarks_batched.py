@@ -2,73 +2,25 @@
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from memcore.interfaces import LazyResource, Message, MethodContext
+from memcore.interfaces import LazyResource, MethodContext
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.memory.batched import SPEC_BATCHED, BatchSettings, MemCoReBatched, salvage_list_items, split_config
 from memcore.memory.config import ConfigError, MemCoReConfig, Switches
 from memcore.memory.persistence import SnapshotMismatchError
 from memcore.memory.system import MemCoRe
-from memcore.prompts import batch as BATCH_PROMPT
-from memcore.prompts import ingest as INGEST_PROMPT
-from memcore.prompts import merge as MERGE_PROMPT
-from tests.helpers import make_conversation
+from tests.fakes import BatchedLLM
+from tests.support import story_conversation
 
-CONV = make_conversation(n_sessions=2)  # session 1: Rex the puppy (3 turns); session 2: the violin (3 turns)
-_TURN_RE = re.compile(r"^\[([^\]]+)\] \([^)]*\) (.*)$", re.MULTILINE)
-
-
-def responder(
-    messages: Sequence[Message],
-    *,
-    drop_last: bool = False,
-    garbage: bool = False,
-    runaway: bool = False,
-    gate_runaway: bool = False,
-) -> str:
-    """Batch ingest: "<speaker> says <text> (noted)" per turn; ``drop_last`` leaves a chunk's last turn out,
-    ``garbage`` answers no JSON for chunks of several turns, ``runaway`` (``gate_runaway``) lets the last
-    ingest entry (gate judgement) run on until the reply is cut at max_tokens. Per-turn ingest: "<text> (single)". Batch gate: in the Rex chunk, N2 and N3
-    repeat their predecessor (redundant, 0.9 and 0.8); nothing else is related. Merge: "merged"."""
-    system, user = messages[0]["content"], messages[-1]["content"]
-    if len(messages) > 2:
-        user = messages[1]["content"]
-    if system == BATCH_PROMPT.INGEST_SYSTEM:
-        if garbage:
-            return "sorry, no JSON here"
-        turns = _TURN_RE.findall(user.split("Turns to record", 1)[1])
-        if drop_last:
-            turns = turns[:-1]
-        notes = [{"id": i, "context": f"{t} (noted)", "keywords": ["rex"]} for i, t in turns]
-        if runaway and len(turns) > 1:
-            head = json.dumps({"notes": notes[:-1]})[:-2]  # without the closing "]}"
-            return head + ', {"id": "' + turns[-1][0] + '", "context": "' + "and then " * 2000  # cut off
-        return json.dumps({"notes": notes})
-    if system == INGEST_PROMPT.SYSTEM:
-        text = user.split("Turn to record", 1)[1].split("\n")[1]
-        return json.dumps({"context": f"{text} (single)", "keywords": ["rex"]})
-    if system == BATCH_PROMPT.GATE_SYSTEM:
-        if "puppy" not in user.split("New notes", 1)[1]:
-            return json.dumps({"judgements": []})
-        pairs = [("N2", "N1", 0.9), ("N3", "N2", 0.8)]
-        judgements = [{"new": a, "candidate": b, "relation": "redundant", "strength": s} for a, b, s in pairs]
-        if gate_runaway:  # the first judgement, then a reason that runs on until the reply is cut
-            return json.dumps({"judgements": judgements[:1]})[:-2] + ', {"new": "N3", "reason": "' + "so " * 3000
-        return json.dumps({"judgements": judgements})
-    if system == MERGE_PROMPT.SYSTEM:
-        return json.dumps({"context": "merged"})
-    raise AssertionError(f"unexpected prompt: {system[:60]}")
+CONV = story_conversation(n_sessions=2)  # session 1: Rex the puppy (3 turns); session 2: the violin (3 turns)
 
 
 def build(batch_size: int = 3, ablation: dict | None = None, **resp: bool) -> tuple[MemCoReBatched, ScriptedBackbone]:
-    backbone = ScriptedBackbone(lambda m: responder(m, **resp))
+    backbone = ScriptedBackbone(BatchedLLM(**resp))
     mem = MemCoReBatched(
         MemCoReConfig(name="memcore-batched"),
         Switches.from_dict(ablation),

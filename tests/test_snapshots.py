@@ -8,11 +8,11 @@ from pathlib import Path
 from baselines.rag import RAG_BM25
 from memcore.interfaces import LazyResource, MethodContext
 from memcore.snapshots import MANIFEST, SnapshotStore, construction_fields
-from tests.helpers import make_conversation
+from tests.support import story_conversation
 
 
 def _build(store: SnapshotStore, calls: list[str], cfg: dict | None = None):
-    conv = make_conversation()
+    conv = story_conversation()
     cfg = cfg or {"name": "rag_bm25", "retriever": "bm25", "top_k": 5}
     fields = construction_fields(
         RAG_BM25, cfg, {"name": "none"}, backbone_model="m", embedder_name="hashing", conversation=conv
