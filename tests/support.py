@@ -1,11 +1,17 @@
 """What the tests share besides fixtures (those are in ``conftest.py``) and fake LLMs (``fakes.py``): the repository
 root, the one rule for skipping when the LoCoMo data is absent, the run config as ``memcore-run`` composes it, tiny
 hand-made conversations, MemCoRe factories over the scripted backbone and the hashing embedder, synthetic run dirs
-for the report, and a minimal valid LoCoMo file."""
+for the report, a memcore-run killed and rerun, and a minimal valid LoCoMo file."""
 
 from __future__ import annotations
 
 import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -20,9 +26,11 @@ from memcore.cli import CONFIG_PATH
 from memcore.data import DataError, resolve_audit_path, resolve_locomo_path
 from memcore.eval.aggregate import aggregate
 from memcore.interfaces import LazyResource, MethodContext
+from memcore.itemlog import read_items
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.memory.system import SPEC, SPEC_CHEAP, MemCoRe
+from memcore.snapshots import MANIFEST
 from memcore.types import Category, Conversation, QAItem, Session, Turn
 from tests.fakes import MemCoReLLM
 
@@ -257,6 +265,65 @@ def write_run(
     (path / "stats.json").write_text(json.dumps(stats or {"conversations": {}}))
     (path / "config.yaml").write_text(yaml.safe_dump({"experiment_name": "synthetic", "method": {"name": method}}))
     return path
+
+
+# ---------------------------------------------------------------- SIGKILL a memcore-run, then rerun it
+#: A-MEM on locomo-tiny with a small per-call latency on the scripted backbone: slow enough to be killed mid-way
+#: (tests/test_reliability_resume.py, and the fault matrix of tests/test_reliability_measure.py).
+RESUME_OVERRIDES = [
+    "dataset=locomo-tiny",
+    "embedder=hashing",
+    "backbone=scripted",
+    "backbone.scripted_latency_s=0.03",
+    "method=amem",
+    "concurrency=1",
+]
+RESUME_ITEMS = 8
+
+
+def resume_command(root: Path, run_dir: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "memcore.cli", *RESUME_OVERRIDES, "progress=false", "print_table=false",
+        f"paths.root={root}", f"hydra.run.dir={run_dir}",
+    ]  # fmt: skip
+
+
+def _wait(pred: Any, proc: subprocess.Popen[bytes], what: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert proc.poll() is None, f"the run ended before {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def kill_and_resume(tmp_path: Path, point: str, rng: random.Random) -> tuple[int, Path]:
+    """Start the CLI, SIGKILL it at ``point`` ("ingest" or "qa"), rerun it; items done before the kill."""
+    root, run_dir = tmp_path / "results", tmp_path / "run"
+    snaps = root / "snapshots" / "amem"
+    items_path = run_dir / "items.jsonl"
+    cmd = resume_command(root, run_dir)
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        if point == "ingest":
+            _wait(lambda: snaps.is_dir() and any(".tmp-" in p.name for p in snaps.iterdir()), proc, "ingest started")
+            time.sleep(rng.uniform(0.1, 1.5))
+        else:
+            k = rng.randint(1, RESUME_ITEMS - 2)
+            _wait(lambda: items_path.exists() and len(read_items(items_path)) >= k, proc, f"{k} items")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+    before = len(read_items(items_path)) if items_path.exists() else 0
+    if point == "ingest":
+        assert before == 0
+        assert not [p for p in snaps.iterdir() if (p / MANIFEST).is_file()], "the kill came after the build"
+        assert [p for p in snaps.iterdir() if ".tmp-" in p.name], "a half-built snapshot is left behind"
+
+    again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    return before, run_dir
 
 
 # ---------------------------------------------------------------- a minimal LoCoMo file

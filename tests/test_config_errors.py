@@ -17,8 +17,8 @@ import pytest
 from memcore.config import ConfigError
 from memcore.methods import method_names
 from memcore.validation import METHOD_VALIDATORS, validate_method
+from tests.support import REPO, compose_run
 
-REPO = Path(__file__).resolve().parents[1]
 BASE = ["progress=false", "print_table=false", "dataset=locomo-tiny", "backbone=scripted", "embedder=hashing"]
 
 # (overrides, fragments the one error line must contain)
@@ -100,8 +100,6 @@ def test_the_table_covers_every_method_and_25_bad_values() -> None:
 
 def test_every_registered_method_has_a_validator_that_accepts_its_yaml() -> None:
     """The shipped configs/method/*.yaml pass their own validator (no false alarms)."""
-    from tests.runner_utils import compose_run
-
     assert set(METHOD_VALIDATORS) == set(method_names())
     for name in method_names():
         cfg = compose_run(Path("/tmp"), [f"method={name}"])

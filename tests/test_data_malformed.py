@@ -13,37 +13,9 @@ import pytest
 
 from memcore.data import DataError, load_locomo
 from memcore.types import Category
+from tests.support import REPO, minimal_locomo
 
-README = Path(__file__).resolve().parents[1] / "memcore" / "data" / "README.md"
-
-
-def base() -> list[dict[str, Any]]:
-    """A minimal valid file: one conversation, two sessions, one image turn, a category-4 and a category-5 item."""
-    return [
-        {
-            "sample_id": "conv-x",
-            "conversation": {
-                "speaker_a": "Ann",
-                "speaker_b": "Bob",
-                "session_1_date_time": "1:56 pm on 8 May, 2023",
-                "session_1": [
-                    {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a dog."},
-                    {"speaker": "Bob", "dia_id": "D1:2", "text": "What is its name?"},
-                ],
-                "session_2_date_time": "10:05 am on 9 June, 2023",
-                "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "Rex."}],
-            },
-            "qa": [
-                {"question": "What did Ann adopt?", "answer": "a dog", "evidence": ["D1:1"], "category": 4},
-                {
-                    "question": "What is Bob's cat called?",
-                    "adversarial_answer": "Rex",
-                    "evidence": ["D2:1"],
-                    "category": 5,
-                },
-            ],
-        }
-    ]
+README = REPO / "memcore" / "data" / "README.md"
 
 
 def write(tmp_path: Path, data: Any) -> Path:
@@ -53,7 +25,7 @@ def write(tmp_path: Path, data: Any) -> Path:
 
 
 def mutated(tmp_path: Path, fn: Callable[[list[dict[str, Any]]], None]) -> Path:
-    data = base()
+    data = minimal_locomo()
     fn(data)
     return write(tmp_path, data)
 
@@ -86,7 +58,7 @@ def expect_error(path: Path, *fragments: str, field: str | None = None, conversa
 
 
 def test_valid_base_loads(tmp_path: Path) -> None:
-    ds = load_locomo(write(tmp_path, base()))
+    ds = load_locomo(write(tmp_path, minimal_locomo()))
     (c,) = ds.conversations
     assert [t.dia_id for t in c.turns] == ["D1:1", "D1:2", "D2:1"]
     assert [q.category for q in c.qa] == [Category.SINGLE_HOP, Category.ADVERSARIAL]
@@ -114,7 +86,7 @@ def test_empty_file(tmp_path: Path) -> None:
 
 
 def test_truncated_json(tmp_path: Path) -> None:
-    text = json.dumps(base())
+    text = json.dumps(minimal_locomo())
     p = tmp_path / "cut.json"
     for cut in (len(text) // 2, len(text) - 1, text.index('"D1:1"') + 3):
         p.write_text(text[:cut], encoding="utf-8")
@@ -129,7 +101,7 @@ def test_invalid_json(tmp_path: Path) -> None:
 
 def test_not_utf8(tmp_path: Path) -> None:
     p = tmp_path / "latin1.json"
-    text = json.dumps(base(), ensure_ascii=False).replace("Rex.", "Rexé.")
+    text = json.dumps(minimal_locomo(), ensure_ascii=False).replace("Rex.", "Rexé.")
     p.write_bytes(text.encode("latin-1"))
     offset = text.index("é")
     expect_error(p, f"not UTF-8 (byte 0xe9 at offset {offset})", "UTF-8")
@@ -137,14 +109,14 @@ def test_not_utf8(tmp_path: Path) -> None:
 
 def test_utf8_bom(tmp_path: Path) -> None:
     p = tmp_path / "bom.json"
-    p.write_bytes(b"\xef\xbb\xbf" + json.dumps(base()).encode())
+    p.write_bytes(b"\xef\xbb\xbf" + json.dumps(minimal_locomo()).encode())
     ds = load_locomo(p)
     assert ds.report["utf8_bom"] == 1
     assert len(ds.conversations) == 1
 
 
 def test_top_level_not_list(tmp_path: Path) -> None:
-    expect_error(write(tmp_path, {"conv-x": base()[0]}), "top level is a JSON object, expected a list")
+    expect_error(write(tmp_path, {"conv-x": minimal_locomo()[0]}), "top level is a JSON object, expected a list")
 
 
 def test_no_conversations(tmp_path: Path) -> None:
@@ -152,7 +124,7 @@ def test_no_conversations(tmp_path: Path) -> None:
 
 
 def test_conversation_not_object(tmp_path: Path) -> None:
-    expect_error(write(tmp_path, [*base(), "conv-y"]), "is a JSON string", conversation="index 1")
+    expect_error(write(tmp_path, [*minimal_locomo(), "conv-y"]), "is a JSON string", conversation="index 1")
 
 
 # ---- conversation-level errors -------------------------------------------------------------------------------
@@ -164,7 +136,7 @@ def test_sample_id_missing(tmp_path: Path) -> None:
 
 
 def test_sample_id_duplicate(tmp_path: Path) -> None:
-    data = base() + base()
+    data = minimal_locomo() + minimal_locomo()
     expect_error(
         write(tmp_path, data),
         "repeats the one of conversation index 0",
@@ -387,7 +359,7 @@ def test_answer_missing(tmp_path: Path) -> None:
     ):
         expect_error(mutated(tmp_path, setter), "category-4 item without an answer", field="qa[0].answer")
     # category 5 may lack one
-    assert load_locomo(write(tmp_path, base())).conversations[0].qa[1].answer is None
+    assert load_locomo(write(tmp_path, minimal_locomo())).conversations[0].qa[1].answer is None
 
 
 def test_answer_wrong_type(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from memcore.itemlog import read_items
+from tests.support import data_file_or_skip
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -22,14 +23,9 @@ SMALL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 
 
 def _require_env() -> None:
-    from memcore.data import resolve_locomo_path
-    from memcore.data.errors import DataError
     from memcore.llm.local_model import ModelNotFoundError, resolve_gguf
 
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found")
+    data_file_or_skip()
     try:
         resolve_gguf(SMALL)
     except ModelNotFoundError:

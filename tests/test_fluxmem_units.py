@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,8 +22,7 @@ from baselines.fluxmem.refine import (
 )
 from baselines.fluxmem.relevance import StepSubgraph, fuse, max_scale, minmax, top_indices
 from memcore.config import ConfigError
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import REPO
 
 
 # ---------------------------------------------------------------- BM25
@@ -214,13 +212,13 @@ def test_config_rejects_unknown_keys_and_bad_values() -> None:
 
 
 def test_yaml_configs_mirror_the_dataclass() -> None:
-    base = yaml.safe_load((ROOT / "configs/method/fluxmem.yaml").read_text())
+    base = yaml.safe_load((REPO / "configs/method/fluxmem.yaml").read_text())
     assert base["budget"] == "${eval.budget}"  # resolved by Hydra (null unless eval.budget is set)
     cfg = FluxMemConfig.from_dict({**base, "budget": None})
     assert cfg == FluxMemConfig()  # every default in the YAML equals the code's
     assert set(base) == {f for f in FluxMemConfig.__dataclass_fields__}
     for name, key in (("fluxmem-no-refine", "refine"), ("fluxmem-no-consolidate", "consolidate")):
-        variant = yaml.safe_load((ROOT / f"configs/method/{name}.yaml").read_text())
+        variant = yaml.safe_load((REPO / f"configs/method/{name}.yaml").read_text())
         assert variant["defaults"] == ["fluxmem", "_self_"]
         assert variant["name"] == name and variant[key] is False
         assert set(variant) == {"defaults", "name", key}

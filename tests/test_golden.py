@@ -22,14 +22,12 @@ from typing import Any
 
 import pytest
 
-from memcore.data.errors import DataError
-from memcore.data.paths import resolve_locomo_path
 from memcore.itemlog import read_items
 from memcore.runner import run_config
-from tests.runner_utils import compose_run
+from tests.support import REPO, compose_run
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
-METHODS = sorted(p.stem for p in (Path(__file__).parents[1] / "configs" / "method").glob("*.yaml"))
+METHODS = sorted(p.stem for p in (REPO / "configs" / "method").glob("*.yaml"))
 SLICE = ["dataset=locomo-tiny", "dataset.max_qa=4", "embedder=hashing", "backbone=scripted", "concurrency=1"]
 #: Keys whose values depend on the clock, the host or the run dir, never on behaviour.
 VOLATILE = re.compile(r"(latency|seconds|elapsed|wall|time_s|_s$|started|finished|created|path|dir$|host|pid)")
@@ -50,16 +48,9 @@ def _stable(value: Any) -> Any:
     return value
 
 
-@pytest.fixture(scope="module")
-def data_available() -> None:
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
-
-
+@pytest.mark.usefixtures("locomo_path")
 @pytest.mark.parametrize("method", METHODS)
-def test_method_matches_its_golden_run(method: str, tmp_path: Path, data_available: None) -> None:
+def test_method_matches_its_golden_run(method: str, tmp_path: Path) -> None:
     cfg = compose_run(tmp_path, [*SLICE, f"method={method}"])
     run_config(cfg, tmp_path / "run")
     got = {

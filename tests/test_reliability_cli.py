@@ -20,10 +20,8 @@ import pytest
 from memcore.llm.backbone import BackboneError
 from memcore.runner import run_config
 from tests.fault_proxy import FakeUpstream, unused_port
-from tests.runner_utils import compose_run
-from tests.test_data_malformed import base
+from tests.support import REPO, compose_run, minimal_locomo
 
-REPO = Path(__file__).resolve().parents[1]
 OFFLINE = ["backbone=scripted", "embedder=hashing", "method=rag_bm25"]  # no model: the data layer is under test
 
 
@@ -59,7 +57,7 @@ def _conv(d: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _json(mutate: Callable[[list[dict[str, Any]]], None]) -> bytes:
-    data = base()
+    data = minimal_locomo()
     mutate(data)
     return json.dumps(data).encode()
 
@@ -68,7 +66,7 @@ def _dup_qa(d: list[dict[str, Any]]) -> None:
     d[0]["qa"].append(copy.deepcopy(d[0]["qa"][0]))
 
 
-GOOD = json.dumps(base())
+GOOD = json.dumps(minimal_locomo())
 
 # (case id as in memcore/data/README.md, file bytes (None: no file), exit code, what the user must see)
 BAD_INPUT: list[tuple[str, bytes | None, int, tuple[str, ...]]] = [
@@ -77,7 +75,7 @@ BAD_INPUT: list[tuple[str, bytes | None, int, tuple[str, ...]]] = [
     ("truncated_json", GOOD[: len(GOOD) // 2].encode(), 2, ("truncated JSON (ends early)", "(line 1, column")),
     ("invalid_json", b'[{"sample_id": "conv-x",, }]\n', 2, ("invalid JSON", "(line 1, column 25)")),
     ("not_utf8", GOOD.replace("a dog", "a caf\u00e9 dog").encode("latin-1"), 2, ("not UTF-8 (byte 0xe9", "UTF-8")),
-    ("top_level_not_list", json.dumps({"conv-x": base()[0]}).encode(), 2, ("top level is a JSON object",)),
+    ("top_level_not_list", json.dumps({"conv-x": minimal_locomo()[0]}).encode(), 2, ("top level is a JSON object",)),
     ("conversation_missing", _json(lambda d: d[0].pop("conversation")), 2, ("conversation 'conv-x' (index 0)", "field 'conversation'", "missing")),
     ("speaker_missing", _json(lambda d: _conv(d).pop("speaker_b")), 2, ("field 'conversation.speaker_b'", "missing or empty")),
     ("session_without_date", _json(lambda d: _conv(d).pop("session_2_date_time")), 2, ("field 'conversation.session_2_date_time'", "every session needs its date")),

@@ -16,23 +16,18 @@ import pytest
 
 from memcore.itemlog import read_items
 from memcore.llm.local_server import LlamaCppServer, free_port
+from tests.support import REPO, data_file_or_skip
 
 pytestmark = [pytest.mark.slow]
 
 SMALL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
-REPO = Path(__file__).resolve().parents[1]
 N_ITEMS = 4  # a short slice: on 2 shared cores each answer takes seconds to minutes
 
 
 def _gguf_or_skip() -> Path:
-    from memcore.data import resolve_locomo_path
-    from memcore.data.errors import DataError
     from memcore.llm.local_model import ModelNotFoundError, resolve_gguf
 
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found")
+    data_file_or_skip()
     try:
         return resolve_gguf(SMALL)
     except ModelNotFoundError:

@@ -30,10 +30,10 @@ from memcore.itemlog import read_items
 from memcore.llm.backbone import BackboneError
 from memcore.runner import run_config
 from memcore.snapshots import MANIFEST
+from tests.fakes import upstream_backbone
 from tests.fault_proxy import FakeUpstream, FaultProxy, scripted_answer
-from tests.runner_utils import compose_run
+from tests.support import REPO, RESUME_OVERRIDES, compose_run, kill_and_resume
 
-REPO = Path(__file__).resolve().parents[1]
 WIRE = ["dataset=locomo-mini", "embedder=hashing", "method=rag_bm25", "concurrency=4"]
 FAULT_RATE = 0.3  # share of chat requests that get the fault
 TRANSPORT = [
@@ -49,17 +49,6 @@ TRANSPORT = [
     "empty_choices",
     "null_content",
 ]
-
-
-def backbone_at(url: str, attempts: int = 12) -> list[str]:
-    return [
-        "backbone=gpt-4o-mini",
-        f"++backbone.base_url={url}",
-        "++backbone.api_key_required=false",
-        f"++backbone.max_attempts={attempts}",
-        "++backbone.backoff_cap_s=0.05",
-        "++backbone.timeout_s=1.0",
-    ]
 
 
 @dataclass
@@ -102,16 +91,14 @@ class References:
         if "wire" not in self._cache:
             root = self.work / "ref-wire"
             with FakeUpstream(lifetime_s=300) as up:
-                run_config(compose_run(root, [*WIRE, *backbone_at(up.base_url)]), root / "run")
+                run_config(compose_run(root, [*WIRE, *upstream_backbone(up.base_url)]), root / "run")
             self._cache["wire"] = snapshot_of(root / "run")
         return self._cache["wire"]
 
     def amem(self) -> dict[str, Any]:
-        from tests.test_reliability_resume import OVERRIDES
-
         if "amem" not in self._cache:
             root = self.work / "ref-amem"
-            run_config(compose_run(root, [*OVERRIDES, "backbone.scripted_latency_s=0"]), root / "run")
+            run_config(compose_run(root, [*RESUME_OVERRIDES, "backbone.scripted_latency_s=0"]), root / "run")
             self._cache["amem"] = snapshot_of(root / "run")
         return self._cache["amem"]
 
@@ -122,7 +109,7 @@ Scenario = Callable[[Path, random.Random, References], Outcome]
 def _wire_run(work: Path, schedule: list[str], *, attempts: int = 12) -> tuple[bool, int, FaultProxy]:
     with FakeUpstream(lifetime_s=300) as up, FaultProxy(up.base_url, schedule, lifetime_s=300) as proxy:
         try:
-            run_config(compose_run(work, [*WIRE, *backbone_at(proxy.base_url, attempts)]), work / "run")
+            run_config(compose_run(work, [*WIRE, *upstream_backbone(proxy.base_url, attempts=attempts)]), work / "run")
             completed = True
         except BackboneError:
             completed = False
@@ -177,7 +164,7 @@ def server_restart(work: Path, rng: random.Random, refs: References) -> Outcome:
     holder["up"] = up
     with up:
         try:
-            run_config(compose_run(work, [*WIRE, *backbone_at(up.base_url, attempts=60)]), work / "run")
+            run_config(compose_run(work, [*WIRE, *upstream_backbone(up.base_url, attempts=60)]), work / "run")
             completed = True
         except BackboneError:
             completed = False
@@ -198,8 +185,6 @@ def exhausted_then_rerun(work: Path, rng: random.Random, refs: References) -> Ou
 
 def sigkill(point: str) -> Scenario:
     def scenario(work: Path, rng: random.Random, refs: References) -> Outcome:
-        from tests.test_reliability_resume import kill_and_resume
-
         work.mkdir(parents=True, exist_ok=True)
         before, run_dir = kill_and_resume(work, point, rng)
         ref = refs.amem()
@@ -210,7 +195,7 @@ def sigkill(point: str) -> Scenario:
 
 def _complete_wire_run(work: Path, run_name: str = "run") -> None:
     with FakeUpstream(lifetime_s=300) as up:
-        run_config(compose_run(work, [*WIRE, *backbone_at(up.base_url)]), work / run_name)
+        run_config(compose_run(work, [*WIRE, *upstream_backbone(up.base_url)]), work / run_name)
 
 
 def torn_items(work: Path, rng: random.Random, refs: References) -> Outcome:
@@ -266,7 +251,7 @@ def concurrent_runs(work: Path, rng: random.Random, refs: References) -> Outcome
                 "-m",
                 "memcore.cli",
                 *WIRE,
-                *backbone_at(up.base_url),
+                *upstream_backbone(up.base_url),
                 "progress=false",
                 "print_table=false",
                 f"paths.root={root}",
@@ -350,14 +335,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("locomo_path")
 def test_fault_matrix_one_run_each(tmp_path: Path) -> None:
-    from memcore.data import resolve_locomo_path
-    from memcore.data.errors import DataError
-
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found")
     rows = measure(1, tmp_path)
     assert len(rows) == len(SCENARIOS)
     for r in rows:

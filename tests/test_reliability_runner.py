@@ -17,33 +17,20 @@ from typing import Any
 
 import pytest
 
-from memcore.data import resolve_locomo_path
-from memcore.data.errors import DataError
 from memcore.itemlog import read_items
 from memcore.llm.backbone import BackboneError
 from memcore.runner import RunResult, run_config
 from memcore.snapshots import MANIFEST, SnapshotStore
+from tests.fakes import upstream_backbone
 from tests.fault_proxy import GARBAGE, FakeUpstream, FaultProxy, scripted_answer
-from tests.runner_utils import compose_run
+from tests.support import compose_run
 
 BASE = ["dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25"]
 N_ITEMS = 8
 
 
-def fake_backbone(url: str, *, attempts: int = 12, timeout_s: float = 1.0) -> list[str]:
-    """The gpt-4o-mini preset pointed at a local fake server, with fast backoff for tests."""
-    return [
-        "backbone=gpt-4o-mini",
-        f"++backbone.base_url={url}",
-        "++backbone.api_key_required=false",
-        f"++backbone.max_attempts={attempts}",
-        "++backbone.backoff_cap_s=0.05",
-        f"++backbone.timeout_s={timeout_s}",
-    ]
-
-
 def run(root: Path, run_dir: Path, url: str, *extra: str, attempts: int = 12, timeout_s: float = 1.0) -> RunResult:
-    cfg = compose_run(root, [*BASE, *fake_backbone(url, attempts=attempts, timeout_s=timeout_s), *extra])
+    cfg = compose_run(root, [*BASE, *upstream_backbone(url, attempts=attempts, timeout_s=timeout_s), *extra])
     return run_config(cfg, run_dir)
 
 
@@ -59,23 +46,14 @@ def assert_complete_and_identical(run_dir: Path, reference: dict[str, Any]) -> l
     return items
 
 
-def _data_or_skip() -> None:
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
-
-
 @pytest.fixture(autouse=True)
-def _no_real_key(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_real_key(monkeypatch: pytest.MonkeyPatch, locomo_path: Path) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # never send a developer's real key, even to 127.0.0.1
-    _data_or_skip()
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def reference(tmp_path_factory: pytest.TempPathFactory, locomo_path: Path) -> dict[str, Any]:
     """A fault-free run: its metrics and answers are what every faulty run must reproduce."""
-    _data_or_skip()
     root = tmp_path_factory.mktemp("reference")
     with FakeUpstream(lifetime_s=120) as up:
         result = run(root, root / "run", up.base_url)
@@ -156,7 +134,7 @@ def test_exhausted_retries_stop_the_run_and_a_rerun_finishes_it(tmp_path, upstre
     assert resumed.cost["usage"]["by_stage"]["answer"]["calls"] == N_ITEMS - 3
 
 
-def test_a_dead_backbone_stops_every_conversation_promptly(tmp_path, upstream) -> None:
+def test_a_dead_backbone_stops_every_conversation_promptly(tmp_path, upstream, compose) -> None:
     """After retries are exhausted no further item is tried (in this or another conversation): the run
     stops at once instead of grinding through every pending item against a dead server."""
     two_convs = [
@@ -171,13 +149,13 @@ def test_a_dead_backbone_stops_every_conversation_promptly(tmp_path, upstream) -
         return "pass" if k < 2 else "status:503"
 
     with FaultProxy(upstream.base_url, schedule, lifetime_s=60) as proxy:
-        cfg = compose_run(tmp_path, [*overrides, *fake_backbone(proxy.base_url, attempts=2)])
+        cfg = compose([*overrides, *upstream_backbone(proxy.base_url, attempts=2)])
         with pytest.raises(BackboneError):
             run_config(cfg, tmp_path / "run")
         assert len(proxy.log) == 4  # two answers, then one item's two attempts; nothing after
     assert len(read_items(tmp_path / "run" / "items.jsonl")) == 2
     with FaultProxy(upstream.base_url, lifetime_s=60) as proxy:
-        cfg = compose_run(tmp_path, [*overrides, *fake_backbone(proxy.base_url, attempts=2)])
+        cfg = compose([*overrides, *upstream_backbone(proxy.base_url, attempts=2)])
         result = run_config(cfg, tmp_path / "run")
         assert len(proxy.log) == 6
     assert result.n_items == 8 and len({r["item_id"] for r in read_items(tmp_path / "run" / "items.jsonl")}) == 8
@@ -207,13 +185,13 @@ def test_server_killed_and_restarted_mid_run(tmp_path, reference) -> None:
     assert result.cost["usage"]["by_stage"]["answer"]["errors_retried"] >= 1
 
 
-def test_metrics_do_not_depend_on_the_order_items_finished(tmp_path, upstream) -> None:
+def test_metrics_do_not_depend_on_the_order_items_finished(tmp_path, upstream, compose) -> None:
     """Threads and resumes change the order of items.jsonl; metrics are summed in dataset order, so they
     stay bit-identical (float addition is not associative: summed in file order they would differ)."""
     from memcore.eval.aggregate import aggregate
 
-    overrides = ["dataset=locomo-mini", "embedder=hashing", "method=rag_bm25", *fake_backbone(upstream.base_url)]
-    first = run_config(compose_run(tmp_path, overrides), tmp_path / "run")
+    overrides = ["dataset=locomo-mini", "embedder=hashing", "method=rag_bm25", *upstream_backbone(upstream.base_url)]
+    first = run_config(compose(overrides), tmp_path / "run")
     path = tmp_path / "run" / "items.jsonl"
     lines = path.read_text().splitlines(keepends=True)
     file_order_differs = False
@@ -221,7 +199,7 @@ def test_metrics_do_not_depend_on_the_order_items_finished(tmp_path, upstream) -
         random.Random(seed).shuffle(lines)
         path.write_text("".join(lines))
         file_order_differs |= aggregate(read_items(path))["by_category"] != first.metrics["by_category"]
-        again = run_config(compose_run(tmp_path, overrides), tmp_path / "run")  # nothing to do: re-aggregates
+        again = run_config(compose(overrides), tmp_path / "run")  # nothing to do: re-aggregates
         assert again.cost["usage"]["total"]["calls"] == 0
         assert again.metrics["overall"] == first.metrics["overall"]
         assert again.metrics["by_category"] == first.metrics["by_category"]
@@ -289,7 +267,7 @@ def test_stale_half_built_snapshot_dirs_are_cleared(tmp_path, upstream) -> None:
 # ---------------------------------------------------------------- two processes, one cache
 def _cli(root: Path, run_dir: Path, url: str, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "memcore.cli", *fake_backbone(url), "embedder=hashing", "method=rag_hybrid",
+        sys.executable, "-m", "memcore.cli", *upstream_backbone(url), "embedder=hashing", "method=rag_hybrid",
         "progress=false", "print_table=false", f"paths.root={root}", f"hydra.run.dir={run_dir}", *extra,
     ]  # fmt: skip
 

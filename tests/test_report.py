@@ -9,76 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from memcore.eval.aggregate import aggregate
 from memcore.report import ReportInputError, find_run_dirs, load_paper_numbers, load_runs, summarize_run
 from memcore.report.cli import main as report_main
 from memcore.report.reference import default_reference_dir
 from memcore.report.tables import ablation_table, cost_summary, main_table
-
-
-def item(conv: str, idx: int, cat: int, f1: float | None, bleu: float | None, **kw: Any) -> dict[str, Any]:
-    rec: dict[str, Any] = {
-        "item_id": f"{conv}#{idx}",
-        "conv_id": conv,
-        "category": cat,
-        "scores": {} if f1 is None else {"f1": f1, "bleu1": bleu},
-        "recall": kw.pop("recall", None),
-        "hit": kw.pop("hit", None),
-        "evidence": kw.pop("evidence", []),
-        "notes": kw.pop("notes", []),
-    }
-    rec.update(kw)
-    return rec
-
-
-def write_run(
-    root: Path,
-    *,
-    backbone: str,
-    method: str,
-    items: list[dict[str, Any]],
-    ablation: str = "none",
-    dataset: str = "locomo",
-    protocol: str = "amem",
-    cost: dict[str, Any] | None = None,
-    stats: dict[str, Any] | None = None,
-    answered: bool = True,
-) -> Path:
-    """A run dir as the runner writes it (metrics = aggregate(items) + run info [+ audited])."""
-    path = root / dataset / backbone / protocol / method / ablation
-    path.mkdir(parents=True)
-    with open(path / "items.jsonl", "w") as fh:
-        for r in items:
-            fh.write(json.dumps(r) + "\n")
-    metrics = aggregate(items)
-    convs = sorted({r["conv_id"] for r in items})
-    metrics["run"] = {
-        "method": method,
-        "ablation": ablation,
-        "backbone": backbone,
-        "embedder": "minilm",
-        "dataset": dataset,
-        "protocol": protocol,
-        "n_conversations": len(convs),
-        "answered": answered,
-    }
-    if any("audited" in r for r in items):
-        metrics["audited"] = aggregate(
-            [
-                dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"])
-                if "audited" in r
-                else r
-                for r in items
-            ]
-        )
-    (path / "metrics.json").write_text(json.dumps(metrics))
-    (path / "cost.json").write_text(json.dumps(cost or {"usage": {"by_stage": {}}, "wall_s": {"total": 0.0}}))
-    (path / "stats.json").write_text(json.dumps(stats or {"conversations": {}}))
-    (path / "config.yaml").write_text(yaml.safe_dump({"experiment_name": "synthetic", "method": {"name": method}}))
-    return path
-
+from tests.support import run_item, write_run
 
 COST = {
     "usage": {
@@ -103,11 +39,11 @@ def main_items(audited: bool = False) -> list[dict[str, Any]]:
     # weighted F1 = (0.5 + 1 + 0 + 1 + 1) / 5 = 0.70; BLEU-1 = (0.4 + 1 + 0 + 0.5 + 1) / 5 = 0.58
     # category 1 F1 = (0.5 + 0) / 2 = 0.25
     rows = [
-        item("c1", 0, 1, 0.5, 0.4),
-        item("c1", 1, 4, 1.0, 1.0),
-        item("c2", 0, 1, 0.0, 0.0),
-        item("c2", 1, 2, 1.0, 0.5),
-        item("c2", 2, 5, 1.0, 1.0),
+        run_item("c1", 0, 1, 0.5, 0.4),
+        run_item("c1", 1, 4, 1.0, 1.0),
+        run_item("c2", 0, 1, 0.0, 0.0),
+        run_item("c2", 1, 2, 1.0, 0.5),
+        run_item("c2", 2, 5, 1.0, 1.0),
     ]
     if audited:  # the audit corrects c2#0's gold: the same answer now scores F1 1.0
         rows[2]["audited"] = {"scores": {"f1": 1.0, "bleu1": 1.0}, "recall": None, "hit": None}
@@ -203,7 +139,7 @@ def test_audited_shown_beside_original(tmp_path: Path, paper) -> None:
 
 def ablation_items(f1: float, recall: float) -> list[dict[str, Any]]:
     return [
-        item(c, i, 4, f1, f1, recall=recall, hit=1.0 if recall > 0 else 0.0, evidence=["D1:1"])
+        run_item(c, i, 4, f1, f1, recall=recall, hit=1.0 if recall > 0 else 0.0, evidence=["D1:1"])
         for c in ("c1", "c2")
         for i in range(2)
     ]
@@ -239,15 +175,15 @@ def test_cost_falls_back_to_memory_build_without_stats(tmp_path: Path) -> None:
         "memory_build": {"llm_calls": 6, "prompt_tokens": 60, "completion_tokens": 6},
         "wall_s": {"total": 3.0},
     }
-    write_run(tmp_path, backbone="local", method="amem", items=[item("c1", 0, 1, 1.0, 1.0)], cost=cost)
+    write_run(tmp_path, backbone="local", method="amem", items=[run_item("c1", 0, 1, 1.0, 1.0)], cost=cost)
     (run,) = load_runs([tmp_path])
     c = cost_summary(run)
     assert (c["llm_calls_per_conv"], c["tokens_per_conv"], c["wall_s_per_conv"]) == (10.0, 110.0, 3.0)
 
 
 def test_find_run_dirs_globs_and_errors(tmp_path: Path) -> None:
-    a = write_run(tmp_path / "x", backbone="local", method="amem", items=[item("c1", 0, 1, 1.0, 1.0)])
-    b = write_run(tmp_path / "y", backbone="local", method="mem0", items=[item("c1", 0, 1, 1.0, 1.0)])
+    a = write_run(tmp_path / "x", backbone="local", method="amem", items=[run_item("c1", 0, 1, 1.0, 1.0)])
+    b = write_run(tmp_path / "y", backbone="local", method="mem0", items=[run_item("c1", 0, 1, 1.0, 1.0)])
     old = a.with_name("none.old-20260101-120000")
     old.mkdir()
     (old / "metrics.json").write_text((a / "metrics.json").read_text())
@@ -333,7 +269,7 @@ def test_plots_from_synthetic_runs(tmp_path: Path, paper) -> None:
         {"dia_ids": ["D1:2"], "tokens": 600},
     ]
     rows = [
-        item(c, i, cat, 0.5, 0.5, recall=1.0, hit=1.0, evidence=["D1:1", "D1:2"], notes=notes)
+        run_item(c, i, cat, 0.5, 0.5, recall=1.0, hit=1.0, evidence=["D1:1", "D1:2"], notes=notes)
         for c in ("c1", "c2")
         for i, cat in enumerate((1, 2, 4))
     ]

@@ -8,7 +8,7 @@ import pytest
 
 from memcore.report import load_runs
 from memcore.report.estimate import LOCOMO_QUESTIONS, LOCOMO_TURNS, estimate, estimate_table, measured_rates, usd
-from tests.test_report import item, write_run
+from tests.support import run_item, write_run
 
 COST = {
     "usage": {
@@ -25,7 +25,7 @@ STATS = {"conversations": {"c1": {"turns": 20, "ingest_usage": {"by_stage": {"in
 
 
 def _run(tmp_path: Path):
-    items = [item("c1", i, 4, 1.0, 1.0, context_tokens=500) for i in range(4)]
+    items = [run_item("c1", i, 4, 1.0, 1.0, context_tokens=500) for i in range(4)]
     write_run(tmp_path, backbone="local", method="memcore", items=items, cost=COST, stats=STATS, dataset="locomo-mini")
     (run,) = load_runs([tmp_path])
     return run
@@ -79,7 +79,7 @@ def test_memory_updates_made_while_answering_count_per_question(tmp_path: Path, 
     built = {k: (0 if reused else INGEST[k]) + updates[k] for k in updates}
     cost = {**COST, "usage": {"by_stage": {**COST["usage"]["by_stage"], "ingest": built}}}
     conv = {**STATS["conversations"]["c1"], "reused": reused}
-    items = [item("c1", i, 4, 1.0, 1.0, context_tokens=500) for i in range(4)]
+    items = [run_item("c1", i, 4, 1.0, 1.0, context_tokens=500) for i in range(4)]
     write_run(
         tmp_path, backbone="local", method="fluxmem", items=items, cost=cost, stats={"conversations": {"c1": conv}}
     )

@@ -18,8 +18,6 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import open_dict
 
 from memcore.cli import CONFIG_PATH
-from memcore.data import resolve_locomo_path
-from memcore.data.errors import DataError
 from memcore.report.cli import main as report_main
 
 PAPER_BACKBONES = ["gpt-4o-mini", "gpt-4o", "qwen3-8b", "qwen3-14b"]
@@ -116,13 +114,6 @@ def test_launcher_configs_compose() -> None:
     assert sl._target_.endswith("SlurmLauncher") and sl.partition == "gpu" and sl.timeout_min == 360 and sl.mem_gb == 16
 
 
-def _data_or_skip() -> None:
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
-
-
 def run_sweep(results: Path, args: list[str], timeout: int) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, MEMCORE_RESULTS=str(results), PYTHONPATH=str(Path(CONFIG_PATH).parent))
     cmd = [
@@ -140,8 +131,8 @@ def run_sweep(results: Path, args: list[str], timeout: int) -> subprocess.Comple
 
 
 @pytest.mark.e2e  # launches processes: make test, not make test-fast
+@pytest.mark.usefixtures("locomo_path")
 def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path) -> None:
-    _data_or_skip()
     results = tmp_path / "results"
     run_sweep(
         results,
@@ -223,10 +214,10 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path) -
         pytest.param("local-small", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.usefixtures("locomo_path")
 def test_sweep_two_methods_two_ablations_then_report(tmp_path: Path, backbone: str) -> None:
     """memcore and memcore-cheap × none / wo_ier on conv-26's first session (18 turns, 4 QA; wo_ier reuses
     the full model's snapshot), then the report: main table, ablation table, all plots, checked by content."""
-    _data_or_skip()
     results = tmp_path / "results"
     run_sweep(
         results,
@@ -271,12 +262,12 @@ def test_sweep_two_methods_two_ablations_then_report(tmp_path: Path, backbone: s
 
 @pytest.mark.e2e  # launches processes: make test, not make test-fast
 @pytest.mark.filterwarnings("ignore:(?s).*validated against ConfigStore schema with the same name")
+@pytest.mark.usefixtures("locomo_path")
 def test_submitit_local_sweep_runs_both_jobs_through_submitit(tmp_path: Path) -> None:
     """The cluster path for real (issue 16): submitit's local executor pickles each job, starts it in its own
     process and collects its result exactly as on SLURM, minus sbatch. Both runs' items and metrics must be
     complete, and submitit's own records (submitted job, result pickle) must exist for each job."""
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    _data_or_skip()
     results = tmp_path / "results"
     proc = run_sweep(
         results,
