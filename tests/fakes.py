@@ -273,6 +273,17 @@ class BatchedLLM(FakeLLM):
 
 
 # ---------------------------------------------------------------- A-MEM and Mem0
+def _amem_kind(user: str) -> str | None:
+    """Which of A-MEM's three prompts ``user`` is."""
+    if user.startswith("Generate a structured analysis"):
+        return "analysis"
+    if "memory evolution agent" in user:
+        return "evolution"
+    if "generate several keywords" in user:
+        return "query"
+    return None
+
+
 class AMemLLM(FakeLLM):
     """A-MEM's three prompts; the evolution of the third note strengthens + updates."""
 
@@ -282,14 +293,7 @@ class AMemLLM(FakeLLM):
 
     def kind(self, messages: Sequence[Message]) -> str | None:
         assert messages[0]["content"] == "You must respond with a JSON object."
-        user = messages[1]["content"]
-        if user.startswith("Generate a structured analysis"):
-            return "analysis"
-        if "memory evolution agent" in user:
-            return "evolution"
-        if "generate several keywords" in user:
-            return "query"
-        return None
+        return _amem_kind(messages[1]["content"])
 
     @property
     def evolution_prompts(self) -> list[str]:
@@ -385,16 +389,10 @@ class AMemMem0RunnerLLM(FakeLLM):
         super().__init__(answer=answer)
 
     def kind(self, messages: Sequence[Message]) -> str | None:
-        user = messages[-1]["content"]
-        if user.startswith("Generate a structured analysis"):
-            return "analysis"
-        if "memory evolution agent" in user:
-            return "evolution"
-        if "generate several keywords" in user:
-            return "query"
-        if "Memory Extractor" in messages[0]["content"]:
+        kind = _amem_kind(messages[-1]["content"])
+        if kind is None and "Memory Extractor" in messages[0]["content"]:
             return "extract"
-        return None
+        return kind
 
     def on_analysis(self, messages: Sequence[Message]) -> str:
         content = messages[-1]["content"].split("Content for analysis:\n", 1)[1]

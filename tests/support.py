@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -133,6 +133,31 @@ def conversation_of(texts: Sequence[str], conv_id: str = "conv-test", per_sessio
     return conversation(sessions, conv_id=conv_id, speakers=speakers)
 
 
+# ---------------------------------------------------------------- method contexts
+def method_context(
+    config: dict[str, Any],
+    conversation: Conversation,
+    workdir: Path,
+    *,
+    backbone: Callable[[], Any] = lambda: None,
+    embedder: Callable[[], Any] = lambda: HashingEmbedder(64),
+    seed: int = 1,
+    ablation: dict[str, Any] | None = None,
+    extras: dict[str, Any] | None = None,
+) -> MethodContext:
+    """What a method factory gets: ``backbone`` and ``embedder`` are factories, started lazily on first use."""
+    return MethodContext(
+        config=config,
+        ablation=ablation or {"name": "none"},
+        conversation=conversation,
+        seed=seed,
+        workdir=workdir,
+        _backbone=LazyResource(backbone),
+        _embedder=LazyResource(embedder),
+        extras=extras or {},
+    )
+
+
 # ---------------------------------------------------------------- MemCoRe over the scripted backbone
 #: Tag-structured turns: same tag + "dup" → redundant (0.9); same tag → complementary (0.6); else unrelated (0.1).
 TAGGED_TURNS = [
@@ -180,14 +205,14 @@ def make_memory(
     def no_backbone() -> Any:
         raise AssertionError("cheap mode touched the chat backbone")
 
-    ctx = MethodContext(
-        config=method_config(cheap, **cfg),
-        ablation=ablation(abl),
-        conversation=conv,
+    ctx = method_context(
+        method_config(cheap, **cfg),
+        conv,
+        tmp,
+        backbone=no_backbone if cheap else (lambda: backbone),
+        embedder=lambda: HashingEmbedder(dim),
         seed=7,
-        workdir=tmp,
-        _backbone=LazyResource(no_backbone if cheap else (lambda: backbone)),
-        _embedder=LazyResource(lambda: HashingEmbedder(dim)),
+        ablation=ablation(abl),
     )
     system = (SPEC_CHEAP if cheap else SPEC).factory(ctx)
     assert isinstance(system, MemCoRe)

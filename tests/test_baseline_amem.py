@@ -11,12 +11,11 @@ import pytest
 
 from baselines.amem import SPEC, AMem, AMemConfig, AMemNote
 from baselines.amem.system import parse_analysis, parse_evolution
-from memcore.interfaces import LazyResource, MethodContext
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.types import Conversation, Turn
 from tests.fakes import AMemLLM
-from tests.support import conversation
+from tests.support import conversation, method_context
 
 T1 = datetime(2023, 5, 8, 13, 56)
 T2 = datetime(2023, 5, 25, 13, 14)
@@ -187,15 +186,7 @@ def test_save_load_roundtrip(tmp_path: Path) -> None:
 
 def test_factory_validates_config_and_spec(tmp_path: Path) -> None:
     backbone = ScriptedBackbone(AMemLLM())
-    ctx = MethodContext(
-        config={"name": "amem", "retrieve_k": 3},
-        ablation={"name": "none"},
-        conversation=_conversation(),
-        seed=1,
-        workdir=tmp_path,
-        _backbone=LazyResource(lambda: backbone),
-        _embedder=LazyResource(lambda: HashingEmbedder(64)),
-    )
+    ctx = method_context({"name": "amem", "retrieve_k": 3}, _conversation(), tmp_path, backbone=lambda: backbone)
     mem = SPEC.factory(ctx)
     assert isinstance(mem, AMem) and mem.cfg.retrieve_k == 3
     assert SPEC.ingest_uses_llm({}, {}) is True

@@ -82,18 +82,11 @@ def test_turns_not_sessions_are_dropped_and_the_partial_session_keeps_its_date()
 
 def test_rag_locomo_is_top5_dense_in_the_official_line_format(tmp_path, tiny_conversation) -> None:
     from baselines.rag import RAG_LOCOMO
-    from memcore.interfaces import LazyResource, MethodContext
-    from memcore.llm.embedders import HashingEmbedder
+    from tests.support import method_context
 
     conv = tiny_conversation
-    ctx = MethodContext(
-        config={"name": "rag_locomo", "retriever": "dense", "top_k": 5, "context_format": "locomo"},
-        ablation={"name": "none"},
-        conversation=conv,
-        seed=1,
-        workdir=tmp_path,
-        _backbone=LazyResource(lambda: None),
-        _embedder=LazyResource(lambda: HashingEmbedder(64)),
+    ctx = method_context(
+        {"name": "rag_locomo", "retriever": "dense", "top_k": 5, "context_format": "locomo"}, conv, tmp_path
     )
     rag = RAG_LOCOMO.factory(ctx)
     for t in conv.turns:

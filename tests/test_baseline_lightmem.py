@@ -15,12 +15,11 @@ from baselines.lightmem.compress import IdfCompressor
 from baselines.lightmem.config import config_from_dict
 from baselines.lightmem.segment import coarse_boundaries, fine_boundaries, propose_boundaries
 from baselines.lightmem.system import parse_facts, parse_update
-from memcore.interfaces import LazyResource, MethodContext
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.types import Turn
 from tests.fakes import LightMemLLM
-from tests.support import story_conversation
+from tests.support import method_context, story_conversation
 
 
 class TopicEmbedder:
@@ -229,14 +228,12 @@ def test_spec_and_config_validation(tmp_path) -> None:
     with pytest.raises(ValueError, match="provenance"):
         config_from_dict({"provenance": "turn"})
     bb = ScriptedBackbone(LightMemLLM())
-    ctx = MethodContext(
-        config={"name": "lightmem", "compressor": "none", "consolidate": False},
-        ablation={"name": "none"},
-        conversation=story_conversation(),
-        seed=1,
-        workdir=tmp_path,
-        _backbone=LazyResource(lambda: bb),
-        _embedder=LazyResource(lambda: TopicEmbedder()),
+    ctx = method_context(
+        {"name": "lightmem", "compressor": "none", "consolidate": False},
+        story_conversation(),
+        tmp_path,
+        backbone=lambda: bb,
+        embedder=lambda: TopicEmbedder(),
     )
     mem = SPEC.factory(ctx)
     assert not ctx._backbone.built  # building the memory object starts nothing

@@ -12,12 +12,11 @@ import pytest
 
 from baselines.mem0 import SPEC, Mem0Config, Mem0Memory
 from baselines.mem0.system import _bridge, user_id
-from memcore.interfaces import LazyResource, MethodContext
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.types import Conversation
 from tests.fakes import Mem0ExtractorLLM, mem0_section
-from tests.support import conversation
+from tests.support import conversation, method_context
 
 # find_spec, not importorskip: mem0 must first be imported through baselines.mem0 (telemetry off)
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mem0") is None, reason="mem0ai is the optional extra 'mem0'")
@@ -158,14 +157,12 @@ def test_ground_dates_replaces_both_sections_or_refuses() -> None:
 
 def test_factory_spec_and_config_errors(tmp_path: Path) -> None:
     backbone = ScriptedBackbone(Mem0ExtractorLLM())
-    ctx = MethodContext(
-        config={"name": "mem0", "top_k": 5, "embedder_route": "run"},
-        ablation={"name": "none"},
-        conversation=_conversation(),
+    ctx = method_context(
+        {"name": "mem0", "top_k": 5, "embedder_route": "run"},
+        _conversation(),
+        tmp_path,
+        backbone=lambda: backbone,
         seed=0,
-        workdir=tmp_path,
-        _backbone=LazyResource(lambda: backbone),
-        _embedder=LazyResource(lambda: HashingEmbedder(64)),
     )
     mem = SPEC.factory(ctx)
     assert isinstance(mem, Mem0Memory) and mem.cfg.top_k == 5

@@ -14,11 +14,11 @@ from baselines.memgpt import SPEC, MemGPT, MemGPTConfig, parse_action
 from baselines.memgpt.agent import INGEST_FUNCTIONS, QA_FUNCTIONS
 from baselines.memgpt.config import config_from_dict
 from baselines.memgpt.stores import ArchivalMemory, CoreLine, CoreMemory, FunctionError, RecallMemory, RecallMessage
-from memcore.interfaces import LazyResource, MethodContext
+from memcore.interfaces import MethodContext
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.types import Turn
-from tests.support import story_conversation
+from tests.support import method_context, story_conversation
 
 Msgs = Sequence[dict[str, str]]
 
@@ -284,14 +284,11 @@ def test_spec_and_config_validation(tmp_path) -> None:
         config_from_dict({"name": "memgpt", "window": 10})
     with pytest.raises(ValueError, match="recall_search"):
         config_from_dict({"recall_search": "vector"})
-    ctx = MethodContext(
-        config={"name": "memgpt", "qa_max_steps": 1},
-        ablation={"name": "none"},
-        conversation=story_conversation(),
-        seed=1,
-        workdir=tmp_path,
-        _backbone=LazyResource(lambda: ScriptedBackbone(lambda m: _call("done"))),
-        _embedder=LazyResource(lambda: HashingEmbedder(64)),
+    ctx = method_context(
+        {"name": "memgpt", "qa_max_steps": 1},
+        story_conversation(),
+        tmp_path,
+        backbone=lambda: ScriptedBackbone(lambda m: _call("done")),
     )
     agent = SPEC.factory(ctx)
     assert not ctx._backbone.built and agent.speakers == ("Alice", "Bob")
@@ -366,14 +363,11 @@ def test_context_window_follows_the_backbone(tmp_path, compose) -> None:
     assert cfg.method.context_window_tokens == 4096
 
     def ctx(config: dict[str, object], budget: int) -> MethodContext:
-        return MethodContext(
-            config=config,
-            ablation={"name": "none"},
-            conversation=story_conversation(),
-            seed=1,
-            workdir=tmp_path,
-            _backbone=LazyResource(lambda: ScriptedBackbone(lambda m: _call("done"))),
-            _embedder=LazyResource(lambda: HashingEmbedder(64)),
+        return method_context(
+            config,
+            story_conversation(),
+            tmp_path,
+            backbone=lambda: ScriptedBackbone(lambda m: _call("done")),
             extras={"context_budget_tokens": budget},
         )
 

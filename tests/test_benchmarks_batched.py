@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from memcore.interfaces import LazyResource, MethodContext
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.memory.batched import SPEC_BATCHED, BatchSettings, MemCoReBatched, salvage_list_items, split_config
@@ -14,7 +13,7 @@ from memcore.memory.config import ConfigError, MemCoReConfig, Switches
 from memcore.memory.persistence import SnapshotMismatchError
 from memcore.memory.system import MemCoRe
 from tests.fakes import BatchedLLM
-from tests.support import story_conversation
+from tests.support import method_context, story_conversation
 
 CONV = story_conversation(n_sessions=2)  # session 1: Rex the puppy (3 turns); session 2: the violin (3 turns)
 
@@ -147,14 +146,6 @@ def test_config_validation_and_spec(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown MemCoRe config key"):
         split_config({"ingest_batch_sise": 4})
     assert SPEC_BATCHED.construction_keys[-2:] == ("ingest_batch_size", "batch_format_version")
-    ctx = MethodContext(
-        {"name": "memcore-batched", "judge": "embedding"},
-        {"name": "none"},
-        CONV,
-        0,
-        tmp_path,
-        LazyResource(lambda: None),
-        LazyResource(lambda: HashingEmbedder(64)),
-    )
+    ctx = method_context({"name": "memcore-batched", "judge": "embedding"}, CONV, tmp_path, seed=0)
     with pytest.raises(ConfigError, match="memcore-cheap"):
         SPEC_BATCHED.factory(ctx)

@@ -12,13 +12,13 @@ import pytest
 
 from baselines.fluxmem import SPEC, SPEC_NO_CONSOLIDATE, SPEC_NO_REFINE, FluxMem, FluxMemConfig
 from memcore.config import ConfigError
-from memcore.interfaces import LazyResource, MethodContext, SelfAnsweringMemory
+from memcore.interfaces import SelfAnsweringMemory
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.methods import get_method
 from memcore.types import Category, QAItem
 from tests.fakes import FluxMemLLM
-from tests.support import story_conversation
+from tests.support import method_context, story_conversation
 
 # Stage 1 as it was before the upstream alignment (issue 15): pool by dense + BM25, layer-wide normalisation,
 # weights 0.4 / 0.3 / 0.3. Tests of that arithmetic pin it explicitly; the upstream defaults are tested below.
@@ -35,14 +35,8 @@ def build(script: FluxMemLLM, tmp_path: Path, **overrides: Any) -> tuple[FluxMem
     conv = story_conversation(n_sessions=3)
     backbone = ScriptedBackbone(script)
     embedder = HashingEmbedder(256)
-    ctx = MethodContext(
-        config={"name": "fluxmem", **overrides},
-        ablation={"name": "none"},
-        conversation=conv,
-        seed=1,
-        workdir=tmp_path,
-        _backbone=LazyResource(lambda: backbone),
-        _embedder=LazyResource(lambda: embedder),
+    ctx = method_context(
+        {"name": "fluxmem", **overrides}, conv, tmp_path, backbone=lambda: backbone, embedder=lambda: embedder
     )
     system = SPEC.factory(ctx)
     assert isinstance(system, FluxMem)
@@ -363,14 +357,12 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
     out.mkdir()
     mem.save(out)
     other = SPEC.factory(
-        MethodContext(
-            config={"name": "fluxmem", "consolidate_every": 0, "cluster_min_sim": 0.3},
-            ablation={"name": "none"},
-            conversation=story_conversation(n_sessions=3),
-            seed=1,
-            workdir=tmp_path / "w",
-            _backbone=LazyResource(lambda: backbone),
-            _embedder=LazyResource(lambda: HashingEmbedder(256)),
+        method_context(
+            {"name": "fluxmem", "consolidate_every": 0, "cluster_min_sim": 0.3},
+            story_conversation(n_sessions=3),
+            tmp_path / "w",
+            backbone=lambda: backbone,
+            embedder=lambda: HashingEmbedder(256),
         )
     )
     other.load(out)
@@ -418,14 +410,12 @@ def test_specs_and_variants(tmp_path: Path) -> None:
         got = get_method(name)
         assert got is spec and got.name == name and got.sequential_qa and got.retrieve_uses_llm({}, {})
         assert "format_version" in got.construction_keys and "k" not in got.construction_keys
-    ctx = MethodContext(
-        config={"name": "fluxmem-no-refine", "refine": False},
-        ablation={"name": "none"},
-        conversation=story_conversation(),
+    ctx = method_context(
+        {"name": "fluxmem-no-refine", "refine": False},
+        story_conversation(),
+        tmp_path,
+        backbone=lambda: pytest.fail("backbone touched at construction time"),
         seed=0,
-        workdir=tmp_path,
-        _backbone=LazyResource(lambda: pytest.fail("backbone touched at construction time")),
-        _embedder=LazyResource(lambda: HashingEmbedder(64)),
     )
     mem = SPEC_NO_REFINE.factory(ctx)
     assert isinstance(mem, SelfAnsweringMemory) and mem.cfg.refine is False

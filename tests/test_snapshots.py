@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 from baselines.rag import RAG_BM25
-from memcore.interfaces import LazyResource, MethodContext
 from memcore.snapshots import MANIFEST, SnapshotStore, construction_fields
-from tests.support import story_conversation
+from tests.support import method_context, story_conversation
 
 
 def _build(store: SnapshotStore, calls: list[str], cfg: dict | None = None):
@@ -19,9 +18,7 @@ def _build(store: SnapshotStore, calls: list[str], cfg: dict | None = None):
     )
 
     def make(workdir: Path):
-        ctx = MethodContext(
-            cfg, {"name": "none"}, conv, 0, workdir, LazyResource(lambda: None), LazyResource(lambda: None)
-        )
+        ctx = method_context(cfg, conv, workdir, embedder=lambda: None, seed=0)
         return RAG_BM25.factory(ctx)
 
     def build(system) -> dict:
