@@ -50,13 +50,16 @@ def data_file_or_skip(which: Literal["locomo", "audit"] = "locomo") -> Path:
 
 
 # ---------------------------------------------------------------- config
+def compose_config(overrides: Sequence[str], *, hydra: bool = False) -> DictConfig:
+    """``configs/run.yaml`` composed with ``overrides`` (with Hydra's own node when ``hydra``), as is."""
+    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
+        return compose(config_name="run", overrides=list(overrides), return_hydra_config=hydra)
+
+
 def compose_run(root: Path, overrides: Sequence[str]) -> DictConfig:
     """The run config as ``memcore-run`` would compose it, with results under ``root`` (the ``compose`` fixture
     does this under ``tmp_path``)."""
-    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
-        cfg = compose(
-            config_name="run", overrides=[*overrides, "progress=false", "print_table=false"], return_hydra_config=False
-        )
+    cfg = compose_config([*overrides, "progress=false", "print_table=false"])
     with open_dict(cfg):
         cfg.paths.root = str(root / "results")
         cfg.paths.runs = str(root / "results" / "runs")

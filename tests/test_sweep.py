@@ -12,13 +12,13 @@ from pathlib import Path
 
 import matplotlib.image as mpimg
 import pytest
-from hydra import compose, initialize_config_dir
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import open_dict
 
 from memcore.cli import CONFIG_PATH
 from memcore.report.cli import main as report_main
+from tests.support import compose_config
 
 PAPER_BACKBONES = ["gpt-4o-mini", "gpt-4o", "qwen3-8b", "qwen3-14b"]
 PAPER_METHODS = ["full_context", "memgpt", "amem", "mem0", "lightmem", "memcore"]
@@ -38,8 +38,7 @@ ABLATIONS = [
 def sweep_jobs(experiment: str, cli: list[str]) -> list[dict[str, str]]:
     """The jobs ``memcore-run -m experiment=<experiment> <cli…>`` launches, computed the way Hydra's
     BasicSweeper does (config params first, then the command line; a CLI key replaces a config list)."""
-    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
-        cfg = compose(config_name="run", overrides=[f"experiment={experiment}", *cli], return_hydra_config=True)
+    cfg = compose_config([f"experiment={experiment}", *cli], hydra=True)
     params = [f"{k}={v}" for k, v in cfg.hydra.sweeper.params.items()]
     overrides = OverridesParser.create().parse_overrides([*params, f"experiment={experiment}", *cli])
     (batch,) = BasicSweeper.split_arguments(overrides, None)
@@ -50,8 +49,7 @@ def test_paper_main_sweeps_backbones_by_methods() -> None:
     jobs = sweep_jobs("paper_main", [])
     assert len(jobs) == 24
     assert {(j["backbone"], j["method"]) for j in jobs} == {(b, m) for b in PAPER_BACKBONES for m in PAPER_METHODS}
-    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
-        cfg = compose(config_name="run", overrides=["experiment=paper_main"])
+    cfg = compose_config(["experiment=paper_main"])
     assert (cfg.experiment_name, cfg.dataset.name, cfg.protocol.name) == ("paper_main", "locomo", "amem")
 
 
@@ -64,19 +62,18 @@ def test_every_job_of_the_paper_sweeps_composes_and_validates(experiment: str) -
     from memcore.validation import validate_run
 
     jobs = sweep_jobs(experiment, [])
-    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
-        for job in jobs:
-            cfg = compose(config_name="run", overrides=[f"{k}={v}" for k, v in job.items()])
-            with open_dict(cfg):
-                cfg.run_dir = "unused"
-            checked = validate(cfg)
-            validate_run(checked)
-            assert (checked.backbone.name, checked.method.name, checked.ablation.name) == (
-                job.get("backbone", "qwen3-8b"),
-                job.get("method", "memcore"),
-                job.get("ablation", "none"),
-            )
-            assert checked.dataset.name == "locomo" and checked.experiment_name == experiment
+    for job in jobs:
+        cfg = compose_config([f"{k}={v}" for k, v in job.items()])
+        with open_dict(cfg):
+            cfg.run_dir = "unused"
+        checked = validate(cfg)
+        validate_run(checked)
+        assert (checked.backbone.name, checked.method.name, checked.ablation.name) == (
+            job.get("backbone", "qwen3-8b"),
+            job.get("method", "memcore"),
+            job.get("ablation", "none"),
+        )
+        assert checked.dataset.name == "locomo" and checked.experiment_name == experiment
 
 
 def test_one_cli_override_repoints_a_sweep() -> None:
@@ -84,16 +81,14 @@ def test_one_cli_override_repoints_a_sweep() -> None:
     assert len(jobs) == 6 and {j["backbone"] for j in jobs} == {"local"}
     jobs = sweep_jobs("paper_ablation", ["backbone=gpt-4o-mini"])
     assert len(jobs) == 9 and {j["ablation"] for j in jobs} == set(ABLATIONS)
-    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
-        cfg = compose(config_name="run", overrides=["experiment=paper_ablation", "backbone=gpt-4o-mini"])
+    cfg = compose_config(["experiment=paper_ablation", "backbone=gpt-4o-mini"])
     assert (cfg.backbone.name, cfg.method.name, cfg.experiment_name) == ("gpt-4o-mini", "memcore", "paper_ablation")
 
 
 def test_paper_ablation_sweeps_nine_settings_on_qwen3_8b() -> None:
     jobs = sweep_jobs("paper_ablation", [])
     assert [j["ablation"] for j in jobs] == ABLATIONS
-    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
-        cfg = compose(config_name="run", overrides=["experiment=paper_ablation"])
+    cfg = compose_config(["experiment=paper_ablation"])
     assert (cfg.backbone.name, cfg.method.name) == ("qwen3-8b", "memcore")
 
 
@@ -101,14 +96,9 @@ def test_paper_ablation_sweeps_nine_settings_on_qwen3_8b() -> None:
     "ignore:(?s).*validated against ConfigStore schema with the same name"
 )  # documented, harmless
 def test_launcher_configs_compose() -> None:
-    with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
-        jl = compose(config_name="run", overrides=["hydra/launcher=joblib"], return_hydra_config=True).hydra.launcher
-        sl = compose(
-            config_name="run",
-            overrides=["hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu"],
-            return_hydra_config=True,
-        ).hydra.launcher
-        lo = compose(config_name="run", overrides=["hydra/launcher=submitit_local"], return_hydra_config=True)
+    jl = compose_config(["hydra/launcher=joblib"], hydra=True).hydra.launcher
+    sl = compose_config(["hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu"], hydra=True).hydra.launcher
+    lo = compose_config(["hydra/launcher=submitit_local"], hydra=True)
     assert lo.hydra.launcher._target_.endswith("LocalLauncher") and lo.hydra.launcher.gpus_per_node == 0
     assert jl._target_.endswith("JoblibLauncher") and jl.n_jobs == 2
     assert sl._target_.endswith("SlurmLauncher") and sl.partition == "gpu" and sl.timeout_min == 360 and sl.mem_gb == 16
