@@ -549,13 +549,20 @@ class FluxMemRunnerLLM(FakeLLM):
 
 
 # ---------------------------------------------------------------- the judge
-class DigitJudgeLLM(FakeLLM):
-    """Answers every question with ``answer``; the judge (the default preset's prompt, or with
-    ``preset="mem0-judge"`` Mem0's) says CORRECT iff the gold contains a digit."""
+def has_digit(gold: str) -> bool:
+    return any(ch.isdigit() for ch in gold)
 
-    def __init__(self, preset: str = "default", answer: str = "beagle") -> None:
+
+class JudgeLLM(FakeLLM):
+    """Answers every question with ``answer``; the judge (the default preset's prompt, or with
+    ``preset="mem0-judge"`` Mem0's) says CORRECT iff ``correct(gold)`` (by default: the gold contains a digit)."""
+
+    def __init__(
+        self, preset: str = "default", answer: str = "beagle", correct: Callable[[str], bool] = has_digit
+    ) -> None:
         super().__init__(answer=answer)
         self.preset = preset
+        self.correct = correct
 
     def kind(self, messages: Sequence[Message]) -> str | None:
         if self.preset == "mem0-judge":
@@ -567,7 +574,7 @@ class DigitJudgeLLM(FakeLLM):
         if self.preset == "mem0-judge":
             content = messages[-1]["content"] if len(messages) == 1 else messages[0]["content"]
             gold = content.split("Gold answer: ")[-1].split("\n", 1)[0]
-            return json.dumps({"label": "CORRECT" if any(ch.isdigit() for ch in gold) else "WRONG"})
+            return json.dumps({"label": "CORRECT" if self.correct(gold) else "WRONG"})
         gold = messages[1]["content"].split("Gold answer: ", 1)[1].split("\n", 1)[0]
-        label = "CORRECT" if any(ch.isdigit() for ch in gold) else "WRONG"
+        label = "CORRECT" if self.correct(gold) else "WRONG"
         return json.dumps({"reason": "scripted", "label": label})

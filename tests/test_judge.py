@@ -16,7 +16,7 @@ from memcore.prompts import judge_mem0
 from memcore.registry import UnknownNameError
 from memcore.runner import Runner
 from memcore.types import Category, QAItem
-from tests.fakes import DigitJudgeLLM
+from tests.fakes import JudgeLLM
 
 
 def _item(
@@ -96,7 +96,7 @@ def test_backbone_presets_resolve_their_defaults_chain() -> None:
 def test_runner_adds_judge_scores_and_records_the_preset(tmp_path, compose) -> None:
     cfg = compose(["dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25", "eval.judge=true"])
     runner = Runner(validate(cfg), tmp_path / "run")
-    bb = DigitJudgeLLM().backbone(usage=runner.usage)  # the run's tracker, so cost.json sees the calls
+    bb = JudgeLLM().backbone(usage=runner.usage)  # the run's tracker, so cost.json sees the calls
     runner.backbone_override = bb
     result = runner.run()
     items = read_items(tmp_path / "run" / "items.jsonl")
@@ -129,7 +129,7 @@ def test_bad_judge_preset_fails_before_any_work(tmp_path, compose) -> None:
     cfg = compose(
         ["dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25", "eval.judge=true", "eval.judge_backbone=gpt-5"],
     )
-    runner = Runner(validate(cfg), tmp_path / "run", backbone_override=DigitJudgeLLM().backbone())
+    runner = Runner(validate(cfg), tmp_path / "run", backbone_override=JudgeLLM().backbone())
     with pytest.raises(JudgeConfigError, match="no backbone preset"):
         runner.run()
     assert not (tmp_path / "run" / "items.jsonl").exists()
@@ -224,7 +224,7 @@ def test_mem0_preset_without_a_key_fails_before_any_work(tmp_path, monkeypatch: 
             "eval.judge_preset=mem0-judge",
         ],
     )
-    runner = Runner(validate(cfg), tmp_path / "run", backbone_override=DigitJudgeLLM().backbone())
+    runner = Runner(validate(cfg), tmp_path / "run", backbone_override=JudgeLLM().backbone())
     with pytest.raises(JudgeConfigError, match=r"needs \$OPENAI_API_KEY.*eval.judge_backbone"):
         runner.run()
     assert not (tmp_path / "run" / "items.jsonl").exists()
@@ -243,7 +243,7 @@ def test_runner_with_mem0_judge_three_runs_on_a_local_judge(tmp_path, compose) -
         ],
     )
     runner = Runner(validate(cfg), tmp_path / "run")
-    bb = DigitJudgeLLM(preset="mem0-judge").backbone(usage=runner.usage)
+    bb = JudgeLLM(preset="mem0-judge").backbone(usage=runner.usage)
     runner.backbone_override = bb
     result = runner.run()
     items = read_items(tmp_path / "run" / "items.jsonl")

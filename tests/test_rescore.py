@@ -4,40 +4,28 @@ the audit overlay or the LLM judge, without re-answering."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from memcore.data.errors import DataError
-from memcore.data.paths import resolve_locomo_path
 from memcore.eval.metrics import score_answer
 from memcore.itemlog import read_items
 from memcore.llm.scripted import ScriptedBackbone
-from memcore.prompts import judge as judge_prompts
 from memcore.rescore import RescoreError, main, rescore
 from memcore.runner import run_config
-from tests.runner_utils import compose_run
+from tests.fakes import JudgeLLM
 
 SLICE = ["dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25", "concurrency=1"]
 
 
-def _answers(messages: Sequence[dict[str, str]]) -> str:
-    """Answers every question with 'beagle' (and option (a) of a category-5 choice)."""
-    if messages[0]["content"] == judge_prompts.SYSTEM:
-        return json.dumps({"reason": "scripted", "label": "CORRECT"})
-    return json.dumps({"answer": "beagle"})
+def _answers() -> JudgeLLM:
+    """Answers every question with 'beagle' (and option (a) of a category-5 choice); the judge says CORRECT."""
+    return JudgeLLM(answer="beagle", correct=lambda gold: True)
 
 
 @pytest.fixture()
-def finished_run(tmp_path: Path) -> Path:
-    try:
-        resolve_locomo_path(None)
-    except DataError:
-        pytest.skip("LoCoMo data not found (set MEMCORE_DATA)")
-    run_config(
-        compose_run(tmp_path, [*SLICE, "protocol=amem"]), tmp_path / "run", backbone_override=ScriptedBackbone(_answers)
-    )
+def finished_run(tmp_path: Path, compose, locomo_path: Path) -> Path:
+    run_config(compose([*SLICE, "protocol=amem"]), tmp_path / "run", backbone_override=ScriptedBackbone(_answers()))
     return tmp_path / "run"
 
 
@@ -80,7 +68,7 @@ def test_rescoring_under_the_official_protocol_scores_the_logged_answers_with_it
 
 
 def test_rescoring_with_the_judge_grades_every_logged_answer(finished_run: Path, tmp_path: Path) -> None:
-    judge = ScriptedBackbone(_answers)
+    judge = ScriptedBackbone(_answers())
     result = rescore(finished_run, tmp_path / "judged", judge=True, backbone_override=judge, usage=judge.usage)
     items = read_items(tmp_path / "judged" / "items.jsonl")
     judged = [r for r in items if "judge" in r["scores"]]
