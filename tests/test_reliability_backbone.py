@@ -1,7 +1,7 @@
 """The chat client under injected faults: a fake OpenAI-compatible upstream behind ``FaultProxy``.
 
 Every fault is a real HTTP-level event on 127.0.0.1 (dropped or reset connections, timeouts, 429/5xx,
-cut or malformed bodies), seen by the real ``openai`` client inside ``OpenAIChat``.
+cut or malformed bodies), seen by the real ``openai`` client inside ``OpenAITransport`` (under the usual stack, ``openai_chat``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from collections.abc import Iterator
 import pytest
 
 from memcore.llm import backbone as backbone_mod
-from memcore.llm.backbone import BackboneError, OpenAIChat
+from memcore.llm.backbone import BackboneError, openai_chat
 from memcore.llm.json_reply import complete_json
+from memcore.llm.stack import Metered
 from tests.fault_proxy import GARBAGE, FakeUpstream, FaultProxy, unused_port
 
 QUESTION = [{"role": "user", "content": "Question: What is the dog called? Short answer: reply in JSON"}]
@@ -29,9 +30,9 @@ def upstream() -> Iterator[FakeUpstream]:
         yield up
 
 
-def client(base_url: str, **kw: float) -> OpenAIChat:
+def client(base_url: str, **kw: float) -> Metered:
     opts = {"max_attempts": 4, "backoff_base_s": 0.01, "backoff_cap_s": 0.02, "timeout_s": 1.0, **kw}
-    return OpenAIChat(model="fake-model", base_url=base_url, api_key="sk-no-key-required", **opts)  # type: ignore[arg-type]
+    return openai_chat(model="fake-model", base_url=base_url, api_key="sk-no-key-required", **opts)  # type: ignore[arg-type]
 
 
 # (fault, does the faulty request reach the upstream's responder)
@@ -185,7 +186,7 @@ def test_garbage_reply_is_not_served_again_from_cache(upstream: FakeUpstream, tm
 
     cache = ResponseCache(tmp_path / "llm.sqlite")
     with FaultProxy(upstream.base_url, ["garbage_content"], lifetime_s=60) as proxy:
-        c = OpenAIChat(
+        c = openai_chat(
             model="fake-model", base_url=proxy.base_url, api_key="k", backoff_base_s=0.01, timeout_s=2, cache=cache
         )
         first = complete_json(

@@ -1,8 +1,9 @@
-"""The one chat client: OpenAI-compatible (OpenAI, vLLM, llama.cpp server, Ollama).
+"""The OpenAI-compatible transport (OpenAI, vLLM, llama.cpp server, Ollama): the bottom layer of a backbone stack.
 
-Bounded concurrency, exponential backoff with a cap on connection errors / timeouts / 429 / 5xx,
-a SQLite response cache, and per-stage usage accounting. API keys are read from the environment
-at construction and never stored in configs, logs or exception texts.
+:class:`OpenAITransport` sends one request with bounded concurrency and exponential backoff with a cap on
+connection errors / timeouts / 429 / 5xx / malformed bodies. Caching and usage accounting are the layers
+above it (:mod:`memcore.llm.stack`); :func:`openai_chat` builds the usual stack. API keys are read from the
+environment at construction and never stored in configs, logs or exception texts.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import threading
 import time
 from collections.abc import Sequence
 from json import JSONDecodeError
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memcore.interfaces import Completion, Message
-from memcore.llm.cache import ResponseCache
-from memcore.llm.usage import UsageTracker
+from memcore.llm.usage import UsageSink, UsageTracker
 
+if TYPE_CHECKING:
+    from memcore.llm.cache import ResponseCache
+    from memcore.llm.stack import Metered
 log = logging.getLogger(__name__)
 
 _THINK_RE = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
@@ -40,11 +43,12 @@ def redact(text: str, secrets: Sequence[str]) -> str:
     return text
 
 
-class OpenAIChat:
-    """``ChatBackbone`` over the ``openai`` package.
+class OpenAITransport:
+    """Transport over the ``openai`` package: one request on the wire, retried with backoff; no cache, no usage.
 
-    Sampled calls (temperature > 0) are cached only when a seed is given, since only then is the
-    reply a function of the request.
+    At most ``max_concurrency`` requests of this transport are in flight. A transport retry is counted on
+    ``usage`` (``record_transport_retry``; the run's tracker). Every reply has ``cached=False``.
+    ``model``, ``json_mode`` and ``extra_body`` are what the cache layer keys on besides the request.
     """
 
     def __init__(
@@ -61,8 +65,7 @@ class OpenAIChat:
         max_attempts: int = 8,
         backoff_base_s: float = 1.0,
         backoff_cap_s: float = 30.0,
-        cache: ResponseCache | None = None,
-        usage: UsageTracker | None = None,
+        usage: UsageSink | None = None,
     ) -> None:
         import openai
 
@@ -78,8 +81,7 @@ class OpenAIChat:
         self.max_attempts = max(1, int(max_attempts))
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
-        self.cache = cache
-        self.usage = usage or UsageTracker()
+        self._usage = usage
 
     def connection_kwargs(self) -> dict[str, Any]:
         """``base_url``, ``model`` and ``api_key`` for an in-process client that must reach the same
@@ -117,61 +119,16 @@ class OpenAIChat:
         prompt_version: str = "",
         top_p: float | None = None,
     ) -> Completion:
-        msgs = [dict(m) for m in messages]
-        cacheable = self.cache is not None and (temperature == 0.0 or seed is not None)
-        key = ""
-        if cacheable:
-            payload: dict[str, Any] = {
-                "model": self.model,
-                "messages": msgs,
-                "temperature": temperature,
-                "max_tokens": max_tokens,
-                "json": bool(json and self.json_mode),
-                "seed": seed,
-                "prompt_version": prompt_version,
-                "extra_body": self.extra_body,
-            }
-            if top_p is not None:  # only then: keys of calls without top_p stay what they were
-                payload["top_p"] = float(top_p)
-            key = ResponseCache.key(payload)
-            hit = self.cache.get(key)  # type: ignore[union-attr]
-            if hit is not None:
-                c = Completion(
-                    text=hit["text"],
-                    prompt_tokens=int(hit.get("prompt_tokens", 0)),
-                    completion_tokens=int(hit.get("completion_tokens", 0)),
-                    latency_s=0.0,
-                    cached=True,
-                    model=self.model,
-                )
-                self.usage.record(
-                    stage,
-                    prompt_tokens=c.prompt_tokens,
-                    completion_tokens=c.completion_tokens,
-                    latency_s=0.0,
-                    cached=True,
-                )
-                return c
-        completion = self._call_with_retries(
-            msgs, stage=stage, temperature=temperature, max_tokens=max_tokens, json=json, seed=seed, top_p=top_p
+        """One completion (``<think>`` blocks stripped); ``prompt_version`` only matters to the cache layer."""
+        return self._call_with_retries(
+            [dict(m) for m in messages],
+            stage=stage,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            json=json,
+            seed=seed,
+            top_p=top_p,
         )
-        self.usage.record(
-            stage,
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
-            latency_s=completion.latency_s,
-            cached=False,
-        )
-        if cacheable:
-            self.cache.put(  # type: ignore[union-attr]
-                key,
-                {
-                    "text": completion.text,
-                    "prompt_tokens": completion.prompt_tokens,
-                    "completion_tokens": completion.completion_tokens,
-                },
-            )
-        return completion
 
     def _call_with_retries(
         self,
@@ -248,7 +205,8 @@ class OpenAIChat:
                     self.max_attempts - 1,
                     delay,
                 )
-                self.usage.record_transport_retry(stage)
+                if self._usage is not None:
+                    self._usage.record_transport_retry(stage)
                 time.sleep(delay)
         raise BackboneError(
             f"the chat backbone at {self.base_url} (model {self.model}) failed {self.max_attempts} times in a row "
@@ -262,3 +220,12 @@ def _message_text(resp: Any) -> str | None:
     except (AttributeError, IndexError, TypeError):
         return None
     return content if isinstance(content, str) else None
+
+
+def openai_chat(*, cache: ResponseCache | None = None, usage: UsageTracker | None = None, **transport: Any) -> Metered:
+    """The usual stack over one OpenAI-compatible server: :class:`OpenAITransport` (``transport`` keyword
+    arguments) → response cache (when ``cache``) → usage metering into ``usage`` (a new tracker by default)."""
+    from memcore.llm.stack import build_stack
+
+    tracker = usage if usage is not None else UsageTracker()
+    return build_stack(OpenAITransport(usage=tracker, **transport), tracker=tracker, cache=cache)

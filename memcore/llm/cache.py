@@ -1,4 +1,5 @@
-"""SQLite key-value caches shared safely by threads and processes (WAL, busy timeout).
+"""SQLite key-value caches shared safely by threads and processes (WAL, busy timeout), and the response-cache
+layer of a backbone stack (:class:`CachedBackbone`, keyed by :func:`response_key`).
 
 A corrupted database is detected on open (``PRAGMA quick_check``), moved aside with a logged
 warning and rebuilt empty — never silently used.
@@ -13,9 +14,12 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+from memcore.interfaces import Completion, Message
+from memcore.llm.layer import Layer, Passthrough
 
 log = logging.getLogger(__name__)
 
@@ -187,3 +191,101 @@ class ResponseCache:
 
     def stats(self) -> dict[str, int]:
         return self.kv.stats()
+
+
+def response_key(
+    messages: Sequence[Message],
+    *,
+    model: str,
+    temperature: float,
+    max_tokens: int,
+    json: bool,
+    seed: int | None,
+    prompt_version: str,
+    extra_body: Mapping[str, Any],
+    top_p: float | None = None,
+) -> str:
+    """The response-cache key of one request: :func:`stable_hash` of
+    ``{model, messages, temperature, max_tokens, json, seed, prompt_version, extra_body}`` plus ``top_p`` only when
+    given (so keys of calls without it stay what they were). ``json`` is whether JSON mode was actually sent
+    (asked for and the transport's ``json_mode`` on). Changing this changes every key: existing caches stop hitting."""
+    payload: dict[str, Any] = {
+        "model": model,
+        "messages": [dict(m) for m in messages],
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "json": json,
+        "seed": seed,
+        "prompt_version": prompt_version,
+        "extra_body": dict(extra_body),
+    }
+    if top_p is not None:
+        payload["top_p"] = float(top_p)
+    return ResponseCache.key(payload)
+
+
+def cacheable(temperature: float, seed: int | None) -> bool:
+    """Only a request whose reply is a function of the request is cached: greedy, or sampled with a seed."""
+    return temperature == 0.0 or seed is not None
+
+
+class KeyedTransport(Layer, Protocol):
+    """What the cache layer needs of the transport below it: the request fields it adds (part of the key)."""
+
+    json_mode: bool
+    extra_body: dict[str, Any]
+
+
+class CachedBackbone(Passthrough):
+    """Cache layer: serves :func:`cacheable` requests from ``cache`` (a hit: ``cached=True``, latency 0, the stored
+    token counts) and stores the replies it had to fetch; other requests pass straight to ``inner``."""
+
+    def __init__(self, inner: KeyedTransport, cache: ResponseCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.model = inner.model
+        self.name = inner.name
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        stage: str,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        json: bool = False,
+        seed: int | None = None,
+        prompt_version: str = "",
+        top_p: float | None = None,
+    ) -> Completion:
+        request: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed, "top_p": top_p}
+        if not cacheable(temperature, seed):
+            return self.inner.complete(messages, stage=stage, json=json, prompt_version=prompt_version, **request)
+        key = response_key(
+            messages,
+            model=self.model,
+            json=bool(json and self.inner.json_mode),
+            prompt_version=prompt_version,
+            extra_body=self.inner.extra_body,
+            **request,
+        )
+        hit = self.cache.get(key)
+        if hit is not None:
+            return Completion(
+                text=hit["text"],
+                prompt_tokens=int(hit.get("prompt_tokens", 0)),
+                completion_tokens=int(hit.get("completion_tokens", 0)),
+                latency_s=0.0,
+                cached=True,
+                model=self.model,
+            )
+        completion = self.inner.complete(messages, stage=stage, json=json, prompt_version=prompt_version, **request)
+        self.cache.put(
+            key,
+            {
+                "text": completion.text,
+                "prompt_tokens": completion.prompt_tokens,
+                "completion_tokens": completion.completion_tokens,
+            },
+        )
+        return completion

@@ -1,4 +1,4 @@
-"""Build the chat backbone and the embedder a run's config asks for."""
+"""Build the chat backbone stack and the embedder a run's config asks for."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import os
 from pathlib import Path
 
 from memcore.config import BackboneConfig, ConfigError, EmbedderConfig
-from memcore.llm.backbone import MissingKeyError, OpenAIChat
+from memcore.llm.backbone import MissingKeyError, OpenAITransport
 from memcore.llm.cache import ResponseCache
 from memcore.llm.embedders import CachedEmbedder, HashingEmbedder, MiniLMEmbedder, OpenAIEmbedder
 from memcore.llm.local_model import models_dir, resolve_gguf
 from memcore.llm.local_server import LlamaCppServer
+from memcore.llm.stack import Metered, build_stack
 from memcore.llm.usage import UsageTracker
 from memcore.registry import unknown_name_message
 
@@ -52,9 +53,10 @@ def build_backbone(
     usage: UsageTracker,
     resources: contextlib.ExitStack,
     log_dir: Path,
-) -> OpenAIChat:
-    """Start what the backbone needs (a llama.cpp server for ``llamacpp``), check it answers, return the client.
-    The server is registered on ``resources`` and stops when the run ends."""
+) -> Metered:
+    """Start what the backbone needs (a llama.cpp server for ``llamacpp``), check it answers, return its stack:
+    transport → response cache (``cache``; never for ``scripted``) → usage metering into ``usage``. The server is
+    registered on ``resources`` and stops when the run ends. The caller adds the run's request limiter on top."""
     if cfg.kind == "llamacpp":
         gguf = resolve_gguf(cfg.model, cfg.gguf)
         server = LlamaCppServer(
@@ -74,10 +76,10 @@ def build_backbone(
     elif cfg.kind == "scripted":
         from memcore.llm.scripted import ScriptedBackbone, echo_responder
 
-        return ScriptedBackbone(echo_responder, latency_s=cfg.scripted_latency_s, usage=usage, model="scripted")  # type: ignore[return-value]
+        return ScriptedBackbone(echo_responder, latency_s=cfg.scripted_latency_s, usage=usage, model="scripted")
     else:
         raise ConfigError(unknown_name_message("backbone kind", cfg.kind, list(BACKBONE_KINDS)))
-    client = OpenAIChat(
+    transport = OpenAITransport(
         model=cfg.model,
         base_url=base_url,
         api_key=api_key,
@@ -88,11 +90,10 @@ def build_backbone(
         timeout_s=cfg.timeout_s,
         max_attempts=cfg.max_attempts,
         backoff_cap_s=cfg.backoff_cap_s,
-        cache=cache,
         usage=usage,
     )
-    client.check_reachable()
-    return client
+    transport.check_reachable()
+    return build_stack(transport, tracker=usage, cache=cache)
 
 
 def build_embedder(cfg: EmbedderConfig, *, cache_path: Path | None) -> CachedEmbedder:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from memcore.interfaces import ChatBackbone, Message
+from memcore.llm.usage import usage_of
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -118,10 +119,10 @@ def complete_json(
             log.debug("%s reply failed validation (attempt %d): %s", stage, attempt, exc)
             if truncated and not retry_truncated:
                 break
-            usage = getattr(backbone, "usage", None)
+            usage = usage_of(backbone)
             if attempt < max_attempts and usage is not None:
                 usage.record_parse_retry(stage)
-    usage = getattr(backbone, "usage", None)
+    usage = usage_of(backbone)
     if usage is not None:
         usage.record_parse_failure(stage, fallback_kind)
     log.warning(

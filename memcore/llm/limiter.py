@@ -1,4 +1,4 @@
-"""A view of a backbone that keeps at most ``limit`` requests in flight: the run's one ``concurrency`` bound.
+"""The top layer of a backbone stack: at most ``limit`` requests in flight, the run's one ``concurrency`` bound.
 
 The runner overlaps conversation builds and, inside each conversation, QA items; without a shared bound
 the number of requests in flight would be conversations x items. With it, wall time of an LLM-bound run
@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from memcore.interfaces import ChatBackbone, Completion, Message
+from memcore.llm.layer import Passthrough
 
 
-class RequestLimiter:
+class RequestLimiter(Passthrough):
     """Forwards to ``inner`` with at most ``limit`` ``complete`` calls running at once (cache hits included:
     they hold a slot only for the lookup). Other attributes (``usage``, ``connection_kwargs`` …) pass through."""
 
@@ -26,9 +28,6 @@ class RequestLimiter:
         self.name = getattr(inner, "name", inner.model)
         self._sem = threading.BoundedSemaphore(limit)
 
-    def __getattr__(self, item: str) -> object:
-        return getattr(self.inner, item)
-
-    def complete(self, messages: Sequence[Message], *, stage: str, **kw: object) -> Completion:
+    def complete(self, messages: Sequence[Message], *, stage: str, **kw: Any) -> Completion:
         with self._sem:
-            return self.inner.complete(messages, stage=stage, **kw)  # type: ignore[arg-type]
+            return self.inner.complete(messages, stage=stage, **kw)

@@ -1,36 +1,58 @@
-"""A view of a backbone that also accounts its calls to a scope (one conversation's memory build)."""
+"""A view of a backbone stack that also accounts its calls to a scope (one conversation's memory build)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from memcore.interfaces import ChatBackbone, Completion, Message
-from memcore.llm.usage import UsageTee, UsageTracker
+from memcore.interfaces import Completion, Message
+from memcore.llm.layer import MeteredStack, Passthrough
+from memcore.llm.usage import UsageSink, usage_scope
 
 
-class ScopedBackbone:
-    """Forwards to ``inner``; calls are recorded by ``inner`` (run totals) and in ``scope``.
+class ScopedUsage:
+    """``inner``'s usage sink with ``scope`` active around every record (so it reaches the stack's tracker and
+    ``scope``); bound to an object, it holds in any thread (mem0 calls from its own pools)."""
 
-    Parse retries/failures reported through ``.usage`` reach both trackers as well."""
+    def __init__(self, inner: UsageSink, scope: UsageSink) -> None:
+        self.inner = inner
+        self.scope = scope
 
-    def __init__(self, inner: ChatBackbone, scope: UsageTracker) -> None:
+    def record(self, stage: str, *, prompt_tokens: int, completion_tokens: int, latency_s: float, cached: bool) -> None:
+        with usage_scope(self.scope):
+            self.inner.record(
+                stage,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                latency_s=latency_s,
+                cached=cached,
+            )
+
+    def record_transport_retry(self, stage: str) -> None:
+        with usage_scope(self.scope):
+            self.inner.record_transport_retry(stage)
+
+    def record_parse_retry(self, stage: str) -> None:
+        with usage_scope(self.scope):
+            self.inner.record_parse_retry(stage)
+
+    def record_parse_failure(self, stage: str, kind: str) -> None:
+        with usage_scope(self.scope):
+            self.inner.record_parse_failure(stage, kind)
+
+
+class ScopedBackbone(Passthrough):
+    """Forwards to ``inner`` (a metered stack) with ``scope`` active around every call: each completion is
+    recorded by the stack's :class:`~memcore.llm.stack.Metered` layer into the run's tracker and ``scope``;
+    parse retries and failures reported to ``.usage`` reach both as well. Transport retries stay per run."""
+
+    def __init__(self, inner: MeteredStack, scope: UsageSink) -> None:
         self.inner = inner
         self.scope = scope
         self.model = inner.model
-        self.name = getattr(inner, "name", inner.model)
-        inner_usage = getattr(inner, "usage", None)
-        self.usage = UsageTee(scope, inner_usage) if inner_usage is not None else UsageTee(scope)
+        self.name = inner.name
+        self.usage = ScopedUsage(inner.usage, scope)
 
-    def __getattr__(self, item: str) -> object:  # connection_kwargs(), base_url, … of the real client
-        return getattr(self.inner, item)
-
-    def complete(self, messages: Sequence[Message], *, stage: str, **kw: object) -> Completion:
-        c = self.inner.complete(messages, stage=stage, **kw)  # type: ignore[arg-type]
-        self.scope.record(
-            stage,
-            prompt_tokens=c.prompt_tokens,
-            completion_tokens=c.completion_tokens,
-            latency_s=c.latency_s,
-            cached=c.cached,
-        )
-        return c
+    def complete(self, messages: Sequence[Message], *, stage: str, **kw: Any) -> Completion:
+        with usage_scope(self.scope):
+            return self.inner.complete(messages, stage=stage, **kw)

@@ -1,7 +1,8 @@
 """A scripted chat backbone for unit tests and harness benchmarks (never for reported results).
 
-It answers from a user-supplied function of the messages, optionally sleeping a fixed latency,
-and accounts usage exactly like the real client.
+:class:`ScriptedTransport` answers from a user-supplied function of the messages, optionally sleeping a fixed
+latency; :class:`ScriptedBackbone` puts it under the same :class:`~memcore.llm.stack.Metered` layer as the real
+stack, so usage is accounted exactly like the real client's.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from memcore.interfaces import Completion, Message
+from memcore.llm.stack import Metered
 from memcore.llm.usage import UsageTracker
 
 Responder = Callable[[Sequence[Message]], str]
@@ -20,21 +22,16 @@ def _approx_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-class ScriptedBackbone:
+class ScriptedTransport:
+    """Transport layer: ``responder(messages)`` is the reply (about 4 characters a token); keeps every call."""
+
     def __init__(
-        self,
-        responder: Responder,
-        *,
-        latency_s: float = 0.0,
-        model: str = "scripted",
-        max_concurrency: int = 64,
-        usage: UsageTracker | None = None,
+        self, responder: Responder, *, latency_s: float = 0.0, model: str = "scripted", max_concurrency: int = 64
     ) -> None:
         self.responder = responder
         self.latency_s = latency_s
         self.model = model
         self.name = model
-        self.usage = usage or UsageTracker()
         self.calls: list[tuple[str, list[Message]]] = []
         self._lock = threading.Lock()
         self._sem = threading.BoundedSemaphore(max_concurrency)
@@ -60,15 +57,7 @@ class ScriptedBackbone:
         with self._lock:
             self.calls.append((stage, [dict(m) for m in messages]))
         prompt_tokens = sum(_approx_tokens(m.get("content", "")) for m in messages)
-        completion = Completion(text, prompt_tokens, _approx_tokens(text), latency, False, self.model)
-        self.usage.record(
-            stage,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion.completion_tokens,
-            latency_s=latency,
-            cached=False,
-        )
-        return completion
+        return Completion(text, prompt_tokens, _approx_tokens(text), latency, False, self.model)
 
     def calls_by_stage(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -76,6 +65,38 @@ class ScriptedBackbone:
             for stage, _ in self.calls:
                 out[stage] = out.get(stage, 0) + 1
         return out
+
+
+class ScriptedBackbone(Metered):
+    """A :class:`ScriptedTransport` behind a :class:`~memcore.llm.stack.Metered` layer recording into ``usage``
+    (a new tracker by default). ``calls``, ``calls_by_stage()`` and ``responder`` are the transport's."""
+
+    def __init__(
+        self,
+        responder: Responder,
+        *,
+        latency_s: float = 0.0,
+        model: str = "scripted",
+        max_concurrency: int = 64,
+        usage: UsageTracker | None = None,
+    ) -> None:
+        self.transport = ScriptedTransport(responder, latency_s=latency_s, model=model, max_concurrency=max_concurrency)
+        super().__init__(self.transport, usage if usage is not None else UsageTracker())
+
+    @property
+    def responder(self) -> Responder:
+        return self.transport.responder
+
+    @responder.setter
+    def responder(self, responder: Responder) -> None:
+        self.transport.responder = responder
+
+    @property
+    def calls(self) -> list[tuple[str, list[Message]]]:
+        return self.transport.calls
+
+    def calls_by_stage(self) -> dict[str, int]:
+        return self.transport.calls_by_stage()
 
 
 def echo_responder(messages: Sequence[Message]) -> str:

@@ -1,12 +1,19 @@
-"""Thread-safe accounting of LLM calls per stage: calls, tokens, latency, cache hits, parse failures."""
+"""Thread-safe accounting of LLM calls per stage: calls, tokens, latency, cache hits, parse failures.
+
+A :class:`UsageTracker` holds the counters. A backbone stack records into its tracker through a
+:class:`ContextUsage`, which also records into every sink of the active :func:`usage_scope` blocks, so one
+conversation's build is accounted on its own without a chain of wrappers teeing trackers.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -94,27 +101,96 @@ class UsageTracker:
         return {"by_stage": stages, "total": total, "parse_failures_by_kind": failures}
 
 
-class UsageTee:
-    """Records into several trackers at once (e.g. the run's and one conversation's)."""
+@runtime_checkable
+class UsageSink(Protocol):
+    """Where usage is recorded: one completion, a transport retry, a parse retry, a parse failure (by ``stage``)."""
 
-    def __init__(self, *trackers: UsageTracker) -> None:
-        self.trackers = trackers
+    def record(
+        self, stage: str, *, prompt_tokens: int, completion_tokens: int, latency_s: float, cached: bool
+    ) -> None: ...
 
-    def record(self, stage: str, **kw: Any) -> None:
-        for t in self.trackers:
-            t.record(stage, **kw)
+    def record_transport_retry(self, stage: str) -> None: ...
+
+    def record_parse_retry(self, stage: str) -> None: ...
+
+    def record_parse_failure(self, stage: str, kind: str) -> None: ...
+
+
+_SCOPES: ContextVar[tuple[UsageSink, ...]] = ContextVar("memcore_usage_scopes", default=())
+
+
+@contextlib.contextmanager
+def usage_scope(sink: UsageSink) -> Iterator[UsageSink]:
+    """Inside the block (this thread's context only: scopes do not follow work handed to other threads), whatever a
+    :class:`ContextUsage` records also reaches ``sink``. Scopes nest; entering one that is already active is a no-op."""
+    active = _SCOPES.get()
+    if any(s is sink for s in active):
+        yield sink
+        return
+    token = _SCOPES.set((*active, sink))
+    try:
+        yield sink
+    finally:
+        _SCOPES.reset(token)
+
+
+def active_scopes() -> tuple[UsageSink, ...]:
+    """The sinks of the enclosing :func:`usage_scope` blocks, outermost first."""
+    return _SCOPES.get()
+
+
+class ContextUsage:
+    """A backbone stack's usage: records into ``tracker`` and into every active :func:`usage_scope` sink.
+    Reads (``to_json``, ``parse_failures``, ``stage``) are the tracker's."""
+
+    def __init__(self, tracker: UsageTracker) -> None:
+        self.tracker = tracker
+
+    def _sinks(self) -> tuple[UsageSink, ...]:
+        return (self.tracker, *(s for s in active_scopes() if s is not self.tracker))
+
+    def record(self, stage: str, *, prompt_tokens: int, completion_tokens: int, latency_s: float, cached: bool) -> None:
+        for s in self._sinks():
+            s.record(
+                stage,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                latency_s=latency_s,
+                cached=cached,
+            )
 
     def record_transport_retry(self, stage: str) -> None:
-        for t in self.trackers:
-            t.record_transport_retry(stage)
+        for s in self._sinks():
+            s.record_transport_retry(stage)
 
     def record_parse_retry(self, stage: str) -> None:
-        for t in self.trackers:
-            t.record_parse_retry(stage)
+        for s in self._sinks():
+            s.record_parse_retry(stage)
 
     def record_parse_failure(self, stage: str, kind: str) -> None:
-        for t in self.trackers:
-            t.record_parse_failure(stage, kind)
+        for s in self._sinks():
+            s.record_parse_failure(stage, kind)
+
+    def stage(self, stage: str) -> StageUsage:
+        return self.tracker.stage(stage)
+
+    def parse_failures(self) -> dict[str, dict[str, int]]:
+        return self.tracker.parse_failures()
+
+    def to_json(self) -> dict[str, Any]:
+        return self.tracker.to_json()
+
+
+@runtime_checkable
+class ReportsUsage(Protocol):
+    """A backbone that takes parse outcomes on ``usage`` (every metered stack and the views over one)."""
+
+    usage: UsageSink
+
+
+def usage_of(backbone: object) -> UsageSink | None:
+    """``backbone.usage`` when the backbone reports usage (plain test fakes may not), else None."""
+    return backbone.usage if isinstance(backbone, ReportsUsage) else None
 
 
 USAGE_KEYS: tuple[str, ...] = (
