@@ -13,9 +13,11 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from memcore.config import CONFIG_DIR
+
 log = logging.getLogger("memcore")
 
-CONFIG_PATH = str(Path(__file__).resolve().parents[1] / "configs")
+CONFIG_PATH = str(CONFIG_DIR)
 
 # Errors that are the user's to fix: print one line, exit 2, keep everything already written.
 _USER_ERRORS: tuple[type[BaseException], ...] = ()

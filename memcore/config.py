@@ -4,11 +4,16 @@ The ``method`` group is free-form here: each method validates its own section.""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+
+#: The Hydra config tree (``configs/`` at the repository root): ``run.yaml`` and one directory per group.
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
 
 @dataclass
@@ -143,3 +148,44 @@ def validate(cfg: DictConfig) -> DictConfig:
     if not merged.method or "name" not in merged.method:
         raise ConfigError("no method selected: pass method=<name> (see configs/method/)")
     return merged
+
+
+_COMPOSE_LOCK = threading.Lock()
+
+
+def backbone_presets(config_dir: Path = CONFIG_DIR) -> list[str]:
+    """The names of the backbone presets (``configs/backbone/*.yaml``)."""
+    return sorted(p.stem for p in (config_dir / "backbone").glob("*.yaml"))
+
+
+def load_backbone_preset(name: str, config_dir: Path = CONFIG_DIR) -> BackboneConfig:
+    """The ``BackboneConfig`` of preset ``name``, composed by Hydra exactly as ``backbone=<name>`` composes it in a
+    run (its ``defaults`` list merged) and checked against the schema. Inside a Hydra app (``memcore-run``, or a
+    caller's ``initialize`` block) that app's config search path is used, else ``config_dir``.
+    Raises :class:`ConfigError` for an unknown preset (naming the known ones) or an invalid one."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+
+    overrides = [f"+backbone={name}"]
+    try:
+        with _COMPOSE_LOCK:
+            if GlobalHydra.instance().is_initialized():
+                node = compose(config_name=None, overrides=overrides)
+            else:
+                with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+                    node = compose(config_name=None, overrides=overrides)
+    except HydraException as exc:
+        if name not in backbone_presets(config_dir):
+            known = ", ".join(backbone_presets(config_dir))
+            raise ConfigError(
+                f"no backbone preset {name!r} in {config_dir / 'backbone'}; known presets: {known}."
+            ) from None
+        raise ConfigError(f"backbone preset {name!r} does not compose: {exc}".splitlines()[0]) from None
+    try:
+        typed = OmegaConf.merge(OmegaConf.structured(BackboneConfig), node.backbone)
+        bcfg = OmegaConf.to_object(typed)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"backbone preset {name!r} is not a valid backbone config: {exc}".splitlines()[0]) from None
+    assert isinstance(bcfg, BackboneConfig)
+    return bcfg

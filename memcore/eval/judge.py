@@ -28,18 +28,22 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig
 
-from memcore.config import ConfigError
+from memcore.config import BackboneConfig, ConfigError
+from memcore.config import load_backbone_preset as compose_backbone_preset
 from memcore.interfaces import ChatBackbone, LazyResource, Message
 from memcore.llm.json_reply import complete_json
 from memcore.prompts import judge as prompts
 from memcore.prompts import judge_mem0
 from memcore.registry import Registry
 from memcore.types import Category, QAItem
+
+if TYPE_CHECKING:
+    from memcore.llm.cache import ResponseCache
+    from memcore.llm.usage import UsageTracker
 
 STAGE = "judge"
 LABELS: tuple[str, str] = ("CORRECT", "WRONG")
@@ -296,46 +300,13 @@ class Judge:
         }
 
 
-def backbone_preset_dir() -> Path:
-    from memcore.cli import CONFIG_PATH
-
-    return Path(CONFIG_PATH) / "backbone"
-
-
-def _preset_node(name: str, directory: Path, seen: tuple[str, ...] = ()) -> DictConfig:
-    path = directory / f"{name}.yaml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in directory.glob("*.yaml")))
-        raise JudgeConfigError(f"eval.judge_backbone={name!r}: no backbone preset {path}; known presets: {known}.")
-    if name in seen:
-        raise JudgeConfigError(
-            f"backbone preset {name!r} includes itself through its defaults list ({' -> '.join(seen)})."
-        )
-    node = OmegaConf.load(path)
-    assert isinstance(node, DictConfig)
-    defaults = list(node.pop("defaults", None) or ["_self_"])
-    if "_self_" not in defaults:
-        defaults.append("_self_")
-    merged = OmegaConf.create({})
-    for entry in defaults:
-        part = node if entry == "_self_" else _preset_node(str(entry), directory, (*seen, name))
-        merged = OmegaConf.merge(merged, part)
-    assert isinstance(merged, DictConfig)
-    return merged
-
-
-def load_backbone_preset(name: str, directory: Path | None = None) -> Any:
-    """The ``BackboneConfig`` of preset ``name`` (its ``defaults`` chain merged, interpolations resolved)."""
-    from memcore.config import BackboneConfig
-
-    node = _preset_node(name, directory or backbone_preset_dir())
+def load_backbone_preset(name: str) -> BackboneConfig:
+    """The ``BackboneConfig`` of backbone preset ``name`` (:func:`memcore.config.load_backbone_preset`: composed
+    like ``backbone=<name>``); a bad name raises :class:`JudgeConfigError` naming the known presets."""
     try:
-        typed = OmegaConf.merge(OmegaConf.structured(BackboneConfig), node)
-        return OmegaConf.to_object(typed)
-    except OmegaConfBaseException as exc:
-        raise JudgeConfigError(
-            f"backbone preset {name!r} is not a valid backbone config: {exc}".splitlines()[0]
-        ) from None
+        return compose_backbone_preset(name)
+    except ConfigError as exc:
+        raise JudgeConfigError(f"eval.judge_backbone={name!r}: {exc}") from None
 
 
 def judge_settings(cfg: DictConfig) -> tuple[JudgePreset, str | None, int]:
@@ -359,14 +330,14 @@ def build_judge(
     cfg: DictConfig,
     main_backbone: LazyResource,
     *,
-    cache: Any,
-    usage: Any,
+    cache: ResponseCache | None,
+    usage: UsageTracker,
     resources: contextlib.ExitStack,
     log_dir: Path,
 ) -> Judge:
     """The run's judge: the main backbone when the judge backbone (``eval.judge_backbone``, else the judge
-    preset's default) is null or the run's backbone, else a client for that preset sharing the run's cache
-    and usage tracker."""
+    preset's default) is null or the run's backbone, else that preset's stack, built like the run's
+    (:func:`~memcore.llm.factory.build_backbone`) on the run's response cache and usage tracker."""
     preset, name, runs = judge_settings(cfg)
     if name is None:
         return Judge(main_backbone.get(), preset=str(cfg.backbone.name), judge_preset=preset.name, runs=runs)
