@@ -119,28 +119,9 @@ class OpenAITransport:
         prompt_version: str = "",
         top_p: float | None = None,
     ) -> Completion:
-        """One completion (``<think>`` blocks stripped); ``prompt_version`` only matters to the cache layer."""
-        return self._call_with_retries(
-            [dict(m) for m in messages],
-            stage=stage,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            json=json,
-            seed=seed,
-            top_p=top_p,
-        )
-
-    def _call_with_retries(
-        self,
-        msgs: list[dict[str, str]],
-        *,
-        stage: str,
-        temperature: float,
-        max_tokens: int,
-        json: bool,
-        seed: int | None,
-        top_p: float | None = None,
-    ) -> Completion:
+        """One completion (``<think>`` blocks stripped), retried with capped exponential backoff and jitter on
+        transport faults; raises :class:`BackboneError` after ``max_attempts``. ``prompt_version`` is not sent."""
+        msgs = [dict(m) for m in messages]
         oa = self._openai
         kwargs: dict[str, Any] = {
             "model": self.model,
