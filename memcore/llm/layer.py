@@ -3,31 +3,16 @@ wrapping an ``inner`` layer whose extra attributes it passes through."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Protocol
 
-from memcore.interfaces import Completion, Message
+from memcore.interfaces import ChatBackbone
 from memcore.llm.usage import UsageSink
 
 
-class Layer(Protocol):
+class Layer(ChatBackbone, Protocol):
     """One layer of the stack: a ``ChatBackbone`` with a display ``name``."""
 
-    model: str
     name: str
-
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        stage: str,
-        temperature: float = 0.0,
-        max_tokens: int = 256,
-        json: bool = False,
-        seed: int | None = None,
-        prompt_version: str = "",
-        top_p: float | None = None,
-    ) -> Completion: ...
 
 
 class MeteredStack(Layer, Protocol):

@@ -33,28 +33,8 @@ class Metered(Passthrough):
         self.name = inner.name
         self.usage = ContextUsage(tracker)
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        stage: str,
-        temperature: float = 0.0,
-        max_tokens: int = 256,
-        json: bool = False,
-        seed: int | None = None,
-        prompt_version: str = "",
-        top_p: float | None = None,
-    ) -> Completion:
-        completion = self.inner.complete(
-            messages,
-            stage=stage,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            json=json,
-            seed=seed,
-            prompt_version=prompt_version,
-            top_p=top_p,
-        )
+    def complete(self, messages: Sequence[Message], *, stage: str, **request: Any) -> Completion:
+        completion = self.inner.complete(messages, stage=stage, **request)
         self.usage.record(
             stage,
             prompt_tokens=completion.prompt_tokens,
