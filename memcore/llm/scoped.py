@@ -18,15 +18,9 @@ class ScopedUsage:
         self.inner = inner
         self.scope = scope
 
-    def record(self, stage: str, *, prompt_tokens: int, completion_tokens: int, latency_s: float, cached: bool) -> None:
+    def record(self, stage: str, **counts: Any) -> None:  # prompt_tokens, completion_tokens, latency_s, cached
         with usage_scope(self.scope):
-            self.inner.record(
-                stage,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                latency_s=latency_s,
-                cached=cached,
-            )
+            self.inner.record(stage, **counts)
 
     def record_transport_retry(self, stage: str) -> None:
         with usage_scope(self.scope):
