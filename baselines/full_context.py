@@ -23,6 +23,9 @@ from memcore.prompts import answer as answer_prompts
 from memcore.text import count_tokens
 from memcore.types import Evidence, Turn
 
+#: The methods this package registers (read by memcore.methods without importing it).
+METHODS = {"full_context": "baselines.full_context:SPEC"}
+
 #: ``CONV_START_PROMPT`` of the official ``task_eval/evaluate_gpts.py``, verbatim (its typo "wriiten" included).
 CONV_START_PROMPT = (
     "Below is a conversation between two people: {} and {}. The conversation takes place over multiple days "

@@ -24,6 +24,14 @@ from memcore.fusion import rrf_fuse
 from memcore.interfaces import Embedder, MethodContext, MethodSpec
 from memcore.types import Evidence, Turn
 
+#: The methods this package registers (read by memcore.methods without importing it).
+METHODS = {
+    "rag_dense": "baselines.rag:RAG_DENSE",
+    "rag_bm25": "baselines.rag:RAG_BM25",
+    "rag_hybrid": "baselines.rag:RAG_HYBRID",
+    "rag_locomo": "baselines.rag:RAG_LOCOMO",
+}
+
 
 @dataclass(frozen=True)
 class RAGConfig:

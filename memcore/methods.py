@@ -1,43 +1,70 @@
-"""Method registry: name → MethodSpec, imported lazily so optional extras (mem0ai, …) load only when used."""
+"""Method registry: name → MethodSpec, declared by each method package and imported lazily.
+
+A method package (``memcore/memory/`` for MemCoRe, ``baselines/<name>/`` or ``baselines/<name>.py`` for the
+others) declares its methods in a module-level literal ``METHODS = {"<name>": "<module>:<SPEC>", ...}``. The
+declarations are read from the source (no import), so listing the methods is cheap and optional extras
+(mem0ai, …) load only when their method runs. Adding a method touches its package and its
+``configs/method/<name>.yaml``, nothing here.
+"""
 
 from __future__ import annotations
 
-import importlib
+import ast
+import importlib.util
+from pathlib import Path
 
 from memcore.interfaces import MethodSpec
-from memcore.registry import UnknownNameError, unknown_name_message
+from memcore.registry import Registry
 
-METHOD_TABLE: dict[str, str] = {
-    "full_context": "baselines.full_context:SPEC",
-    "rag_dense": "baselines.rag:RAG_DENSE",
-    "rag_bm25": "baselines.rag:RAG_BM25",
-    "rag_hybrid": "baselines.rag:RAG_HYBRID",
-    "rag_locomo": "baselines.rag:RAG_LOCOMO",
-    "memcore": "memcore.memory.system:SPEC",
-    "memcore-cheap": "memcore.memory.system:SPEC_CHEAP",
-    "memcore-batched": "memcore.memory.batched:SPEC_BATCHED",
-    "amem": "baselines.amem:SPEC",
-    "mem0": "baselines.mem0:SPEC",
-    "mem0-two-phase": "baselines.mem0.two_phase:SPEC",
-    "memgpt": "baselines.memgpt:SPEC",
-    "lightmem": "baselines.lightmem:SPEC",
-    "fluxmem": "baselines.fluxmem:SPEC",
-    "fluxmem-no-refine": "baselines.fluxmem:SPEC_NO_REFINE",
-    "fluxmem-no-consolidate": "baselines.fluxmem:SPEC_NO_CONSOLIDATE",
-}
+#: Where method packages live (package → file patterns inside it): MemCoRe's own package and every module or
+#: package under ``baselines/``.
+METHOD_SOURCES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("memcore.memory", ("__init__.py",)),
+    ("baselines", ("*.py", "*/__init__.py")),
+)
+
+
+def declared_methods(path: Path) -> dict[str, str]:
+    """The ``METHODS`` literal of the module at ``path`` ({} when it declares none)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        if isinstance(node, ast.AnnAssign):
+            target = node.target
+        if isinstance(target, ast.Name) and target.id == "METHODS" and node.value is not None:  # type: ignore[union-attr]
+            value = ast.literal_eval(node.value)  # type: ignore[union-attr,arg-type]
+            if not isinstance(value, dict):
+                raise TypeError(f"{path}: METHODS must be a dict literal of name -> 'module:SPEC'")
+            return {str(k): str(v) for k, v in value.items()}
+    return {}
+
+
+def _package_dirs(package: str) -> list[Path]:
+    """The directories of ``package`` without importing it."""
+    spec = importlib.util.find_spec(package)
+    return [Path(p) for p in (spec.submodule_search_locations or [])] if spec is not None else []
+
+
+def _discover(registry: Registry[MethodSpec]) -> None:
+    for package, patterns in METHOD_SOURCES:
+        for directory in _package_dirs(package):
+            for path in sorted(p for pattern in patterns for p in directory.glob(pattern)):
+                for name, target in declared_methods(path).items():
+                    registry.add_lazy(name, target)
+
+
+def _check_spec(target: str, obj: object) -> None:
+    if not isinstance(obj, MethodSpec):
+        raise TypeError(f"{target} is not a MethodSpec")
+
+
+METHODS: Registry[MethodSpec] = Registry("method", check=_check_spec, loader=_discover)
 
 
 def method_names() -> list[str]:
-    return sorted(METHOD_TABLE)
+    return METHODS.names()
 
 
 def get_method(name: str) -> MethodSpec:
     """The spec registered under ``name``; unknown names get a did-you-mean error."""
-    if name not in METHOD_TABLE:
-        raise UnknownNameError(unknown_name_message("method", name, method_names()))
-    module_name, attr = METHOD_TABLE[name].split(":")
-    module = importlib.import_module(module_name)
-    spec = getattr(module, attr)
-    if not isinstance(spec, MethodSpec):
-        raise TypeError(f"{METHOD_TABLE[name]} is not a MethodSpec")
-    return spec
+    return METHODS.get(name)

@@ -1,10 +1,22 @@
-"""Name → factory registries with "did you mean" errors."""
+"""Name → plugin registries with "did you mean" errors.
+
+One :class:`Registry` class serves every plugin kind; each registry lives beside what it registers:
+
+- methods: :data:`memcore.methods.METHODS` (entries declared by each method package, imported on first use);
+- backbone and embedder kinds: :data:`memcore.llm.factory.BACKBONE_KINDS` / ``EMBEDDER_KINDS``;
+- protocols: :data:`memcore.eval.protocols.PROTOCOLS`;
+- judge presets: :data:`memcore.eval.judge.JUDGE_PRESETS`.
+
+An entry is either the object itself or a lazy ``"module:attribute"`` reference, imported the first time the
+name is looked up (so an optional extra such as mem0ai loads only when its method runs).
+"""
 
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -16,12 +28,41 @@ class UnknownNameError(KeyError):
         return str(self.args[0])
 
 
-class Registry(Generic[T]):
-    """A small name → object map; ``get`` fails with the known names and close matches."""
+class _Lazy:
+    """A ``module:attribute`` reference, resolved on first lookup."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, target: str) -> None:
+        if ":" not in target:
+            raise ValueError(f"lazy registry entry {target!r} is not of the form 'module:attribute'")
+        self.target = target
+
+    def resolve(self) -> Any:
+        module, attr = self.target.split(":", 1)
+        return getattr(importlib.import_module(module), attr)
+
+
+class Registry(Generic[T]):
+    """A small name → object map; ``get`` fails with the known names and close matches.
+
+    ``check`` (optional) validates an object when it is first resolved (e.g. that a lazy entry is a MethodSpec);
+    ``loader`` (optional) fills the registry on first use (e.g. discovery of method packages)."""
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        check: Callable[[str, Any], None] | None = None,
+        loader: Callable[[Registry[T]], None] | None = None,
+    ) -> None:
         self.kind = kind
-        self._items: dict[str, T] = {}
+        self._items: dict[str, T | _Lazy] = {}
+        self._check = check
+        self._loader = loader
+
+    def _load(self) -> None:
+        if self._loader is not None:
+            loader, self._loader = self._loader, None
+            loader(self)
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator: ``@registry.register("rag_dense")``."""
@@ -37,20 +78,43 @@ class Registry(Generic[T]):
             raise ValueError(f"{self.kind} {name!r} is registered twice")
         self._items[name] = obj
 
+    def add_lazy(self, name: str, target: str) -> None:
+        """Register ``"module:attribute"`` under ``name``; it is imported when ``name`` is first looked up."""
+        current = self._items.get(name)
+        if current is not None and not (isinstance(current, _Lazy) and current.target == target):
+            raise ValueError(f"{self.kind} {name!r} is registered twice")
+        self._items[name] = _Lazy(target)
+
     def get(self, name: str) -> T:
+        self._load()
         try:
-            return self._items[name]
+            obj = self._items[name]
         except KeyError:
-            raise UnknownNameError(unknown_name_message(self.kind, name, self.names())) from None
+            raise UnknownNameError(self.unknown(name)) from None
+        if isinstance(obj, _Lazy):
+            resolved = obj.resolve()
+            if self._check is not None:
+                self._check(obj.target, resolved)
+            self._items[name] = obj = resolved
+        return obj  # type: ignore[return-value]
+
+    def unknown(self, name: str) -> str:
+        """The one-line "unknown <kind>" message for ``name`` (close matches first, then every known name)."""
+        return unknown_name_message(self.kind, str(name), self.names())
 
     def names(self) -> list[str]:
+        self._load()
         return sorted(self._items)
 
     def __contains__(self, name: object) -> bool:
+        self._load()
         return name in self._items
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
 
 
 def unknown_name_message(kind: str, name: str, known: list[str]) -> str:

@@ -15,6 +15,13 @@ from baselines.fluxmem.system import FluxMem
 from memcore.config import ConfigError
 from memcore.interfaces import MethodContext, MethodSpec
 
+#: The methods this package registers (read by memcore.methods without importing it).
+METHODS = {
+    "fluxmem": "baselines.fluxmem:SPEC",
+    "fluxmem-no-refine": "baselines.fluxmem:SPEC_NO_REFINE",
+    "fluxmem-no-consolidate": "baselines.fluxmem:SPEC_NO_CONSOLIDATE",
+}
+
 
 def _factory(name: str, forced: dict[str, Any]) -> Callable[[MethodContext], FluxMem]:
     def factory(ctx: MethodContext) -> FluxMem:

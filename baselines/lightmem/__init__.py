@@ -4,4 +4,7 @@ long-term fact extraction and sleep-time consolidation (zjunlp/LightMem), behind
 from baselines.lightmem.config import LightMemConfig
 from baselines.lightmem.system import SPEC, LightMem, LightMemEntry
 
+#: The methods this package registers (read by memcore.methods without importing it).
+METHODS = {"lightmem": "baselines.lightmem:SPEC"}
+
 __all__ = ["SPEC", "LightMem", "LightMemConfig", "LightMemEntry"]

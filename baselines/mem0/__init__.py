@@ -5,4 +5,7 @@ mem0ai is an optional extra (``pip install -e '.[mem0]'``); it is imported only 
 
 from baselines.mem0.system import SPEC, Mem0Config, Mem0Memory
 
+#: The methods this package registers (read by memcore.methods without importing it).
+METHODS = {"mem0": "baselines.mem0:SPEC", "mem0-two-phase": "baselines.mem0.two_phase:SPEC"}
+
 __all__ = ["SPEC", "Mem0Config", "Mem0Memory"]

@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from memcore.config import BackboneConfig, ConfigError, EmbedderConfig
+from memcore.interfaces import ChatBackbone, Embedder
 from memcore.llm.backbone import MissingKeyError, OpenAITransport
 from memcore.llm.cache import ResponseCache
 from memcore.llm.embedders import CachedEmbedder, HashingEmbedder, MiniLMEmbedder, OpenAIEmbedder
@@ -15,12 +18,9 @@ from memcore.llm.local_model import models_dir, resolve_gguf
 from memcore.llm.local_server import LlamaCppServer
 from memcore.llm.stack import Metered, build_stack
 from memcore.llm.usage import UsageTracker
-from memcore.registry import unknown_name_message
+from memcore.registry import Registry
 
 log = logging.getLogger(__name__)
-
-BACKBONE_KINDS = ("llamacpp", "openai_compatible", "scripted")
-EMBEDDER_KINDS = ("minilm", "openai", "hashing")
 
 
 def read_api_key(env_name: str | None, *, required: bool, what: str) -> str:
@@ -46,6 +46,48 @@ def extra_body_of(cfg: BackboneConfig) -> dict:
     return body
 
 
+def _llamacpp(cfg: BackboneConfig, resources: contextlib.ExitStack, log_dir: Path) -> tuple[str | None, str]:
+    """Start a local llama.cpp server (registered on ``resources``); its URL and the placeholder key."""
+    gguf = resolve_gguf(cfg.model, cfg.gguf)
+    server = LlamaCppServer(
+        gguf,
+        n_ctx=cfg.n_ctx,
+        threads=cfg.server_threads,
+        alias=cfg.model,
+        log_path=log_dir / "llama_server.log",
+        exclusive_lock=(models_dir() / "llama-server.lock") if cfg.exclusive else None,
+        prompt_cache_mb=cfg.prompt_cache_mb,
+    )
+    resources.enter_context(server)
+    return server.base_url, "sk-no-key-required"
+
+
+def _openai_compatible(cfg: BackboneConfig, resources: contextlib.ExitStack, log_dir: Path) -> tuple[str | None, str]:
+    """A remote OpenAI-compatible endpoint: the configured URL and the key from its environment variable."""
+    return cfg.base_url, read_api_key(cfg.api_key_env, required=cfg.api_key_required, what=f"backbone {cfg.name}")
+
+
+def _scripted(cfg: BackboneConfig, usage: UsageTracker) -> ChatBackbone:
+    from memcore.llm.scripted import ScriptedBackbone, echo_responder
+
+    return ScriptedBackbone(echo_responder, latency_s=cfg.scripted_latency_s, usage=usage, model="scripted")
+
+
+@dataclass(frozen=True)
+class BackboneKind:
+    """How a ``backbone.kind`` is served: ``endpoint`` starts what it needs and returns (base URL, API key) for
+    the OpenAI transport; ``build`` (instead) returns a ready backbone that needs no server (``scripted``)."""
+
+    endpoint: Callable[[BackboneConfig, contextlib.ExitStack, Path], tuple[str | None, str]] | None = None
+    build: Callable[[BackboneConfig, UsageTracker], ChatBackbone] | None = None
+
+
+BACKBONE_KINDS: Registry[BackboneKind] = Registry("backbone kind")
+BACKBONE_KINDS.add("llamacpp", BackboneKind(endpoint=_llamacpp))
+BACKBONE_KINDS.add("openai_compatible", BackboneKind(endpoint=_openai_compatible))
+BACKBONE_KINDS.add("scripted", BackboneKind(build=_scripted))
+
+
 def build_backbone(
     cfg: BackboneConfig,
     *,
@@ -57,28 +99,13 @@ def build_backbone(
     """Start what the backbone needs (a llama.cpp server for ``llamacpp``), check it answers, return its stack:
     transport → response cache (``cache``; never for ``scripted``) → usage metering into ``usage``. The server is
     registered on ``resources`` and stops when the run ends. The caller adds the run's request limiter on top."""
-    if cfg.kind == "llamacpp":
-        gguf = resolve_gguf(cfg.model, cfg.gguf)
-        server = LlamaCppServer(
-            gguf,
-            n_ctx=cfg.n_ctx,
-            threads=cfg.server_threads,
-            alias=cfg.model,
-            log_path=log_dir / "llama_server.log",
-            exclusive_lock=(models_dir() / "llama-server.lock") if cfg.exclusive else None,
-            prompt_cache_mb=cfg.prompt_cache_mb,
-        )
-        resources.enter_context(server)
-        base_url, api_key = server.base_url, "sk-no-key-required"
-    elif cfg.kind == "openai_compatible":
-        base_url = cfg.base_url
-        api_key = read_api_key(cfg.api_key_env, required=cfg.api_key_required, what=f"backbone {cfg.name}")
-    elif cfg.kind == "scripted":
-        from memcore.llm.scripted import ScriptedBackbone, echo_responder
-
-        return ScriptedBackbone(echo_responder, latency_s=cfg.scripted_latency_s, usage=usage, model="scripted")
-    else:
-        raise ConfigError(unknown_name_message("backbone kind", cfg.kind, list(BACKBONE_KINDS)))
+    if cfg.kind not in BACKBONE_KINDS:
+        raise ConfigError(BACKBONE_KINDS.unknown(cfg.kind))
+    kind = BACKBONE_KINDS.get(cfg.kind)
+    if kind.build is not None:
+        return kind.build(cfg, usage)  # type: ignore[return-value]
+    assert kind.endpoint is not None
+    base_url, api_key = kind.endpoint(cfg, resources, log_dir)
     transport = OpenAITransport(
         model=cfg.model,
         base_url=base_url,
@@ -96,14 +123,27 @@ def build_backbone(
     return build_stack(transport, tracker=usage, cache=cache)
 
 
+def _minilm(cfg: EmbedderConfig) -> Embedder:
+    return MiniLMEmbedder(batch_size=cfg.batch_size)
+
+
+def _openai_embedder(cfg: EmbedderConfig) -> Embedder:
+    key = read_api_key(cfg.api_key_env, required=True, what=f"embedder {cfg.name}")
+    return OpenAIEmbedder(cfg.model, cfg.base_url, key, cfg.dim)
+
+
+def _hashing(cfg: EmbedderConfig) -> Embedder:
+    return HashingEmbedder(cfg.dim)
+
+
+#: ``embedder.kind`` → the function that builds the (uncached) embedder from its config.
+EMBEDDER_KINDS: Registry[Callable[[EmbedderConfig], Embedder]] = Registry("embedder kind")
+EMBEDDER_KINDS.add("minilm", _minilm)
+EMBEDDER_KINDS.add("openai", _openai_embedder)
+EMBEDDER_KINDS.add("hashing", _hashing)
+
+
 def build_embedder(cfg: EmbedderConfig, *, cache_path: Path | None) -> CachedEmbedder:
-    if cfg.kind == "minilm":
-        inner: object = MiniLMEmbedder(batch_size=cfg.batch_size)
-    elif cfg.kind == "openai":
-        key = read_api_key(cfg.api_key_env, required=True, what=f"embedder {cfg.name}")
-        inner = OpenAIEmbedder(cfg.model, cfg.base_url, key, cfg.dim)
-    elif cfg.kind == "hashing":
-        inner = HashingEmbedder(cfg.dim)
-    else:
-        raise ConfigError(unknown_name_message("embedder kind", cfg.kind, list(EMBEDDER_KINDS)))
-    return CachedEmbedder(inner, cache_path)
+    if cfg.kind not in EMBEDDER_KINDS:
+        raise ConfigError(EMBEDDER_KINDS.unknown(cfg.kind))
+    return CachedEmbedder(EMBEDDER_KINDS.get(cfg.kind)(cfg), cache_path)

@@ -7,3 +7,10 @@ communities with size bounds), ``retrieval`` (query plan, channels, RRF via ``me
 ``ier`` (iterative evidence refinement), ``persistence`` (snapshot files) and ``system`` (the
 ``MemCoRe`` memory and its ``MethodSpec``).
 """
+
+#: The methods this package registers (read by memcore.methods without importing it).
+METHODS = {
+    "memcore": "memcore.memory.system:SPEC",
+    "memcore-cheap": "memcore.memory.system:SPEC_CHEAP",
+    "memcore-batched": "memcore.memory.batched:SPEC_BATCHED",
+}

@@ -100,10 +100,10 @@ class RunData:
     @property
     def variant_of(self) -> str | None:
         """The method this run is a variant of (``memcore-cheap`` → ``memcore``), or None."""
-        from memcore.methods import METHOD_TABLE
+        from memcore.methods import method_names
 
         label = self.method_label
-        bases = [m for m in (*METHOD_TABLE, *PAPER_METHODS) if label != m and label.startswith(m + "-")]
+        bases = [m for m in (*method_names(), *PAPER_METHODS) if label != m and label.startswith(m + "-")]
         return max(bases, key=len) if bases else None
 
     @property
