@@ -77,18 +77,13 @@ class QAItem:
     def item_id(self) -> str:
         return f"{self.conv_id}#{self.index}"
 
-    def gold(self, protocol: str) -> str:
-        """Gold string the given protocol scores against.
+    def gold(self, protocol: Any) -> str:
+        """Gold string the given protocol (a name or a :class:`memcore.eval.protocols.EvalProtocol`) scores
+        against; the rule is the protocol's (``amem``: category 5 uses ``adversarial_answer``; ``locomo``: the
+        original answer or, failing that, ``adversarial_answer``, for display)."""
+        from memcore.eval.protocols import get_protocol
 
-        ``amem``: category 5 uses ``adversarial_answer`` (A-MEM's evaluation does so).
-        ``locomo``: category 5 has no reference string (scored by refusal detection); the
-        original answer or, failing that, ``adversarial_answer`` is returned for display.
-        """
-        if self.category is Category.ADVERSARIAL and protocol == "amem":
-            return self.adversarial_answer or self.answer or ""
-        if self.answer is not None:
-            return self.answer
-        return self.adversarial_answer or ""
+        return get_protocol(protocol).gold(self)
 
 
 @dataclass(frozen=True)

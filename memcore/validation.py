@@ -446,7 +446,7 @@ def validate_run(cfg: DictConfig) -> None:
     """Check every knob of a schema-validated run config (``memcore.config.validate``) before any work:
     ranges of the backbone / embedder / dataset / protocol / eval sections and the method section."""
     from memcore.config import BackboneConfig, DatasetConfig, EmbedderConfig, EvalConfig, ProtocolConfig
-    from memcore.eval.metrics import PROTOCOLS
+    from memcore.eval.protocols import PROTOCOLS
     from memcore.llm.factory import BACKBONE_KINDS, EMBEDDER_KINDS
 
     c = OmegaConf.to_container(cfg, resolve=True)
@@ -463,7 +463,7 @@ def validate_run(cfg: DictConfig) -> None:
         ("backbone", BackboneConfig, BACKBONE_RULES),
         ("embedder", EmbedderConfig, EMBEDDER_RULES),
         ("dataset", DatasetConfig, DATASET_RULES),
-        ("protocol", ProtocolConfig, {**PROTOCOL_RULES, "name": Rule(choices=PROTOCOLS)}),
+        ("protocol", ProtocolConfig, {**PROTOCOL_RULES, "name": Rule(choices=tuple(PROTOCOLS))}),
         ("eval", EvalConfig, EVAL_RULES),
     )
     for section, cls, rules in sections:

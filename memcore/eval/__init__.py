@@ -4,7 +4,6 @@ from memcore.eval.aggregate import aggregate, category_name, format_table, summa
 from memcore.eval.answerer import Answerer, AnswerPrompt, AnswerResult, adversarial_options
 from memcore.eval.bootstrap import bootstrap_ci
 from memcore.eval.metrics import (
-    PROTOCOLS,
     amem_bleu1,
     amem_f1,
     check_protocol,
@@ -14,6 +13,7 @@ from memcore.eval.metrics import (
     recall_at_budget,
     score_answer,
 )
+from memcore.eval.protocols import PROTOCOLS, EvalProtocol, get_protocol
 from memcore.eval.tokenize import sent_tokenize, word_tokenize
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "AnswerPrompt",
     "AnswerResult",
     "Answerer",
+    "EvalProtocol",
     "adversarial_options",
     "aggregate",
     "amem_bleu1",
@@ -30,6 +31,7 @@ __all__ = [
     "check_protocol",
     "evidence_scores",
     "format_table",
+    "get_protocol",
     "locomo_f1",
     "locomo_normalize",
     "recall_at_budget",

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from memcore.eval.protocols import AMEM_CAT5_NOTE as AMEM_CAT5_NOTE  # the note is the protocol's; kept importable
+from memcore.eval.protocols import protocol_cat5_note
 from memcore.types import Category
 
 ALL_CATEGORIES: tuple[int, ...] = (1, 2, 3, 4, 5)
@@ -179,11 +181,6 @@ CATEGORY_NAME_NOTE = (
     "Categories are the official LoCoMo ints (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial); "
     "Mem0's harness and its forks call the same ints 1 single-hop, 2 temporal, 3 multi-hop, 4 open-domain."
 )
-AMEM_CAT5_NOTE = (
-    "protocol=amem (the paper's): category 5 is scored against adversarial_answer, the misleading answer, so a "
-    "higher category-5 score means being misled more often (the official protocol scores a refusal). "
-    "Overall 1-5 is what the paper reports; overall 1-4 is what published J numbers (Mem0's judge) cover."
-)
 
 
 def _judge_cell(block: Mapping[str, Any]) -> str:
@@ -241,8 +238,9 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
         lines += ["", f"Recall and hit rate exclude {n_missing} item(s) without gold evidence."]
     run = metrics.get("run") or {}
     lines += ["", CATEGORY_NAME_NOTE]
-    if run.get("protocol", "amem") == "amem" and "5" in metrics["by_category"]:
-        lines += ["", AMEM_CAT5_NOTE]
+    note = protocol_cat5_note(run.get("protocol", "amem"))
+    if note and "5" in metrics["by_category"]:
+        lines += ["", note]
     if run.get("answer"):
         from memcore.eval.disclosure import disclosure_line
 

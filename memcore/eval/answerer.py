@@ -1,5 +1,8 @@
 """The answerer: one LLM call per QA item with the protocol's category prompt.
 
+The protocol object (:mod:`memcore.eval.protocols`) supplies the messages, the sampling defaults, whether the
+reply is JSON and the post-processing; this module makes the call and keeps the bookkeeping.
+
 ``protocol="amem"`` mirrors ``advancedMemAgent.answer_question`` of A-MEM's ``test_advanced.py``:
 system + user message, JSON reply ``{"answer": ...}`` (parsed through
 :func:`~memcore.llm.json_reply.complete_json`; an unparseable reply falls back to the raw text, as
@@ -21,25 +24,30 @@ replies under both protocols (A-MEM and LoCoMo strip only white space).
 
 from __future__ import annotations
 
-import random
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memcore.eval.metrics import check_protocol
+from memcore.eval.protocols import (
+    EvalProtocol,
+    adversarial_options,
+    get_protocol,
+    locomo_cat5_choice,
+    strip_answer_label,
+)
 from memcore.interfaces import ChatBackbone, Completion, Message
 from memcore.llm.cache import stable_hash
 from memcore.llm.json_reply import complete_json
-from memcore.prompts import answer as prompts
 from memcore.seeding import derive_seed
 from memcore.types import Category, QAItem
 
-PROTOCOL_DEFAULTS: dict[str, dict[str, float | int]] = {
-    "amem": {"temperature_default": 0.7, "temperature_adversarial": 0.5, "max_tokens": 1000},
-    "locomo": {"temperature_default": 0.0, "temperature_adversarial": 0.0, "max_tokens": 32},
-}
-
-_LABEL_RE = re.compile(r"^\s*(?:short\s+)?answer\s*:\s*", re.IGNORECASE)
+__all__ = [
+    "AnswerPrompt",
+    "AnswerResult",
+    "Answerer",
+    "adversarial_options",
+    "locomo_cat5_choice",
+    "strip_answer_label",
+]
 
 
 @dataclass(frozen=True)
@@ -81,34 +89,6 @@ class AnswerResult:
     prompt_hash: str = ""
 
 
-def strip_answer_label(text: str) -> str:
-    """Drop a leading ``Answer:`` / ``Short answer:`` label and surrounding white space."""
-    return _LABEL_RE.sub("", text, count=1).strip()
-
-
-def locomo_cat5_choice(reply: str, option_a: str, option_b: str) -> str:
-    """The official ``get_cat_5_answer``: map a bare option letter to its text, else lower-case."""
-    pred = reply.strip().lower()
-    if len(pred) == 1:
-        return option_a if "a" in pred else option_b
-    if len(pred) == 3:
-        return option_a if "(a)" in pred else option_b
-    return pred
-
-
-def adversarial_options(item: QAItem, run_seed: int) -> tuple[str, str]:
-    """The two category-5 options in prompt order: "Not mentioned ..." first with probability 1/2.
-
-    The order is ``random.Random(derive_seed(run_seed, "answer-options", item_id)).random() < 0.5``
-    → (not-mentioned, adversarial answer), else the reverse -- A-MEM's and LoCoMo's coin, seeded.
-    """
-    adversarial = item.adversarial_answer if item.adversarial_answer is not None else (item.answer or "")
-    coin = random.Random(derive_seed(run_seed, "answer-options", item.item_id)).random()
-    if coin < 0.5:
-        return prompts.NOT_MENTIONED, adversarial
-    return adversarial, prompts.NOT_MENTIONED
-
-
 class _RecordingBackbone:
     """Passes calls through and keeps the completions, so the caller learns whether they were cached."""
 
@@ -134,18 +114,18 @@ def _validate_answer(obj: Any) -> str:
 
 
 class Answerer:
-    """Answers QA items from a context string under one protocol.
+    """Answers QA items from a context string under one protocol (a name or an :class:`EvalProtocol`).
 
     ``temperature_default`` / ``temperature_adversarial`` / ``max_tokens`` default (``None``) to the
-    protocol's values in :data:`PROTOCOL_DEFAULTS`. Each call passes a per-item seed
-    (``derive_seed(seed, "answer", item_id)``) and a prompt version to the backbone, so sampled
-    answers are reproducible and cacheable. Thread-safe (no mutable state).
+    protocol's sampling defaults. Each call passes a per-item seed (``derive_seed(seed, "answer", item_id)``)
+    and a prompt version to the backbone, so sampled answers are reproducible and cacheable. Thread-safe (no
+    mutable state).
     """
 
     def __init__(
         self,
         backbone: ChatBackbone,
-        protocol: str,
+        protocol: str | EvalProtocol,
         *,
         seed: int,
         temperature_default: float | None = None,
@@ -154,60 +134,33 @@ class Answerer:
         json_attempts: int = 1,
     ) -> None:
         self.backbone = backbone
-        self.protocol = check_protocol(protocol)
-        defaults = PROTOCOL_DEFAULTS[protocol]
+        self.spec: EvalProtocol = get_protocol(protocol)
+        self.protocol = self.spec.name
         self.seed = int(seed)
         self.temperature_default = float(
-            defaults["temperature_default"] if temperature_default is None else temperature_default
+            self.spec.temperature_default if temperature_default is None else temperature_default
         )
         self.temperature_adversarial = float(
-            defaults["temperature_adversarial"] if temperature_adversarial is None else temperature_adversarial
+            self.spec.temperature_adversarial if temperature_adversarial is None else temperature_adversarial
         )
-        self.max_tokens = int(defaults["max_tokens"] if max_tokens is None else max_tokens)
+        self.max_tokens = int(self.spec.max_tokens if max_tokens is None else max_tokens)
         if json_attempts < 1:
             raise ValueError(f"json_attempts must be >= 1, got {json_attempts}.")
         self.json_attempts = int(json_attempts)
 
     @property
     def prompt_version(self) -> str:
-        return f"{prompts.VERSION}/{self.protocol}"
+        return self.spec.prompt_version()
 
     def item_seed(self, item: QAItem) -> int:
         return derive_seed(self.seed, "answer", item.item_id)
 
     def build_prompt(self, item: QAItem, context: str) -> AnswerPrompt:
         """The exact messages and sampling parameters for ``item`` (no LLM call)."""
-        category = Category(int(item.category))
-        adversarial = category is Category.ADVERSARIAL
-        options: tuple[str, ...] = ()
-        if self.protocol == "amem":
-            template = prompts.AMEM_BY_CATEGORY[int(category)]
-            if adversarial:
-                options = adversarial_options(item, self.seed)
-                user = template.format(
-                    context=context, question=item.question, option_a=options[0], option_b=options[1]
-                )
-            else:
-                user = template.format(context=context, question=item.question)
-            messages: list[Message] = [
-                {"role": "system", "content": prompts.AMEM_SYSTEM},
-                {"role": "user", "content": user},
-            ]
-        else:
-            question = item.question
-            if category is Category.TEMPORAL:
-                question += prompts.LOCOMO_TEMPORAL_SUFFIX
-                template = prompts.LOCOMO_QA_PROMPT
-            elif adversarial:
-                options = adversarial_options(item, self.seed)
-                question += prompts.LOCOMO_ADVERSARIAL_SUFFIX.format(option_a=options[0], option_b=options[1])
-                template = prompts.LOCOMO_QA_PROMPT_CAT_5
-            else:
-                template = prompts.LOCOMO_QA_PROMPT
-            query = prompts.LOCOMO_QUERY.format(context=context, prompt=template.format(question=question))
-            messages = [{"role": "user", "content": query}]
+        adversarial = Category(int(item.category)) is Category.ADVERSARIAL
+        options: tuple[str, ...] = adversarial_options(item, self.seed) if adversarial else ()
         return AnswerPrompt(
-            messages=messages,
+            messages=self.spec.messages(item, context, options),
             temperature=self.temperature_adversarial if adversarial else self.temperature_default,
             max_tokens=self.max_tokens,
             seed=self.item_seed(item),
@@ -220,7 +173,7 @@ class Answerer:
         spec = self.build_prompt(item, context)
         recorder = _RecordingBackbone(self.backbone)
         parse_ok = True
-        if self.protocol == "amem":
+        if self.spec.json_reply:
             result = complete_json(
                 recorder,
                 spec.messages,
@@ -236,7 +189,7 @@ class Answerer:
             )
             raw = result.raw
             parse_ok = result.ok
-            text = strip_answer_label(result.value if result.ok and result.value is not None else raw)
+            reply = result.value if result.ok and result.value is not None else raw
         else:
             completion = recorder.complete(
                 spec.messages,
@@ -246,10 +199,8 @@ class Answerer:
                 seed=spec.seed,
                 prompt_version=spec.prompt_version,
             )
-            raw = completion.text
-            text = strip_answer_label(raw)
-            if spec.options:
-                text = locomo_cat5_choice(text, spec.options[0], spec.options[1]).strip()
+            raw = reply = completion.text
+        text = self.spec.postprocess(reply, spec.options)
         cached = bool(recorder.completions) and all(c.cached for c in recorder.completions)
         return AnswerResult(
             text=text,

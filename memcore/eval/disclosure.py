@@ -10,11 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-PROMPT_NAMES: dict[str, str] = {
-    "amem": "A-MEM LoCoMo short-phrase prompts (test_advanced.py), JSON reply",
-    "locomo": "official LoCoMo QA prompt (task_eval/evaluate_gpts.py), short phrase",
-}
-
 
 def _mean_words(answers: Sequence[str]) -> float | None:
     return sum(len(a.split()) for a in answers) / len(answers) if answers else None
@@ -24,17 +19,18 @@ def answer_disclosure(protocol: Mapping[str, Any], items: Sequence[Mapping[str, 
     """``{"prompt", "prompt_name", "temperature", "temperature_adversarial", "max_tokens", "mean_words",
     "mean_words_no_adv", "n_answers"}`` for the protocol config and the run's items (answers None are skipped;
     words = white-space tokens)."""
-    from memcore.eval.answerer import PROTOCOL_DEFAULTS
+    from memcore.eval.protocols import PROTOCOLS
     from memcore.prompts import answer as prompts
 
     name = str(protocol["name"])
-    defaults = PROTOCOL_DEFAULTS.get(name, {})
+    spec = PROTOCOLS.get(name) if name in PROTOCOLS else None
+    defaults = spec.sampling_defaults if spec is not None else {}
     versions = sorted({str(r.get("prompt_version")) for r in items if r.get("prompt_version")})
     answered = [r for r in items if r.get("answer") is not None]
     max_tokens = protocol.get("max_tokens")
     return {
         "prompt": ", ".join(versions) or f"{prompts.VERSION}/{name}",
-        "prompt_name": PROMPT_NAMES.get(name, name),
+        "prompt_name": spec.prompt_name if spec is not None else name,
         "temperature": float(protocol.get("temperature", defaults.get("temperature_default", 0.0))),
         "temperature_adversarial": float(
             protocol.get("temperature_adversarial", defaults.get("temperature_adversarial", 0.0))

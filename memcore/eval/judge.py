@@ -34,6 +34,7 @@ from omegaconf import DictConfig
 
 from memcore.config import BackboneConfig, ConfigError
 from memcore.config import load_backbone_preset as compose_backbone_preset
+from memcore.eval.protocols import get_protocol
 from memcore.interfaces import ChatBackbone, LazyResource, Message
 from memcore.llm.json_reply import complete_json
 from memcore.prompts import judge as prompts
@@ -210,9 +211,10 @@ def judge_gold(item: QAItem, protocol: str, preset: str | None = None) -> tuple[
     """The gold text shown to the judge and whether a refusal is the expected answer."""
     if get_preset(preset).gold_field == "answer":
         return item.answer or item.gold(protocol), False
-    if protocol == "locomo" and Category(int(item.category)) is Category.ADVERSARIAL:
+    spec = get_protocol(protocol)
+    if spec.expects_refusal(item):
         return prompts.REFUSAL_GOLD, True
-    return item.gold(protocol), False
+    return spec.gold(item), False
 
 
 def label_from_text(raw: str) -> str | None:

@@ -1,4 +1,5 @@
-"""Answer and evidence metrics under the two LoCoMo protocols (DESIGN §5). Pure functions.
+"""Answer and evidence metrics under the two LoCoMo protocols (DESIGN §5). Pure functions; which one a
+protocol applies is the protocol object's business (:mod:`memcore.eval.protocols`).
 
 ``protocol="amem"`` mirrors A-MEM's evaluation (``utils.py`` of WujiangXu/AgenticMemory, as
 used by ``test_advanced.py``):
@@ -39,10 +40,7 @@ from nltk.stem import PorterStemmer
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
 from memcore.eval.tokenize import word_tokenize
-from memcore.registry import unknown_name_message
 from memcore.types import Category
-
-PROTOCOLS: tuple[str, ...] = ("amem", "locomo")
 
 # The two refusal markers of the official category-5 rule (checked on the lower-cased answer).
 LOCOMO_REFUSAL_MARKERS: tuple[str, ...] = ("no information available", "not mentioned")
@@ -166,24 +164,24 @@ def _category(category: int | Category) -> Category:
 
 def check_protocol(protocol: str) -> str:
     """Return ``protocol`` if known, else raise ValueError naming the known ones."""
-    if protocol not in PROTOCOLS:
-        raise ValueError(unknown_name_message("protocol", str(protocol), list(PROTOCOLS)))
-    return protocol
+    from memcore.eval.protocols import get_protocol
+
+    return get_protocol(protocol).name
 
 
 def score_answer(prediction: str, gold: str, category: int | Category, protocol: str) -> dict[str, float]:
-    """Score one answer: ``{"f1": ..., "bleu1": ...}``, fractions in [0, 1].
+    """Score one answer under ``protocol``: ``{"f1": ..., "bleu1": ...}``, fractions in [0, 1].
 
     ``gold`` is the protocol's gold string (``QAItem.gold(protocol)``); non-strings (LoCoMo has
     int answers) are converted with ``str`` as both original evaluations do. ``None`` counts as empty.
     """
-    check_protocol(protocol)
+    from memcore.eval.protocols import get_protocol
+
+    proto = get_protocol(protocol)
     cat = _category(category)
     pred = "" if prediction is None else str(prediction)
     ref = "" if gold is None else str(gold)
-    if protocol == "amem":
-        return {"f1": amem_f1(pred, ref), "bleu1": amem_bleu1(pred, ref)}
-    return {"f1": locomo_f1(pred, ref, cat), "bleu1": amem_bleu1(pred, ref)}
+    return proto.score(pred, ref, cat)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -562,11 +562,10 @@ def run_disclosure(run: RunData) -> dict[str, Any]:
 def headline_notes(summaries: Sequence[RunSummary]) -> list[str]:
     """Footnotes that say what the headline numbers are: category 5 under protocol=amem, the category names
     Mem0's harness uses, what J covers, the ceiling row."""
-    from memcore.eval.aggregate import AMEM_CAT5_NOTE, CATEGORY_NAME_NOTE
+    from memcore.eval.aggregate import CATEGORY_NAME_NOTE
+    from memcore.eval.protocols import protocol_cat5_note
 
-    notes = []
-    if any(s.run.protocol == "amem" for s in summaries):
-        notes.append(AMEM_CAT5_NOTE)
+    notes = list(dict.fromkeys(n for s in summaries if (n := protocol_cat5_note(s.run.protocol))))
     notes.append(CATEGORY_NAME_NOTE)
     if any(s.values.get("judge_no_adv") is not None for s in summaries):
         notes.append(
