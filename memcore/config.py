@@ -132,7 +132,9 @@ class RunConfig:
 
 
 class ConfigError(ValueError):
-    pass
+    """The one configuration error (issue 17): a bad key or value anywhere in the run config, a method's section
+    or an ablation. The message is one line naming the key, the value and what is allowed; memcore-run prints
+    it as ``error: …`` and exits 2."""
 
 
 def validate(cfg: DictConfig) -> DictConfig:

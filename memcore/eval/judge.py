@@ -53,8 +53,8 @@ _LABEL_WORD_RE = re.compile(r"\b(CORRECT|WRONG)\b")
 DEFAULT_PRESET = "judge-v1"
 
 
-class JudgeConfigError(ConfigError):
-    """``eval.judge_backbone`` / ``eval.judge_runs`` name no usable judge setting."""
+#: ``eval.judge_backbone`` / ``eval.judge_runs`` name no usable judge setting: the run's one ConfigError.
+JudgeConfigError = ConfigError
 
 
 def _validate_v1(obj: Any) -> tuple[str, str]:

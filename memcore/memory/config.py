@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from memcore.config import ConfigError as _RunConfigError
+from memcore.config import ConfigError as ConfigError  # the run's one ConfigError, re-exported
 from memcore.memory.notes import INDEX_KINDS
 
 JUDGES = ("llm", "embedding")
@@ -14,11 +14,6 @@ EVIDENCE_TEXT = ("raw", "context", "both")
 GATE_FORMS = ("scale", "binary")
 SWITCHES = ("update", "merge", "link", "denoise", "topic", "keyword", "neighbor", "ier")
 CONSTRUCTION_SWITCHES = ("update", "merge", "link", "denoise")
-
-
-class ConfigError(_RunConfigError):
-    """A method or ablation config that MemCoRe cannot run with; the message names the key. A subclass of the
-    run's one ``memcore.config.ConfigError`` (issue 16), so memcore-run reports it as one line, exit 2."""
 
 
 @dataclass(frozen=True)
