@@ -20,6 +20,7 @@ from typing import Any
 from baselines.turns import load_turns, save_turns, turn_note
 from memcore.interfaces import MethodContext, MethodSpec
 from memcore.prompts import answer as answer_prompts
+from memcore.schema import POS, knob, method_validator
 from memcore.text import count_tokens
 from memcore.types import Evidence, Turn
 
@@ -53,7 +54,7 @@ PROMPT_OVERHEAD_TOKENS = _prompt_overhead_tokens()
 @dataclass(frozen=True)
 class FullContextConfig:
     name: str = "full_context"
-    context_budget_tokens: int | None = None  # None: the backbone preset's budget
+    context_budget_tokens: int | None = knob(None, rule=POS)  # None: the backbone preset's budget
     answer_reserve_tokens: int = PER_QA_TOKEN_BUDGET  # room kept for the answer
     prompt_reserve_tokens: int | None = None  # room for the answer prompt around context + question; None: measured
 
@@ -185,6 +186,7 @@ SPEC = MethodSpec(
     name="full_context",
     factory=_factory,
     ingest_uses_llm=lambda c, a: False,
-    construction_keys=(),
+    config_schema=(FullContextConfig,),  # no build fields: the stored turns do not depend on the config
+    validate_config=method_validator(FullContextConfig, build=lambda name, cfg: FullContextConfig(**cfg)),
     description="LoCoMo full-context baseline (official layout; oldest turns cut to the backbone's budget)",
 )

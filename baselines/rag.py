@@ -22,6 +22,7 @@ import numpy as np
 from baselines.turns import load_turns, save_turns, turn_note
 from memcore.fusion import rrf_fuse
 from memcore.interfaces import Embedder, MethodContext, MethodSpec
+from memcore.schema import POS, UNIT, Rule, bad_value, knob, method_validator
 from memcore.types import Evidence, Turn
 
 #: The methods this package registers (read by memcore.methods without importing it).
@@ -33,19 +34,21 @@ METHODS = {
 }
 
 
+RETRIEVERS = ("dense", "bm25", "hybrid")
+CONTEXT_FORMATS = ("notes", "locomo")
+
+
 @dataclass(frozen=True)
 class RAGConfig:
     name: str = "rag_hybrid"
-    retriever: str = "hybrid"  # dense | bm25 | hybrid
-    top_k: int = 20
-    rrf_k: int = 60
+    retriever: str = knob("hybrid", build=True, rule=Rule(choices=RETRIEVERS))  # dense | bm25 | hybrid
+    top_k: int = knob(20, rule=POS)
+    rrf_k: int = knob(60, rule=POS)
     bm25_k1: float = 1.5
-    bm25_b: float = 0.75
+    bm25_b: float = knob(0.75, rule=UNIT)
     chronological_context: bool = False  # order the retrieved turns by time in the answer prompt
-    context_format: str = "notes"  # notes: [date] Speaker: text | locomo: <date>: Speaker said, "text" (official RAG)
-
-
-CONTEXT_FORMATS = ("notes", "locomo")
+    # notes: [date] Speaker: text | locomo: <date>: Speaker said, "text" (official RAG); the indexed text follows it
+    context_format: str = knob("notes", build=True, rule=Rule(choices=CONTEXT_FORMATS))
 
 
 def locomo_rag_line(turn: Turn) -> str:
@@ -161,9 +164,15 @@ class RAG:
         return {"turns": len(self.turns), "retriever": self.cfg.retriever}
 
 
-def _spec(
-    name: str, retriever: str, description: str, construction_keys: tuple[str, ...] = ("retriever",)
-) -> MethodSpec:
+def _check_retriever(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) -> None:
+    """``rag_<retriever>`` runs that retriever; another one is a different method (and table label)."""
+    expected = name.removeprefix("rag_")
+    if expected in RETRIEVERS and cfg.get("retriever", expected) != expected:
+        where = f"method {name}"
+        raise bad_value("method.retriever", cfg["retriever"], f"{expected} (use method=rag_{cfg['retriever']})", where)
+
+
+def _spec(name: str, retriever: str, description: str, construction_keys: tuple[str, ...] | None = None) -> MethodSpec:
     def factory(ctx: MethodContext) -> RAG:
         cfg = RAGConfig(**{"retriever": retriever, **ctx.config})
         return RAG(cfg, lambda: ctx.embedder)
@@ -172,17 +181,31 @@ def _spec(
         name=name,
         factory=factory,
         ingest_uses_llm=lambda c, a: False,
+        config_schema=(RAGConfig,),
+        validate_config=method_validator(RAGConfig, after=_check_retriever),
         construction_keys=construction_keys,
         description=description,
     )
 
 
-RAG_DENSE = _spec("rag_dense", "dense", "dense retrieval over raw turns (this harness's baseline, not LoCoMo's RAG)")
-RAG_BM25 = _spec("rag_bm25", "bm25", "BM25 over raw turns (this harness's baseline, not LoCoMo's RAG)")
-RAG_HYBRID = _spec("rag_hybrid", "hybrid", "RRF of dense + BM25 over raw turns (this harness's baseline)")
-RAG_LOCOMO = _spec(
-    "rag_locomo",
+# The three harness baselines key their snapshots on the retriever alone (as before context_format existed; their
+# format is the default ``notes``), so existing snapshots still match; rag_locomo keys on both build fields.
+RAG_DENSE = _spec(
+    "rag_dense",
     "dense",
-    "LoCoMo's RAG setting: top-5 turns by dense score (dialog mode)",
-    construction_keys=("retriever", "context_format"),  # the indexed text follows the format
+    "dense retrieval over raw turns (this harness's baseline, not LoCoMo's RAG)",
+    construction_keys=("retriever",),
 )
+RAG_BM25 = _spec(
+    "rag_bm25",
+    "bm25",
+    "BM25 over raw turns (this harness's baseline, not LoCoMo's RAG)",
+    construction_keys=("retriever",),
+)
+RAG_HYBRID = _spec(
+    "rag_hybrid",
+    "hybrid",
+    "RRF of dense + BM25 over raw turns (this harness's baseline)",
+    construction_keys=("retriever",),
+)
+RAG_LOCOMO = _spec("rag_locomo", "dense", "LoCoMo's RAG setting: top-5 turns by dense score (dialog mode)")

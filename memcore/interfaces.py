@@ -145,30 +145,55 @@ class MethodContext:
         return self._embedder.get()
 
 
+MethodConfigCheck = Callable[[str, dict[str, Any], dict[str, Any]], None]
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     """A registered memory method.
 
-    ``ingest_uses_llm(config, ablation)`` tells the runner whether building memory needs the chat
-    backbone (the snapshot key then includes the backbone); ``construction_keys`` lists the config
-    keys (and ablation switches) whose values change the built memory — they form the snapshot key,
-    so retrieval-only changes reuse a snapshot. ``ablations`` lists the ablation names it accepts.
-    ``build_cpu_bound``: when set and ``ingest_uses_llm`` is false, the runner builds each conversation's
-    memory in a worker process (threads would share one core under the GIL); cheap builds stay in threads,
-    where starting a process would cost more than the build.
+    ``config_schema``: the dataclass(es) its ``method`` section is made of (issue 17); fields marked ``build``
+    (:func:`memcore.schema.knob`) change the built memory and form ``construction_keys`` (the snapshot key, so
+    retrieval-only changes reuse a snapshot), unless ``construction_keys`` is given explicitly. ``validate_config``
+    (``(name, method section, ablation section) -> None``, raising ConfigError) is what ``memcore-run`` checks
+    before any work (:func:`memcore.schema.method_validator`). ``ablation_schema``: its ablation switches (fields
+    marked ``build`` form ``construction_switches``); ``ablations`` lists the ablation names it accepts.
+    ``ingest_uses_llm(config, ablation)`` tells the runner whether building memory needs the chat backbone (the
+    snapshot key then includes the backbone). ``build_cpu_bound``: when set and ``ingest_uses_llm`` is false, the
+    runner builds each conversation's memory in a worker process (threads would share one core under the GIL);
+    cheap builds stay in threads, where starting a process would cost more than the build.
     """
 
     name: str
     factory: Callable[[MethodContext], MemorySystem]
     ingest_uses_llm: Callable[[dict[str, Any], dict[str, Any]], bool]
-    construction_keys: tuple[str, ...] = ()
-    construction_switches: tuple[str, ...] = ()
+    config_schema: tuple[type, ...] = ()
+    validate_config: MethodConfigCheck | None = None
+    construction_keys: tuple[str, ...] | None = None  # None: the ``build`` fields of ``config_schema``
+    ablation_schema: type | None = None
+    construction_switches: tuple[str, ...] | None = None  # None: the ``build`` fields of ``ablation_schema``
     ablations: frozenset[str] = frozenset({"none"})
     retrieve_uses_llm: Callable[[dict[str, Any], dict[str, Any]], bool] = lambda c, a: False
     sequential_qa: bool = False
     description: str = ""
-    build_cpu_bound: bool = False  # building costs seconds of CPU per conversation (not LLM waits): see below
+    build_cpu_bound: bool = False  # building costs seconds of CPU per conversation (not LLM waits): see above
     staged_ingest: bool = False  # its systems are ``StagedIngest``: progress shows an ingest bar before the build bar
+
+    def __post_init__(self) -> None:
+        from memcore.schema import build_keys
+
+        if self.construction_keys is None:
+            keys = tuple(k for schema in self.config_schema for k in build_keys(schema))
+            object.__setattr__(self, "construction_keys", keys)
+        if self.construction_switches is None:
+            switches = build_keys(self.ablation_schema) if self.ablation_schema is not None else ()
+            object.__setattr__(self, "construction_switches", switches)
+
+    def config_keys(self) -> list[str]:
+        """Every key its ``method`` section accepts (``name`` included), sorted."""
+        import dataclasses
+
+        return sorted({"name", *(f.name for schema in self.config_schema for f in dataclasses.fields(schema))})
 
 
 @runtime_checkable

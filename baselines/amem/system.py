@@ -24,6 +24,7 @@ import numpy as np
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.json_reply import complete_json
 from memcore.prompts import amem as P
+from memcore.schema import POS, TEMPERATURE, build_keys, knob, method_validator
 from memcore.types import Evidence, EvidenceNote, Turn
 
 SNAPSHOT_FILE = "amem.json"
@@ -38,20 +39,26 @@ IMAGE_TEXT = ("upstream", "harness")
 class AMemConfig:
     """Knobs of A-MEM; defaults are the authors' LoCoMo settings (see README for each source)."""
 
-    format_version: int = 2  # 2: image turns as their loader writes them ("[Image: <caption>] <text>")
+    format_version: int = knob(
+        2, build=True, rule=POS
+    )  # 2: image turns as their loader writes them ("[Image: <caption>] <text>")
     # Their ingestion string is "Speaker " + speaker + "says : " + text (no space before "says").
-    content_template: str = "Speaker {speaker} says : {text}"
-    image_text: str = "upstream"  # upstream: "[Image: <caption>] <text>" (their load_dataset.py) | harness: Turn.text
-    evolution_neighbors: int = 5  # process_memory: find_related_memories(note.content, k=5)
-    evo_threshold: int = 100  # rebuild the retriever documents after every N evolutions
-    temperature: float = 0.7  # their OpenAIController.get_completion default
-    max_tokens: int = 1000
-    retrieve_k: int = 10  # test_advanced.py --retrieve_k default; configs/method/amem.yaml picks it per backbone
+    content_template: str = knob("Speaker {speaker} says : {text}", build=True)
+    image_text: str = knob(
+        "upstream", build=True
+    )  # upstream: "[Image: <caption>] <text>" (their load_dataset.py) | harness: Turn.text
+    evolution_neighbors: int = knob(5, build=True)  # process_memory: find_related_memories(note.content, k=5)
+    evo_threshold: int = knob(100, build=True, rule=POS)  # rebuild the retriever documents after every N evolutions
+    temperature: float = knob(0.7, build=True, rule=TEMPERATURE)  # their OpenAIController.get_completion default
+    max_tokens: int = knob(1000, build=True, rule=POS)
+    retrieve_k: int = knob(
+        10, rule=POS
+    )  # test_advanced.py --retrieve_k default; configs/method/amem.yaml picks it per backbone
     retrieve_k_by_backbone: dict[str, int] = field(default_factory=dict)  # record of the per-backbone k (yaml)
     # shared: one neighbour counter over all hits (c3bb1ee, the paper-era code); per_note: reset per hit (5b345e6)
     neighbor_counter: str = "shared"
     query_keywords: bool = True  # retrieval query = LLM keywords of the question (generate_query_llm)
-    query_temperature: float = 0.7
+    query_temperature: float = knob(0.7, rule=TEMPERATURE)
 
     def __post_init__(self) -> None:
         if self.evolution_neighbors < 0 or self.evo_threshold < 1 or self.retrieve_k < 1 or self.max_tokens < 1:
@@ -69,15 +76,8 @@ class AMemConfig:
             raise ValueError(f"amem: image_text must be one of {IMAGE_TEXT}, got {self.image_text!r}")
 
 
-CONSTRUCTION_KEYS = (
-    "format_version",
-    "content_template",
-    "image_text",
-    "evolution_neighbors",
-    "evo_threshold",
-    "temperature",
-    "max_tokens",
-)
+#: Config keys that change the built memory (marked ``build`` on the fields).
+CONSTRUCTION_KEYS = build_keys(AMemConfig)
 
 
 def config_from_dict(cls: type, raw: dict[str, Any], method: str) -> Any:
@@ -514,7 +514,8 @@ SPEC = MethodSpec(
     name="amem",
     factory=_factory,
     ingest_uses_llm=lambda c, a: True,
-    construction_keys=CONSTRUCTION_KEYS,
+    config_schema=(AMemConfig,),
+    validate_config=method_validator(AMemConfig, build=lambda name, cfg: config_from_dict(AMemConfig, cfg, name)),
     retrieve_uses_llm=lambda c, a: bool(c.get("query_keywords", True)),
     description="A-MEM: LLM-written notes, link generation and memory evolution (authors' LoCoMo pipeline)",
 )

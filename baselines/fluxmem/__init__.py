@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from baselines.fluxmem.config import CONSTRUCTION_KEYS, FluxMemConfig
+from baselines.fluxmem.config import FluxMemConfig
 from baselines.fluxmem.system import FluxMem
 from memcore.config import ConfigError
 from memcore.interfaces import MethodContext, MethodSpec
+from memcore.schema import bad_value, method_validator
 
 #: The methods this package registers (read by memcore.methods without importing it).
 METHODS = {
@@ -36,12 +37,29 @@ def _factory(name: str, forced: dict[str, Any]) -> Callable[[MethodContext], Flu
     return factory
 
 
+def _pinned(forced: dict[str, Any]) -> Callable[[str, dict[str, Any], dict[str, Any]], None]:
+    """A variant's pinned switches may not be set back (that run would be mislabelled)."""
+
+    def check(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) -> None:
+        for key, value in forced.items():
+            if key in cfg and cfg[key] != value:
+                allowed = f"{str(value).lower()} (use method=fluxmem to change it)"
+                raise bad_value(f"method.{key}", cfg[key], allowed, f"method {name}")
+
+    return check
+
+
 def _spec(name: str, forced: dict[str, Any], description: str) -> MethodSpec:
     return MethodSpec(
         name=name,
         factory=_factory(name, forced),
         ingest_uses_llm=lambda c, a: bool(c.get("extract_facts", True)),
-        construction_keys=CONSTRUCTION_KEYS,
+        config_schema=(FluxMemConfig,),
+        validate_config=method_validator(
+            FluxMemConfig,
+            before=_pinned(forced),
+            build=lambda name, cfg: FluxMemConfig.from_dict({**cfg, **forced}),
+        ),
         retrieve_uses_llm=lambda c, a: True,
         sequential_qa=True,
         description=description,

@@ -7,16 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memcore.config import ConfigError
-
-# Keys whose values change the built memory (the semantic layer); they form the snapshot key.
-CONSTRUCTION_KEYS: tuple[str, ...] = (
-    "format_version",
-    "extract_facts",
-    "max_facts_per_turn",
-    "assoc_k",
-    "assoc_min_sim",
-)
-
+from memcore.schema import POS, UNIT, Rule, build_keys, knob
 
 PEMS_FORMULAS = ("upstream", "linear")
 
@@ -27,13 +18,13 @@ class FluxMemConfig:
     and the stage code of zjunlp/LightMem ``src/fluxmem`` where a counterpart exists (baselines/fluxmem/README.md)."""
 
     name: str = "fluxmem"
-    format_version: int = 1  # bump when code changes what construction builds
+    format_version: int = knob(1, build=True, rule=POS)  # bump when code changes what construction builds
 
     # construction: semantic layer + association edges
-    extract_facts: bool = True  # false: each turn is one semantic node (no LLM at ingest)
-    max_facts_per_turn: int = 5
-    assoc_k: int = 3  # association edges per node to its most similar nodes …
-    assoc_min_sim: float = 0.5  # … whose cosine is at least this
+    extract_facts: bool = knob(True, build=True)  # false: each turn is one semantic node (no LLM at ingest)
+    max_facts_per_turn: int = knob(5, build=True)
+    assoc_k: int = knob(3, build=True)  # association edges per node to its most similar nodes …
+    assoc_min_sim: float = knob(0.5, build=True, rule=Rule(lo=-1, hi=1))  # … whose cosine is at least this
 
     # Stage 1: connection forming
     connect: bool = True  # false: plain dense top-k over the semantic layer, no BM25 / LLM / episodes / skills
@@ -44,13 +35,13 @@ class FluxMemConfig:
     # hybrid/layer: pool by dense + BM25, dense min-max and BM25 / max over the whole semantic layer (earlier)
     pool_by: str = "dense"  # dense | hybrid
     normalize_over: str = "pool"  # pool | layer
-    w_dense: float = 1.0  # upstream dense_weight
-    w_sparse: float = 0.5  # upstream bm25_weight
-    w_llm: float = 0.3  # upstream llm_weight
+    w_dense: float = knob(1.0, rule=UNIT)  # upstream dense_weight
+    w_sparse: float = knob(0.5, rule=UNIT)  # upstream bm25_weight
+    w_llm: float = knob(0.3, rule=UNIT)  # upstream llm_weight
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
     k_episodes: int = 3  # most similar past episodes joining the step subgraph (upstream top_k_episodic)
-    episode_min_sim: float = 0.5
+    episode_min_sim: float = knob(0.5, rule=Rule(lo=-1, hi=1))
     episodes_supported_only: bool = True  # only episodes whose answer was self-judged supported
 
     # eval.budget (configs/method/fluxmem.yaml interpolates it): notes in all at Stage 1 (None: k semantic nodes
@@ -70,7 +61,7 @@ class FluxMemConfig:
     consolidate: bool = True
     consolidate_every: int = 10  # consolidate after every N new episodes (0: only after the conversation's QA)
     consolidate_after_qa: bool = True
-    cluster_min_sim: float = 0.6  # trajectory cosine to join a cluster
+    cluster_min_sim: float = knob(0.6, rule=Rule(lo=-1, hi=1))  # trajectory cosine to join a cluster
     min_cluster_size: int = 2
     max_cluster_episodes: int = 6  # episodes shown to the LLM per cluster
     rerun_episodes: int = 3  # source episodes re-run per skill version
@@ -78,9 +69,9 @@ class FluxMemConfig:
     # upstream: PEMS = S / (|skills| · ln(words)) · (1 − drift), rewrite until |ΔPEMS| < pems_threshold or
     # pems_rounds evaluations (metrics/pems.py, stage3_consolidation.py); linear: our earlier weighted score
     pems_formula: str = "upstream"
-    pems_threshold: float = 0.01  # upstream ε: |ΔPEMS| below it = converged (linear: minimum gain)
+    pems_threshold: float = knob(0.01, rule=UNIT)  # upstream ε: |ΔPEMS| below it = converged (linear: minimum gain)
     pems_rounds: int = 5  # upstream max_consolidation_rounds (evaluations per skill)
-    pems_target: float = 0.9  # linear only: skills scoring at least this are not rewritten
+    pems_target: float = knob(0.9, rule=UNIT)  # linear only: skills scoring at least this are not rewritten
     pems_max_iters: int = 3  # linear only: rewrites per skill
     pems_w_success: float = 1.0
     pems_w_length: float = 0.2
@@ -188,3 +179,7 @@ class FluxMemConfig:
 
     def construction(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in CONSTRUCTION_KEYS}
+
+
+#: Keys whose values change the built memory (the semantic layer; marked ``build``); they form the snapshot key.
+CONSTRUCTION_KEYS: tuple[str, ...] = build_keys(FluxMemConfig)

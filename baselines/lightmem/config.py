@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from memcore.schema import POS, TEMPERATURE, Rule, build_keys, knob
+
 COMPRESSORS = ("idf", "none")
 PROVENANCE = ("segment", "source")
 
@@ -15,29 +17,29 @@ class LightMemConfig:
     """Defaults follow LightMem's LoCoMo script (experiments/locomo/add_locomo.py + search_locomo.py)
     where they apply; see baselines/lightmem/README.md for each source and every deviation."""
 
-    format_version: int = 1
+    format_version: int = knob(1, build=True, rule=POS)
     # sensory memory: pre-compression stand-in for LLMLingua-2 (rate = share of words kept)
-    compressor: str = "idf"
-    compress_rate: float = 0.6
-    sensory_buffer_tokens: int = 512
+    compressor: str = knob("idf", build=True, rule=Rule(choices=COMPRESSORS))
+    compress_rate: float = knob(0.6, build=True, rule=Rule(lo=0, hi=1, lo_open=True))
+    sensory_buffer_tokens: int = knob(512, build=True, rule=POS)
     # topic segmentation: adjacent-turn cosine below a threshold that rises until a boundary appears
-    sim_threshold_start: float = 0.2
-    sim_threshold_max: float = 0.5
-    sim_threshold_step: float = 0.05
-    boundary_tolerance: int = 3
+    sim_threshold_start: float = knob(0.2, build=True, rule=Rule(lo=-1, hi=1))
+    sim_threshold_max: float = knob(0.5, build=True, rule=Rule(lo=-1, hi=1))
+    sim_threshold_step: float = knob(0.05, build=True, rule=Rule(lo=0, hi=1, lo_open=True))
+    boundary_tolerance: int = knob(3, build=True)
     # short-term memory: segments are batched into one extraction call per this many tokens
-    stm_buffer_tokens: int = 512
-    extract_max_tokens: int = 2048
+    stm_buffer_tokens: int = knob(512, build=True, rule=POS)
+    extract_max_tokens: int = knob(2048, build=True, rule=POS)
     # offline ("sleep-time") consolidation at finalize
-    consolidate: bool = True
-    queue_top_k: int = 20
-    queue_keep: int = 10
-    update_threshold: float = 0.9
-    update_max_tokens: int = 384
-    temperature: float = 0.0
+    consolidate: bool = knob(True, build=True)
+    queue_top_k: int = knob(20, build=True, rule=POS)
+    queue_keep: int = knob(10, build=True, rule=POS)
+    update_threshold: float = knob(0.9, build=True, rule=Rule(lo=-1, hi=1))
+    update_max_tokens: int = knob(384, build=True, rule=POS)
+    temperature: float = knob(0.0, build=True, rule=TEMPERATURE)
     # retrieval (does not change the built memory)
-    top_k: int = 60
-    provenance: str = "segment"
+    top_k: int = knob(60, rule=POS)
+    provenance: str = knob("segment", rule=Rule(choices=PROVENANCE))
 
     def __post_init__(self) -> None:
         if self.compressor not in COMPRESSORS:
@@ -62,11 +64,9 @@ class LightMemConfig:
             raise ValueError(f"lightmem: boundary_tolerance must be >= 0, got {self.boundary_tolerance}")
 
 
-#: Config keys that change the built memory (snapshot key); ``top_k`` and ``provenance`` only
+#: Config keys that change the built memory (marked ``build``; snapshot key); ``top_k`` and ``provenance`` only
 #: change retrieval, so runs that differ in them reuse one snapshot.
-CONSTRUCTION_KEYS: tuple[str, ...] = tuple(
-    f.name for f in dataclasses.fields(LightMemConfig) if f.name not in ("top_k", "provenance")
-)
+CONSTRUCTION_KEYS: tuple[str, ...] = build_keys(LightMemConfig)
 
 
 def config_from_dict(raw: dict[str, Any]) -> LightMemConfig:

@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 
 from baselines.lightmem.compress import IdentityCompressor, IdfCompressor
-from baselines.lightmem.config import CONSTRUCTION_KEYS, LightMemConfig, config_from_dict
+from baselines.lightmem.config import LightMemConfig, config_from_dict
 from baselines.lightmem.segment import adjacent_similarities, propose_boundaries
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.json_reply import complete_json
 from memcore.prompts import lightmem as P
+from memcore.schema import method_validator
 from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote, Turn
 
@@ -469,6 +470,7 @@ SPEC = MethodSpec(
     name="lightmem",
     factory=_factory,
     ingest_uses_llm=lambda c, a: True,
-    construction_keys=CONSTRUCTION_KEYS,
+    config_schema=(LightMemConfig,),
+    validate_config=method_validator(LightMemConfig, build=lambda name, cfg: config_from_dict(cfg)),
     description="LightMem: compressed sensory buffer → topic segments → batched fact extraction → sleep-time update",
 )

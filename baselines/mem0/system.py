@@ -23,6 +23,7 @@ from typing import Any
 
 from baselines.amem.system import config_from_dict
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
+from memcore.schema import POS, TEMPERATURE, UNIT, Rule, knob, method_validator
 from memcore.types import Conversation, Evidence, EvidenceNote, Turn
 
 STATE_FILE = "mem0_state.json"
@@ -49,17 +50,25 @@ def cap_per_speaker_results(results: dict[str, list[dict[str, Any]]], budget: in
 class Mem0Config:
     """Knobs; defaults follow Mem0's LoCoMo evaluation (evaluation/src/memzero*/add.py, search.py)."""
 
-    format_version: int = 2  # 2: top_p passed (issue 15)
-    batch_size: int = 2  # messages per add() call
-    top_k: int = 30  # memories per speaker per question
-    search_threshold: float = 0.1  # mem0ai 2.2.1's Memory.search default
-    temperature: float = 0.1  # mem0's BaseLlmConfig default (their evaluation sets no LLM parameters)
-    max_tokens: int = 2000  # BaseLlmConfig default
-    top_p: float = 0.1  # BaseLlmConfig default; mem0's OpenAILLM sends it with every call
-    llm_route: str = "backbone"  # backbone: our client (cache, retries, accounting) | direct: mem0's OpenAI client
-    embedder_route: str = "auto"  # auto: mem0's huggingface embedder for MiniLM, else the run's | mem0 | run
-    distance_strategy: str = "euclidean"  # mem0's faiss default; unit vectors → same ranking as cosine
-    ground_dates: bool = True  # session date as mem0's Observation/Current Date (else the wall clock)
+    format_version: int = knob(2, build=True, rule=POS)  # 2: top_p passed (issue 15)
+    batch_size: int = knob(2, build=True, rule=POS)  # messages per add() call
+    top_k: int = knob(30, rule=POS)  # memories per speaker per question
+    search_threshold: float = knob(0.1, rule=UNIT)  # mem0ai 2.2.1's Memory.search default
+    temperature: float = knob(
+        0.1, build=True, rule=TEMPERATURE
+    )  # mem0's BaseLlmConfig default (their evaluation sets no LLM parameters)
+    max_tokens: int = knob(2000, build=True, rule=POS)  # BaseLlmConfig default
+    top_p: float = knob(0.1, build=True, rule=UNIT)  # BaseLlmConfig default; mem0's OpenAILLM sends it with every call
+    llm_route: str = knob(
+        "backbone", build=True, rule=Rule(choices=("backbone", "direct"))
+    )  # backbone: our client (cache, retries, accounting) | direct: mem0's OpenAI client
+    embedder_route: str = knob(
+        "auto", build=True, rule=Rule(choices=("auto", "mem0", "run"))
+    )  # auto: mem0's huggingface embedder for MiniLM, else the run's | mem0 | run
+    distance_strategy: str = knob(
+        "euclidean", build=True, rule=Rule(choices=("euclidean", "cosine", "inner_product"))
+    )  # mem0's faiss default; unit vectors → same ranking as cosine
+    ground_dates: bool = knob(True, build=True)  # session date as mem0's Observation/Current Date (else the wall clock)
     parallel_speakers: bool = False  # their add.py ran both speakers in threads; off = reproducible order
 
     def __post_init__(self) -> None:
@@ -73,19 +82,6 @@ class Mem0Config:
             raise ValueError("mem0: distance_strategy must be euclidean, cosine or inner_product.")
         if self.llm_route == "direct" and not self.ground_dates:
             raise ValueError("mem0: ground_dates=false is only supported with llm_route=backbone.")
-
-
-CONSTRUCTION_KEYS = (
-    "format_version",
-    "batch_size",
-    "temperature",
-    "max_tokens",
-    "top_p",
-    "llm_route",
-    "embedder_route",
-    "distance_strategy",
-    "ground_dates",
-)
 
 
 def _bridge() -> Any:
@@ -407,6 +403,7 @@ SPEC = MethodSpec(
     name="mem0",
     factory=_factory,
     ingest_uses_llm=lambda c, a: True,
-    construction_keys=CONSTRUCTION_KEYS,
+    config_schema=(Mem0Config,),
+    validate_config=method_validator(Mem0Config, build=lambda name, cfg: config_from_dict(Mem0Config, cfg, name)),
     description="Mem0 (mem0ai 2.2.1, real package): LLM fact extraction per 2-message batch, per-speaker search",
 )

@@ -28,6 +28,7 @@ from baselines.amem.system import config_from_dict
 from baselines.mem0 import prompts_v1 as P
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.json_reply import complete_json
+from memcore.schema import POS, TEMPERATURE, UNIT, Rule, knob, method_validator
 from memcore.types import Conversation, Evidence, EvidenceNote, Turn
 
 STATE_FILE = "mem0_two_phase.json"
@@ -39,33 +40,27 @@ class Mem0TwoPhaseConfig:
     """Knobs; defaults are mem0ai 1.0.11's (``BaseLlmConfig``, ``_add_to_vector_store``) and Mem0's LoCoMo
     evaluation (batch 2, top_k 30)."""
 
-    format_version: int = 1
-    batch_size: int = 2  # messages per add (their MemoryADD batch_size)
-    top_k: int = 30  # memories per speaker per question (run_experiments.py --top_k)
-    existing_per_fact: int = 5  # stored memories retrieved per new fact (vector_store.search limit=5)
-    extraction_prompt: str = "user"  # user: USER_MEMORY_EXTRACTION_PROMPT (1.0.11) | fact_retrieval: pre-1.0
-    temperature: float = 0.1  # BaseLlmConfig defaults, sent with every call
-    max_tokens: int = 2000
-    top_p: float = 0.1
-    ground_dates: bool = True  # "Today's date" in the extraction prompt = the session date (else the wall clock)
+    format_version: int = knob(1, build=True, rule=POS)
+    batch_size: int = knob(2, build=True, rule=POS)  # messages per add (their MemoryADD batch_size)
+    top_k: int = knob(30, rule=POS)  # memories per speaker per question (run_experiments.py --top_k)
+    existing_per_fact: int = knob(
+        5, build=True, rule=POS
+    )  # stored memories retrieved per new fact (vector_store.search limit=5)
+    extraction_prompt: str = knob(
+        "user", build=True, rule=Rule(choices=EXTRACTION_PROMPTS)
+    )  # user: USER_MEMORY_EXTRACTION_PROMPT (1.0.11) | fact_retrieval: pre-1.0
+    temperature: float = knob(0.1, build=True, rule=TEMPERATURE)  # BaseLlmConfig defaults, sent with every call
+    max_tokens: int = knob(2000, build=True, rule=POS)
+    top_p: float = knob(0.1, build=True, rule=UNIT)
+    ground_dates: bool = knob(
+        True, build=True
+    )  # "Today's date" in the extraction prompt = the session date (else the wall clock)
 
     def __post_init__(self) -> None:
         if min(self.batch_size, self.top_k, self.existing_per_fact, self.max_tokens) < 1:
             raise ValueError("mem0-two-phase: batch_size, top_k, existing_per_fact and max_tokens must be >= 1.")
         if self.extraction_prompt not in EXTRACTION_PROMPTS:
             raise ValueError(f"mem0-two-phase: extraction_prompt must be one of {EXTRACTION_PROMPTS}.")
-
-
-CONSTRUCTION_KEYS = (
-    "format_version",
-    "batch_size",
-    "existing_per_fact",
-    "extraction_prompt",
-    "temperature",
-    "max_tokens",
-    "top_p",
-    "ground_dates",
-)
 
 
 @dataclass
@@ -392,6 +387,9 @@ SPEC = MethodSpec(
     name="mem0-two-phase",
     factory=_factory,
     ingest_uses_llm=lambda c, a: True,
-    construction_keys=CONSTRUCTION_KEYS,
+    config_schema=(Mem0TwoPhaseConfig,),
+    validate_config=method_validator(
+        Mem0TwoPhaseConfig, build=lambda name, cfg: config_from_dict(Mem0TwoPhaseConfig, cfg, name)
+    ),
     description="Mem0's two-phase pipeline (mem0ai 1.0.11 prompts): fact extraction, then ADD/UPDATE/DELETE/NONE",
 )

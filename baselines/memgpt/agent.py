@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.memgpt.config import CONSTRUCTION_KEYS, MemGPTConfig, config_from_dict
+from baselines.memgpt.config import MemGPTConfig, config_from_dict
 from baselines.memgpt.stores import (
     ArchivalEntry,
     ArchivalMemory,
@@ -39,6 +39,7 @@ from baselines.memgpt.stores import (
 from memcore.interfaces import ChatBackbone, Embedder, Message, MethodContext, MethodSpec
 from memcore.llm.json_reply import complete_json
 from memcore.prompts import memgpt as P
+from memcore.schema import method_validator
 from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote, Turn
 
@@ -607,6 +608,7 @@ SPEC = MethodSpec(
     factory=_factory,
     ingest_uses_llm=lambda c, a: True,
     retrieve_uses_llm=lambda c, a: True,
-    construction_keys=CONSTRUCTION_KEYS,
+    config_schema=(MemGPTConfig,),
+    validate_config=method_validator(MemGPTConfig, build=lambda name, cfg: config_from_dict(cfg)),
     description="MemGPT: paged main context (core memory, FIFO, recursive summary) + recall/archival storage via function calls",
 )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from baselines.lightmem.config import build_config
+from memcore.schema import POS, TEMPERATURE, Rule, build_keys, knob
 
 RECALL_SEARCH = ("keyword", "substring")
 
@@ -18,23 +18,33 @@ class MemGPTConfig:
     as MemGPT sizes its main context by the model's context window; the factory fills it in.
     See baselines/memgpt/README.md."""
 
-    format_version: int = 2
-    context_window_tokens: int | None = None  # main context: system + core memory + summary + FIFO; None: backbone
-    warning_fraction: float = 0.75  # MESSAGE_SUMMARY_WARNING_FRAC: memory-pressure alert
-    evict_fraction: float = 0.75  # MESSAGE_SUMMARY_TRUNC_TOKEN_FRAC: share of FIFO tokens evicted
-    keep_last_messages: int = 3  # MESSAGE_SUMMARY_TRUNC_KEEP_N_LAST
-    core_block_chars: int = 2000  # CORE_MEMORY_{PERSONA,HUMAN}_CHAR_LIMIT
-    max_steps_per_turn: int = 2  # heartbeat chain length while ingesting one message
-    keep_noop_steps: bool = False  # keep the agent's `done` replies in the FIFO (MemGPT keeps every reply)
-    page_size: int = 5  # RETRIEVAL_QUERY_DEFAULT_PAGE_SIZE
-    recall_search: str = "keyword"  # keyword (ranked term overlap) | substring (MemGPT's text_search)
-    function_result_chars: int = 3000  # FUNCTION_RETURN_CHAR_LIMIT
-    summary_words: int = 100  # gpt_summarize.WORD_LIMIT
-    summary_max_tokens: int = 256
-    temperature: float = 0.0
-    max_tokens: int = 256
+    format_version: int = knob(2, build=True, rule=POS)
+    context_window_tokens: int | None = knob(
+        None, build=True, rule=POS
+    )  # main context: system + core memory + summary + FIFO; None: backbone
+    warning_fraction: float = knob(
+        0.75, build=True, rule=Rule(lo=0, hi=1, lo_open=True)
+    )  # MESSAGE_SUMMARY_WARNING_FRAC: memory-pressure alert
+    evict_fraction: float = knob(
+        0.75, build=True, rule=Rule(lo=0, hi=1, lo_open=True, hi_open=True)
+    )  # MESSAGE_SUMMARY_TRUNC_TOKEN_FRAC: share of FIFO tokens evicted
+    keep_last_messages: int = knob(3, build=True)  # MESSAGE_SUMMARY_TRUNC_KEEP_N_LAST
+    core_block_chars: int = knob(2000, build=True, rule=POS)  # CORE_MEMORY_{PERSONA,HUMAN}_CHAR_LIMIT
+    max_steps_per_turn: int = knob(2, build=True, rule=POS)  # heartbeat chain length while ingesting one message
+    keep_noop_steps: bool = knob(
+        False, build=True
+    )  # keep the agent's `done` replies in the FIFO (MemGPT keeps every reply)
+    page_size: int = knob(5, build=True, rule=POS)  # RETRIEVAL_QUERY_DEFAULT_PAGE_SIZE
+    recall_search: str = knob(
+        "keyword", build=True, rule=Rule(choices=RECALL_SEARCH)
+    )  # keyword (ranked term overlap) | substring (MemGPT's text_search)
+    function_result_chars: int = knob(3000, build=True, rule=POS)  # FUNCTION_RETURN_CHAR_LIMIT
+    summary_words: int = knob(100, build=True, rule=POS)  # gpt_summarize.WORD_LIMIT
+    summary_max_tokens: int = knob(256, build=True, rule=POS)
+    temperature: float = knob(0.0, build=True, rule=TEMPERATURE)
+    max_tokens: int = knob(256, build=True, rule=POS)
     # question time (retrieval only; the snapshot is reused across these)
-    qa_max_steps: int = 3
+    qa_max_steps: int = knob(3, rule=POS)
     qa_fallback_search: bool = True
     qa_max_results: int = 0  # cap on search-result notes (0 = none); eval.budget overrides
 
@@ -62,10 +72,8 @@ class MemGPTConfig:
             raise ValueError("memgpt: keep_last_messages and qa_max_results must be >= 0")
 
 
-#: Everything but the ``qa_*`` knobs changes the built memory.
-CONSTRUCTION_KEYS: tuple[str, ...] = tuple(
-    f.name for f in dataclasses.fields(MemGPTConfig) if not f.name.startswith("qa_")
-)
+#: Everything but the ``qa_*`` knobs changes the built memory (marked ``build`` on the fields).
+CONSTRUCTION_KEYS: tuple[str, ...] = build_keys(MemGPTConfig)
 
 
 def config_from_dict(raw: dict[str, Any]) -> MemGPTConfig:

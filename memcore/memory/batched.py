@@ -34,13 +34,14 @@ import numpy as np
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.cache import stable_hash
 from memcore.llm.json_reply import complete_json
-from memcore.memory.config import CONSTRUCTION_KEYS, ConfigError, MemCoReConfig, Switches
+from memcore.memory.config import ConfigError, MemCoReConfig, Switches
 from memcore.memory.construction import Constructor, Judgement, parse_relation
 from memcore.memory.ingestion import Ingestor, IngestResult, clean_text, drop_filler
 from memcore.memory.keywords import normalise_keywords
 from memcore.memory.notes import EDGE_TYPES, Note, RawTurn
 from memcore.memory.system import INGEST_BATCH, SPEC, MemCoRe
 from memcore.prompts import batch as BATCH_PROMPT
+from memcore.schema import bad_value, check_fields, knob, rules_of
 from memcore.types import Turn
 
 BATCH_KEYS = ("ingest_batch_size", "batch_format_version")
@@ -52,10 +53,10 @@ Ref = tuple[str, int]  # ("E", existing note id) | ("N", index of an earlier not
 
 @dataclass(frozen=True)
 class BatchSettings:
-    ingest_batch_size: int = 8
+    ingest_batch_size: int = knob(8, build=True)
     # Bumped when code changes what batched construction builds (snapshot key); per-turn MemCoRe snapshots keep
     # theirs. 2: cut replies keep their complete entries, missing turns are re-asked, failed chunks are split.
-    batch_format_version: int = 2
+    batch_format_version: int = knob(2, build=True)
 
     def __post_init__(self) -> None:
         for key in BATCH_KEYS:
@@ -424,11 +425,27 @@ def _factory(ctx: MethodContext) -> MemCoReBatched:
     return MemCoReBatched(cfg, switches, batch, embedder=ctx.embedder, backbone=lambda: ctx.backbone, seed=ctx.seed)
 
 
+def validate_config(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) -> None:
+    """``method=memcore-batched``: MemCoRe's fields, the two batching knobs (integers >= 1), an LLM judge."""
+    where = f"method {name}"
+    rest = {k: v for k, v in cfg.items() if k not in BATCH_KEYS}
+    check_fields(MemCoReConfig, rest, prefix="method.", where=where, rules=rules_of(MemCoReConfig))
+    for key in BATCH_KEYS:
+        if key in cfg and (isinstance(cfg[key], bool) or not isinstance(cfg[key], int) or cfg[key] < 1):
+            raise bad_value(f"method.{key}", cfg[key], "an integer >= 1", where)
+    mc, _ = split_config(cfg)
+    if not mc.uses_llm:
+        raise bad_value("method.judge", mc.judge, "llm (for judge=embedding use method=memcore-cheap)", where)
+    Switches.from_dict(ablation)
+
+
 SPEC_BATCHED: MethodSpec = dataclasses.replace(
     SPEC,
     name="memcore-batched",
     factory=_factory,
-    construction_keys=(*CONSTRUCTION_KEYS, *BATCH_KEYS),
+    config_schema=(MemCoReConfig, BatchSettings),
+    validate_config=validate_config,
+    construction_keys=None,  # MemCoRe's build keys, then the batching knobs
     description="MemCoRe efficiency variant (not the paper's method): ingestion and gate batched over "
     "ingest_batch_size turns per LLM call (LightMem-style)",
 )

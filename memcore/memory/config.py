@@ -8,60 +8,59 @@ from typing import Any, Literal
 
 from memcore.config import ConfigError as ConfigError  # the run's one ConfigError, re-exported
 from memcore.memory.notes import INDEX_KINDS
+from memcore.schema import POS, TEMPERATURE, UNIT, Rule, build_keys, knob
 
 JUDGES = ("llm", "embedding")
 EVIDENCE_TEXT = ("raw", "context", "both")
 GATE_FORMS = ("scale", "binary")
-SWITCHES = ("update", "merge", "link", "denoise", "topic", "keyword", "neighbor", "ier")
-CONSTRUCTION_SWITCHES = ("update", "merge", "link", "denoise")
 
 
 @dataclass(frozen=True)
 class MemCoReConfig:
-    """Every MemCoRe knob. Construction knobs (``CONSTRUCTION_KEYS``) change the built memory; the
-    rest only change retrieval and therefore reuse a snapshot."""
+    """Every MemCoRe knob. Construction knobs (``build=True``: ``CONSTRUCTION_KEYS``) change the built memory;
+    the rest only change retrieval and therefore reuse a snapshot. ``rule``: the range ``memcore-run`` checks."""
 
     name: str = "memcore"
-    judge: Literal["llm", "embedding"] = "llm"
-    format_version: int = 2
+    judge: Literal["llm", "embedding"] = knob("llm", build=True)
+    format_version: int = knob(2, build=True, rule=POS)
     # gate
-    tau_merge: float = 0.7
-    tau_link: float = 0.5
-    candidates: int = 5
-    strong_link: float = 0.6
-    merge_max_turns: int = 6
-    merge_min_cosine: float = 0.0
-    gate_form: Literal["scale", "binary"] = "scale"
+    tau_merge: float = knob(0.7, build=True, rule=UNIT)
+    tau_link: float = knob(0.5, build=True, rule=UNIT)
+    candidates: int = knob(5, build=True, rule=POS)
+    strong_link: float = knob(0.6, build=True, rule=UNIT)
+    merge_max_turns: int = knob(6, build=True, rule=POS)
+    merge_min_cosine: float = knob(0.0, build=True)
+    gate_form: Literal["scale", "binary"] = knob("scale", build=True)
     # ingestion
-    context_turns: int = 2
-    max_keywords: int = 6
-    cheap_keyword_ngram: int = 3
-    cheap_keyword_unigrams: int = 0
+    context_turns: int = knob(2, build=True)
+    max_keywords: int = knob(6, build=True, rule=POS)
+    cheap_keyword_ngram: int = knob(3, build=True, rule=POS)
+    cheap_keyword_unigrams: int = knob(0, build=True)
     # keyword graph and topics
-    hub_max_fraction: float = 0.1
-    topic_min: int = 20
-    topic_max: int = 80
-    leiden_resolution: float = 1.0
+    hub_max_fraction: float = knob(0.1, build=True, rule=Rule(lo=0, hi=1, lo_open=True))
+    topic_min: int = knob(20, build=True, rule=POS)
+    topic_max: int = knob(80, build=True, rule=POS)
+    leiden_resolution: float = knob(1.0, build=True, rule=Rule(lo=0, lo_open=True))
     # retrieval
-    k_topic: int = 3
-    k_key: int = 10
-    k_final: int = 20
-    rrf_k: int = 60
-    channel_depth: int = 50
-    keyword_min_sim: float = 0.5
+    k_topic: int = knob(3, rule=POS)
+    k_key: int = knob(10, rule=POS)
+    k_final: int = knob(20, rule=POS)
+    rrf_k: int = knob(60, rule=POS)
+    channel_depth: int = knob(50, rule=POS)
+    keyword_min_sim: float = knob(0.5, rule=Rule(lo=-1, hi=1))
     neighbor_weight: float = 1.0
     topic_weight: float = 1.0
-    ier_max_rounds: int = 3
+    ier_max_rounds: int = knob(3, rule=POS)
     ier_max_subqueries: int = 3
     ier_subquery_weight: float = 1.0
     ier_reserved: int = 2
     ier_judge_tokens: int = 3000
     evidence_text: Literal["raw", "context", "both"] = "both"
-    ann_threshold: int = 200_000
+    ann_threshold: int = knob(200_000, rule=POS)
     index: Literal["auto", "flat", "ivf", "hnsw"] = "auto"
     # LLM sampling (deterministic by default so the response cache applies)
-    temperature: float = 0.0
-    max_tokens: int = 384
+    temperature: float = knob(0.0, build=True, rule=TEMPERATURE)
+    max_tokens: int = knob(384, build=True, rule=POS)
 
     def __post_init__(self) -> None:
         if self.judge not in JUDGES:
@@ -136,40 +135,21 @@ class MemCoReConfig:
         return dataclasses.asdict(self)
 
 
-#: Config keys that change the built memory (they form the snapshot key together with the
-#: construction switches); everything else only affects retrieval.
-CONSTRUCTION_KEYS: tuple[str, ...] = (
-    "judge",
-    "format_version",
-    "tau_merge",
-    "tau_link",
-    "candidates",
-    "strong_link",
-    "merge_max_turns",
-    "merge_min_cosine",
-    "gate_form",
-    "context_turns",
-    "max_keywords",
-    "cheap_keyword_ngram",
-    "cheap_keyword_unigrams",
-    "hub_max_fraction",
-    "topic_min",
-    "topic_max",
-    "leiden_resolution",
-    "temperature",
-    "max_tokens",
-)
+#: Config keys that change the built memory (marked ``build`` on the fields; they form the snapshot key together
+#: with the construction switches); everything else only affects retrieval.
+CONSTRUCTION_KEYS: tuple[str, ...] = build_keys(MemCoReConfig)
 
 
 @dataclass(frozen=True)
 class Switches:
-    """The eight ablation switches of DESIGN §4 (all true = the full model)."""
+    """The eight ablation switches of DESIGN §4 (all true = the full model). ``build``: the switch changes the
+    built memory (part of the snapshot key); the others only change retrieval."""
 
     name: str = "none"
-    update: bool = True
-    merge: bool = True
-    link: bool = True
-    denoise: bool = True
+    update: bool = knob(True, build=True)
+    merge: bool = knob(True, build=True)
+    link: bool = knob(True, build=True)
+    denoise: bool = knob(True, build=True)
     topic: bool = True
     keyword: bool = True
     neighbor: bool = True
@@ -192,3 +172,11 @@ class Switches:
 
     def construction(self) -> dict[str, bool]:
         return {k: getattr(self, k) for k in CONSTRUCTION_SWITCHES}
+
+
+#: The switch names (every field of :class:`Switches` but ``name``) and those that change the built memory.
+SWITCHES: tuple[str, ...] = tuple(f.name for f in fields(Switches) if f.name != "name")
+CONSTRUCTION_SWITCHES: tuple[str, ...] = build_keys(Switches)
+#: MemCoRe's ablations: ``none`` (the full model) and one ``wo_<switch>`` per switch, in DESIGN §4's order
+#: (configs/ablation/<name>.yaml sets exactly that switch to false).
+ABLATIONS: tuple[str, ...] = ("none", *(f"wo_{switch}" for switch in SWITCHES))

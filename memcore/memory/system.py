@@ -14,7 +14,7 @@ import numpy as np
 
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.cache import stable_hash
-from memcore.memory.config import CONSTRUCTION_KEYS, CONSTRUCTION_SWITCHES, ConfigError, MemCoReConfig, Switches
+from memcore.memory.config import ABLATIONS, CONSTRUCTION_KEYS, ConfigError, MemCoReConfig, Switches
 from memcore.memory.construction import ConstructionCounters, Constructor
 from memcore.memory.ier import Refiner
 from memcore.memory.ingestion import Ingestor, StatisticalKeywords
@@ -23,12 +23,10 @@ from memcore.memory.notes import Note, NoteStore, RawTurn, VectorMatrix
 from memcore.memory.persistence import MemoryFiles, load_memory, save_memory
 from memcore.memory.retrieval import CHANNELS, Decomposer, RetrievalIndex, Retriever
 from memcore.memory.topics import Topics, compute_topics
+from memcore.schema import method_validator
 from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote, Turn
 
-ABLATIONS = frozenset(
-    {"none", "wo_update", "wo_merge", "wo_link", "wo_denoise", "wo_topic", "wo_keyword", "wo_neighbor", "wo_ier"}
-)
 NEAR_DUP_COSINE = 0.9
 INGEST_BATCH = 32
 
@@ -413,13 +411,21 @@ def _uses_llm(config: dict[str, Any], ablation: dict[str, Any]) -> bool:
     return config.get("judge", "llm") == "llm"
 
 
+def _check_variant(name: str, cfg: dict[str, Any]) -> None:
+    """The section builds (MemCoReConfig's own checks) and its judge matches the method name."""
+    _check_name(MemCoReConfig.from_dict(cfg), expected_cheap=name == "memcore-cheap")
+
+
 SPEC = MethodSpec(
     name="memcore",
     factory=_factory(expected_cheap=False),
     ingest_uses_llm=_uses_llm,
-    construction_keys=CONSTRUCTION_KEYS,
-    construction_switches=CONSTRUCTION_SWITCHES,
-    ablations=ABLATIONS,
+    config_schema=(MemCoReConfig,),
+    validate_config=method_validator(
+        MemCoReConfig, build=_check_variant, after=lambda name, cfg, ablation: Switches.from_dict(ablation)
+    ),
+    ablation_schema=Switches,
+    ablations=frozenset(ABLATIONS),
     retrieve_uses_llm=_uses_llm,
     staged_ingest=True,  # turns are ingested (LLM) in buffers of 32, then gated one by one
     description="MemCoRe: LLM-gated Merge/Link/Append notes, keyword graph + Leiden topics, tri-pathway retrieval, RRF, IER",
