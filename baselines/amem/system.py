@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from baselines.amem import prompts as P
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.json_reply import complete_json
-from memcore.prompts import amem as P
 from memcore.schema import POS, TEMPERATURE, build_keys, knob, method_validator
 from memcore.types import Evidence, EvidenceNote, Turn
 

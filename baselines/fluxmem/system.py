@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from baselines.fluxmem import consolidate as c3
+from baselines.fluxmem import prompts as P
 from baselines.fluxmem.config import FluxMemConfig
 from baselines.fluxmem.graph import ASSOCIATION, EXTRACTION, Edge, Episode, FluxGraph, SemanticNode, Skill
 from baselines.fluxmem.refine import (
@@ -33,7 +34,6 @@ from baselines.fluxmem.refine import (
 from baselines.fluxmem.relevance import StepSubgraph, fuse, max_scale, minmax, top_indices
 from memcore.interfaces import ChatBackbone, Embedder
 from memcore.llm.json_reply import complete_json
-from memcore.prompts import fluxmem as P
 from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote, QAItem, Turn
 

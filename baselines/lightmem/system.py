@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from baselines.lightmem import prompts as P
 from baselines.lightmem.compress import IdentityCompressor, IdfCompressor
 from baselines.lightmem.config import LightMemConfig, config_from_dict
 from baselines.lightmem.segment import adjacent_similarities, propose_boundaries
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.json_reply import complete_json
-from memcore.prompts import lightmem as P
 from memcore.schema import method_validator
 from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote, Turn

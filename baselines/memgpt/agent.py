@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from baselines.memgpt import prompts as P
 from baselines.memgpt.config import MemGPTConfig, config_from_dict
 from baselines.memgpt.stores import (
     ArchivalEntry,
@@ -38,7 +39,6 @@ from baselines.memgpt.stores import (
 )
 from memcore.interfaces import ChatBackbone, Embedder, Message, MethodContext, MethodSpec
 from memcore.llm.json_reply import complete_json
-from memcore.prompts import memgpt as P
 from memcore.schema import method_validator
 from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote, Turn
