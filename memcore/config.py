@@ -4,13 +4,18 @@ The ``method`` group is free-form here: each method validates its own section.""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+
+from memcore.errors import ConfigError as ConfigError  # the one ConfigError, re-exported
+from memcore.memory.ablations import Switches
 
 #: The Hydra config tree (``configs/`` at the repository root): ``run.yaml`` and one directory per group.
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
@@ -73,17 +78,15 @@ class ProtocolConfig:
     max_tokens: int | None = None
 
 
-@dataclass
-class AblationConfig:
-    name: str = "none"
-    update: bool = True
-    merge: bool = True
-    link: bool = True
-    denoise: bool = True
-    topic: bool = True
-    keyword: bool = True
-    neighbor: bool = True
-    ier: bool = True
+def _mutable_schema(cls: type, name: str) -> type:
+    """A plain (mutable, as OmegaConf's structured configs need) dataclass with the fields and defaults of ``cls``."""
+    hints = typing.get_type_hints(cls)
+    spec = [(f.name, hints[f.name], field(default=f.default, metadata=f.metadata)) for f in dataclasses.fields(cls)]
+    return dataclasses.make_dataclass(name, spec)
+
+
+#: The ``ablation`` group: MemCoRe's switches (:class:`memcore.memory.ablations.Switches`), declared there only.
+AblationConfig = _mutable_schema(Switches, "AblationConfig")
 
 
 @dataclass
@@ -129,12 +132,6 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     method: dict[str, Any] = field(default_factory=dict)
-
-
-class ConfigError(ValueError):
-    """The one configuration error (issue 17): a bad key or value anywhere in the run config, a method's section
-    or an ablation. The message is one line naming the key, the value and what is allowed; memcore-run prints
-    it as ``error: …`` and exits 2."""
 
 
 def validate(cfg: DictConfig) -> DictConfig:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memcore.config import ConfigError
+from memcore.errors import ConfigError
 
 #: Field-metadata keys: the field changes the built memory (snapshot key); the field's allowed values.
 BUILD = "build"

@@ -10,6 +10,8 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memcore.memory.ablations import ABLATIONS
+
 MAIN_CSV = "memcore_paper_main_table.csv"
 ABLATION_CSV = "memcore_paper_ablation_table.csv"
 
@@ -24,9 +26,7 @@ PAPER_METHOD_NAMES: dict[str, str] = {
 }
 BACKBONE_ORDER: tuple[str, ...] = ("gpt-4o-mini", "gpt-4o", "qwen3-8b", "qwen3-14b", "local", "local-small")
 METHOD_ORDER: tuple[str, ...] = ("full_context", "memgpt", "amem", "mem0", "lightmem", "memcore")
-ABLATION_ORDER: tuple[str, ...] = (
-    "none", "wo_update", "wo_merge", "wo_link", "wo_denoise", "wo_topic", "wo_keyword", "wo_neighbor", "wo_ier",
-)  # fmt: skip
+ABLATION_ORDER: tuple[str, ...] = ABLATIONS  # MemCoRe's, in DESIGN §4's order
 
 # The setting the paper's numbers were measured in; other runs are flagged as not comparable.
 PAPER_DATASET = "locomo"
