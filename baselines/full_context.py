@@ -20,7 +20,7 @@ from typing import Any
 from baselines.turns import load_turns, save_turns, turn_note
 from memcore.interfaces import MethodContext, MethodSpec
 from memcore.prompts import answer as answer_prompts
-from memcore.schema import POS, knob, method_validator
+from memcore.schema import POS, check_rules, knob, method_validator
 from memcore.text import count_tokens
 from memcore.types import Evidence, Turn
 
@@ -59,8 +59,7 @@ class FullContextConfig:
     prompt_reserve_tokens: int | None = None  # room for the answer prompt around context + question; None: measured
 
     def __post_init__(self) -> None:
-        if self.answer_reserve_tokens < 0 or (self.prompt_reserve_tokens or 0) < 0:
-            raise ValueError("full_context: answer_reserve_tokens and prompt_reserve_tokens must be >= 0")
+        check_rules(self, "full_context")
 
 
 def session_header(date: str) -> str:

@@ -98,3 +98,17 @@ def test_ablations_are_declared_once_and_match_their_yaml() -> None:
     for switch in SWITCHES:
         node = OmegaConf.load(REPO / "configs" / "ablation" / f"wo_{switch}.yaml")
         assert node.name == f"wo_{switch}" and node[switch] is False
+
+
+def test_yaml_build_markers_follow_the_schema() -> None:
+    """A ``# [build]`` comment in configs/method/<name>.yaml marks exactly the build keys that file sets."""
+    import re
+
+    marker = re.compile(r"^(\w+):.*#\s*\[build\]")
+    for path in sorted((REPO / "configs" / "method").glob("*.yaml")):
+        lines = path.read_text().splitlines()
+        marked = {m.group(1) for line in lines if (m := marker.match(line))}
+        if not marked:
+            continue
+        keys = {line.split(":", 1)[0] for line in lines if re.match(r"^\w+:", line)}
+        assert marked == set(get_method(path.stem).construction_keys or ()) & keys, path.name

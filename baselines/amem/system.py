@@ -24,7 +24,7 @@ import numpy as np
 from baselines.amem import prompts as P
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.json_reply import complete_json
-from memcore.schema import POS, TEMPERATURE, build_keys, knob, method_validator
+from memcore.schema import POS, TEMPERATURE, Rule, build_keys, check_rules, knob, method_validator
 from memcore.types import Evidence, EvidenceNote, Turn
 
 SNAPSHOT_FILE = "amem.json"
@@ -39,41 +39,28 @@ IMAGE_TEXT = ("upstream", "harness")
 class AMemConfig:
     """Knobs of A-MEM; defaults are the authors' LoCoMo settings (see README for each source)."""
 
-    format_version: int = knob(
-        2, build=True, rule=POS
-    )  # 2: image turns as their loader writes them ("[Image: <caption>] <text>")
+    # 2: image turns as their loader writes them ("[Image: <caption>] <text>")
+    format_version: int = knob(2, build=True, rule=POS)
     # Their ingestion string is "Speaker " + speaker + "says : " + text (no space before "says").
     content_template: str = knob("Speaker {speaker} says : {text}", build=True)
-    image_text: str = knob(
-        "upstream", build=True
-    )  # upstream: "[Image: <caption>] <text>" (their load_dataset.py) | harness: Turn.text
+    # upstream: "[Image: <caption>] <text>" (their load_dataset.py) | harness: Turn.text
+    image_text: str = knob("upstream", build=True, rule=Rule(choices=IMAGE_TEXT))
     evolution_neighbors: int = knob(5, build=True)  # process_memory: find_related_memories(note.content, k=5)
     evo_threshold: int = knob(100, build=True, rule=POS)  # rebuild the retriever documents after every N evolutions
     temperature: float = knob(0.7, build=True, rule=TEMPERATURE)  # their OpenAIController.get_completion default
     max_tokens: int = knob(1000, build=True, rule=POS)
-    retrieve_k: int = knob(
-        10, rule=POS
-    )  # test_advanced.py --retrieve_k default; configs/method/amem.yaml picks it per backbone
+    # test_advanced.py --retrieve_k default; configs/method/amem.yaml picks it per backbone
+    retrieve_k: int = knob(10, rule=POS)
     retrieve_k_by_backbone: dict[str, int] = field(default_factory=dict)  # record of the per-backbone k (yaml)
     # shared: one neighbour counter over all hits (c3bb1ee, the paper-era code); per_note: reset per hit (5b345e6)
-    neighbor_counter: str = "shared"
+    neighbor_counter: str = knob("shared", rule=Rule(choices=NEIGHBOR_COUNTERS))
     query_keywords: bool = True  # retrieval query = LLM keywords of the question (generate_query_llm)
     query_temperature: float = knob(0.7, rule=TEMPERATURE)
 
     def __post_init__(self) -> None:
-        if self.evolution_neighbors < 0 or self.evo_threshold < 1 or self.retrieve_k < 1 or self.max_tokens < 1:
-            raise ValueError(
-                "amem: evolution_neighbors must be >= 0, evo_threshold, retrieve_k and max_tokens >= 1; "
-                "fix configs/method/amem.yaml or the command-line override."
-            )
+        check_rules(self, "amem")
         if "{speaker}" not in self.content_template or "{text}" not in self.content_template:
             raise ValueError("amem: content_template must contain {speaker} and {text}.")
-        if self.neighbor_counter not in NEIGHBOR_COUNTERS:
-            raise ValueError(
-                f"amem: neighbor_counter must be one of {NEIGHBOR_COUNTERS}, got {self.neighbor_counter!r}"
-            )
-        if self.image_text not in IMAGE_TEXT:
-            raise ValueError(f"amem: image_text must be one of {IMAGE_TEXT}, got {self.image_text!r}")
 
 
 #: Config keys that change the built memory (marked ``build`` on the fields).

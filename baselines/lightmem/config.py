@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from memcore.schema import POS, TEMPERATURE, Rule, build_keys, knob
+from memcore.schema import POS, TEMPERATURE, Rule, build_keys, check_rules, knob
 
 COMPRESSORS = ("idf", "none")
 PROVENANCE = ("segment", "source")
@@ -42,26 +42,9 @@ class LightMemConfig:
     provenance: str = knob("segment", rule=Rule(choices=PROVENANCE))
 
     def __post_init__(self) -> None:
-        if self.compressor not in COMPRESSORS:
-            raise ValueError(f"lightmem: compressor must be one of {COMPRESSORS}, got {self.compressor!r}")
-        if self.provenance not in PROVENANCE:
-            raise ValueError(f"lightmem: provenance must be one of {PROVENANCE}, got {self.provenance!r}")
-        if not 0.0 < self.compress_rate <= 1.0:
-            raise ValueError(f"lightmem: compress_rate must be in (0, 1], got {self.compress_rate}")
-        if self.sim_threshold_step <= 0 or self.sim_threshold_start > self.sim_threshold_max:
+        check_rules(self, "lightmem")
+        if self.sim_threshold_start > self.sim_threshold_max:
             raise ValueError("lightmem: need sim_threshold_step > 0 and sim_threshold_start <= sim_threshold_max")
-        for key in (
-            "sensory_buffer_tokens",
-            "stm_buffer_tokens",
-            "extract_max_tokens",
-            "queue_top_k",
-            "queue_keep",
-            "top_k",
-        ):
-            if getattr(self, key) < 1:
-                raise ValueError(f"lightmem: {key} must be >= 1, got {getattr(self, key)}")
-        if self.boundary_tolerance < 0:
-            raise ValueError(f"lightmem: boundary_tolerance must be >= 0, got {self.boundary_tolerance}")
 
 
 #: Config keys that change the built memory (marked ``build``; snapshot key); ``top_k`` and ``provenance`` only

@@ -23,7 +23,7 @@ from typing import Any
 
 from baselines.amem.system import config_from_dict
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
-from memcore.schema import POS, TEMPERATURE, UNIT, Rule, knob, method_validator
+from memcore.schema import POS, TEMPERATURE, UNIT, Rule, check_rules, knob, method_validator
 from memcore.types import Conversation, Evidence, EvidenceNote, Turn
 
 STATE_FILE = "mem0_state.json"
@@ -54,32 +54,21 @@ class Mem0Config:
     batch_size: int = knob(2, build=True, rule=POS)  # messages per add() call
     top_k: int = knob(30, rule=POS)  # memories per speaker per question
     search_threshold: float = knob(0.1, rule=UNIT)  # mem0ai 2.2.1's Memory.search default
-    temperature: float = knob(
-        0.1, build=True, rule=TEMPERATURE
-    )  # mem0's BaseLlmConfig default (their evaluation sets no LLM parameters)
+    # mem0's BaseLlmConfig default (their evaluation sets no LLM parameters)
+    temperature: float = knob(0.1, build=True, rule=TEMPERATURE)
     max_tokens: int = knob(2000, build=True, rule=POS)  # BaseLlmConfig default
     top_p: float = knob(0.1, build=True, rule=UNIT)  # BaseLlmConfig default; mem0's OpenAILLM sends it with every call
-    llm_route: str = knob(
-        "backbone", build=True, rule=Rule(choices=("backbone", "direct"))
-    )  # backbone: our client (cache, retries, accounting) | direct: mem0's OpenAI client
-    embedder_route: str = knob(
-        "auto", build=True, rule=Rule(choices=("auto", "mem0", "run"))
-    )  # auto: mem0's huggingface embedder for MiniLM, else the run's | mem0 | run
-    distance_strategy: str = knob(
-        "euclidean", build=True, rule=Rule(choices=("euclidean", "cosine", "inner_product"))
-    )  # mem0's faiss default; unit vectors → same ranking as cosine
+    # backbone: our client (cache, retries, accounting) | direct: mem0's OpenAI client
+    llm_route: str = knob("backbone", build=True, rule=Rule(choices=("backbone", "direct")))
+    # auto: mem0's huggingface embedder for MiniLM, else the run's | mem0 | run
+    embedder_route: str = knob("auto", build=True, rule=Rule(choices=("auto", "mem0", "run")))
+    # mem0's faiss default; unit vectors → same ranking as cosine
+    distance_strategy: str = knob("euclidean", build=True, rule=Rule(choices=("euclidean", "cosine", "inner_product")))
     ground_dates: bool = knob(True, build=True)  # session date as mem0's Observation/Current Date (else the wall clock)
     parallel_speakers: bool = False  # their add.py ran both speakers in threads; off = reproducible order
 
     def __post_init__(self) -> None:
-        if self.batch_size < 1 or self.top_k < 1 or self.max_tokens < 1:
-            raise ValueError("mem0: batch_size, top_k and max_tokens must be >= 1 (configs/method/mem0.yaml).")
-        if self.llm_route not in ("backbone", "direct"):
-            raise ValueError(f"mem0: llm_route {self.llm_route!r} unknown; use backbone or direct.")
-        if self.embedder_route not in ("auto", "mem0", "run"):
-            raise ValueError(f"mem0: embedder_route {self.embedder_route!r} unknown; use auto, mem0 or run.")
-        if self.distance_strategy not in ("euclidean", "cosine", "inner_product"):
-            raise ValueError("mem0: distance_strategy must be euclidean, cosine or inner_product.")
+        check_rules(self, "mem0")
         if self.llm_route == "direct" and not self.ground_dates:
             raise ValueError("mem0: ground_dates=false is only supported with llm_route=backbone.")
 

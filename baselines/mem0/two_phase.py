@@ -28,7 +28,7 @@ from baselines.amem.system import config_from_dict
 from baselines.mem0 import prompts_v1 as P
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.json_reply import complete_json
-from memcore.schema import POS, TEMPERATURE, UNIT, Rule, knob, method_validator
+from memcore.schema import POS, TEMPERATURE, UNIT, Rule, check_rules, knob, method_validator
 from memcore.types import Conversation, Evidence, EvidenceNote, Turn
 
 STATE_FILE = "mem0_two_phase.json"
@@ -43,24 +43,18 @@ class Mem0TwoPhaseConfig:
     format_version: int = knob(1, build=True, rule=POS)
     batch_size: int = knob(2, build=True, rule=POS)  # messages per add (their MemoryADD batch_size)
     top_k: int = knob(30, rule=POS)  # memories per speaker per question (run_experiments.py --top_k)
-    existing_per_fact: int = knob(
-        5, build=True, rule=POS
-    )  # stored memories retrieved per new fact (vector_store.search limit=5)
-    extraction_prompt: str = knob(
-        "user", build=True, rule=Rule(choices=EXTRACTION_PROMPTS)
-    )  # user: USER_MEMORY_EXTRACTION_PROMPT (1.0.11) | fact_retrieval: pre-1.0
+    # stored memories retrieved per new fact (vector_store.search limit=5)
+    existing_per_fact: int = knob(5, build=True, rule=POS)
+    # user: USER_MEMORY_EXTRACTION_PROMPT (1.0.11) | fact_retrieval: pre-1.0
+    extraction_prompt: str = knob("user", build=True, rule=Rule(choices=EXTRACTION_PROMPTS))
     temperature: float = knob(0.1, build=True, rule=TEMPERATURE)  # BaseLlmConfig defaults, sent with every call
     max_tokens: int = knob(2000, build=True, rule=POS)
     top_p: float = knob(0.1, build=True, rule=UNIT)
-    ground_dates: bool = knob(
-        True, build=True
-    )  # "Today's date" in the extraction prompt = the session date (else the wall clock)
+    # "Today's date" in the extraction prompt = the session date (else the wall clock)
+    ground_dates: bool = knob(True, build=True)
 
     def __post_init__(self) -> None:
-        if min(self.batch_size, self.top_k, self.existing_per_fact, self.max_tokens) < 1:
-            raise ValueError("mem0-two-phase: batch_size, top_k, existing_per_fact and max_tokens must be >= 1.")
-        if self.extraction_prompt not in EXTRACTION_PROMPTS:
-            raise ValueError(f"mem0-two-phase: extraction_prompt must be one of {EXTRACTION_PROMPTS}.")
+        check_rules(self, "mem0-two-phase")
 
 
 @dataclass
