@@ -1,6 +1,6 @@
 """MemCoRe: gated note construction, keyword graph + Leiden topics, tri-pathway retrieval, RRF, IER.
 
-Modules, one responsibility each: ``config`` (validated knobs and ablation switches), ``notes`` (notes,
+Modules, one responsibility each: ``config`` (validated knobs), ``ablations`` (the switches), ``notes`` (notes,
 edges, the embedding matrix and its index), ``ingestion`` (turn → context + keywords), ``construction``
 (the Merge/Link/Append gate), ``keywords`` (keyword index and co-occurrence graph), ``topics`` (Leiden
 communities with size bounds), ``retrieval`` (query plan, channels, RRF via ``memcore.fusion``, neighbours),
