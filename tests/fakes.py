@@ -17,10 +17,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
+from baselines.fluxmem import prompts as FLUX_PROMPT
 from memcore.interfaces import Completion, Message
 from memcore.llm.scripted import Responder, ScriptedBackbone
 from memcore.prompts import batch as BATCH_PROMPT
-from memcore.prompts import fluxmem as FLUX_PROMPT
 from memcore.prompts import ingest as INGEST_PROMPT
 from memcore.prompts import judge as JUDGE_PROMPT
 from memcore.prompts import judge_mem0

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from baselines.fluxmem import prompts as P
 from memcore.config import validate
 from memcore.itemlog import read_items
 from memcore.llm.scripted import ScriptedBackbone

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from baselines.fluxmem import SPEC, SPEC_NO_CONSOLIDATE, SPEC_NO_REFINE, FluxMem, FluxMemConfig
-from baselines.fluxmem import prompts as P
 from memcore.config import ConfigError
 from memcore.interfaces import SelfAnsweringMemory
 from memcore.llm.embedders import HashingEmbedder

@@ -4,7 +4,6 @@ that own their build keys, and MemCoRe's ablations declared once."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
@@ -15,8 +14,7 @@ from memcore.methods import METHODS, declared_methods, get_method, method_names
 from memcore.registry import Registry, UnknownNameError
 from memcore.schema import build_keys, knob
 from memcore.types import Category, QAItem
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.support import REPO
 
 
 def test_lazy_entry_is_imported_on_first_lookup_and_checked() -> None:
