@@ -26,7 +26,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from memcore.config import ConfigError
+from memcore.config import CONFIG_DIR, ConfigError
 from memcore.data.slice import load_slice
 from memcore.eval.aggregate import format_table
 from memcore.itemlog import ItemWriter, read_items
@@ -38,12 +38,6 @@ from memcore.pipeline.rundir import write_run_config
 from memcore.pipeline.score import score_variants
 
 log = logging.getLogger(__name__)
-
-PROTOCOL_DIR = Path(__file__).resolve().parents[1] / "configs" / "protocol"
-
-
-class RescoreError(ConfigError):
-    """The source run or the requested rescoring cannot be used (one line, what to do)."""
 
 
 def rescored_config(
@@ -62,11 +56,11 @@ def rescored_config(
     with open_dict(out):
         out.answered_protocol = OmegaConf.create(OmegaConf.to_container(cfg.protocol))
         if protocol is not None and protocol != str(cfg.protocol.name):
-            path = PROTOCOL_DIR / f"{protocol}.yaml"
-            if not path.exists():
-                known = ", ".join(sorted(p.stem for p in PROTOCOL_DIR.glob("*.yaml")))
-                raise RescoreError(f"unknown protocol {protocol!r} (known: {known})")
-            out.protocol = OmegaConf.load(path)
+            from memcore.eval.protocols import PROTOCOLS
+
+            if protocol not in PROTOCOLS:
+                raise ConfigError(PROTOCOLS.unknown(protocol))
+            out.protocol = OmegaConf.load(CONFIG_DIR / "protocol" / f"{protocol}.yaml")
         if audited is not None:
             out.eval.audited = bool(audited)
         out.eval.judge = bool(judge)
@@ -99,11 +93,11 @@ def rescore(
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     src_items, src_cfg = run_dir / "items.jsonl", run_dir / "config.yaml"
     if not src_items.exists() or not src_cfg.exists():
-        raise RescoreError(f"{run_dir} is not a finished run (it needs items.jsonl and config.yaml)")
+        raise ConfigError(f"{run_dir} is not a finished run (it needs items.jsonl and config.yaml)")
     if out_dir.resolve() == run_dir.resolve():
-        raise RescoreError("--out must be another directory: the source run is never modified")
+        raise ConfigError("--out must be another directory: the source run is never modified")
     if (out_dir / "items.jsonl").exists():
-        raise RescoreError(f"{out_dir} already holds items.jsonl; pick an empty --out directory")
+        raise ConfigError(f"{out_dir} already holds items.jsonl; pick an empty --out directory")
     old = OmegaConf.load(src_cfg)
     assert isinstance(old, DictConfig)
     cfg = rescored_config(
@@ -124,7 +118,7 @@ def rescore(
     records = [ItemRecord.from_json(r) for r in read_items(src_items)]
     missing = [r.item_id for r in records if r.item_id not in by_id]
     if missing:
-        raise RescoreError(
+        raise ConfigError(
             f"{len(missing)} items of {run_dir} are not in the dataset slice of its config.yaml (first: {missing[0]}); "
             "was the data file replaced?"
         )

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from memcore.config import ConfigError
 from memcore.eval.metrics import score_answer
 from memcore.itemlog import read_items
 from memcore.llm.scripted import ScriptedBackbone
-from memcore.rescore import RescoreError, main, rescore
+from memcore.rescore import main, rescore
 from memcore.runner import run_config
 from tests.fakes import JudgeLLM
 
@@ -78,12 +79,12 @@ def test_rescoring_with_the_judge_grades_every_logged_answer(finished_run: Path,
 
 
 def test_rescoring_refuses_to_write_into_the_source_or_over_results(finished_run: Path, tmp_path: Path) -> None:
-    with pytest.raises(RescoreError, match="another directory"):
+    with pytest.raises(ConfigError, match="another directory"):
         rescore(finished_run, finished_run)
     rescore(finished_run, tmp_path / "once")
-    with pytest.raises(RescoreError, match=r"already holds items\.jsonl"):
+    with pytest.raises(ConfigError, match=r"already holds items\.jsonl"):
         rescore(finished_run, tmp_path / "once")
-    with pytest.raises(RescoreError, match=r"unknown protocol 'offical' \(known: amem, locomo\)"):
+    with pytest.raises(ConfigError, match=r"unknown protocol 'offical'\. Known: amem, locomo"):
         rescore(finished_run, tmp_path / "typo", protocol="offical")
 
 
