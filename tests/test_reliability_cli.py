@@ -154,7 +154,10 @@ def test_unknown_config_group_option_lists_the_known_ones(tmp_path: Path, overri
     [
         (["method.name=rag_dnse"], ["unknown method 'rag_dnse'", "Did you mean 'rag_dense'", "Known: amem"]),
         (["backbone.kind=openai"], ["unknown backbone kind 'openai'", "openai_compatible", "Known: llamacpp"]),
-        (["embedder.kind=mini"], ["unknown embedder kind 'mini'", "Known: minilm"]),
+        (
+            ["embedder.kind=mini"],
+            ["unknown embedder kind 'mini'", "Did you mean 'minilm'", "Known: hashing, minilm, openai"],
+        ),
         (["ablation.name=wo_merge", "method=rag_bm25"], ["does not support ablation 'wo_merge'", "it supports: none"]),
     ],
 )
