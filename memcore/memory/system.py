@@ -22,9 +22,9 @@ from memcore.memory.keywords import KeywordIndex
 from memcore.memory.notes import Note, NoteStore, RawTurn, VectorMatrix
 from memcore.memory.persistence import MemoryFiles, load_memory, save_memory
 from memcore.memory.retrieval import CHANNELS, Decomposer, RetrievalIndex, Retriever
+from memcore.memory.stats import distribution, note_shape, retrieval_summary
 from memcore.memory.topics import Topics, compute_topics
 from memcore.schema import method_validator
-from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote, Turn
 
 NEAR_DUP_COSINE = 0.9
@@ -314,12 +314,7 @@ class MemCoRe:
     # ------------------------------------------------------------------ stats
     def stats(self) -> dict[str, Any]:
         counters = self._counters
-        notes = self.store.notes
-        turns_per_note = (
-            np.array([len(n.raws) for n in notes], dtype=np.int64) if notes else np.zeros(0, dtype=np.int64)
-        )
-        raw_tokens = sum(count_tokens(r.render()) for n in notes for r in n.raws)
-        context_tokens = sum(count_tokens(n.context) for n in notes)
+        shape = note_shape(self.store.notes)
         sizes = self.topics.sizes
         topic_notes = [len(t) for t in self.topics.notes]
         with self._stats_lock:
@@ -329,59 +324,26 @@ class MemCoRe:
             near_dup = self._near_dup_sum / retrieves if retrieves else None
             channel_counts = dict(self._channel_counts)
             r_fallbacks = dict(self._retrieve_fallbacks)
-        n_turns = int(turns_per_note.sum())
         return {
             "mode": "llm" if self.cfg.uses_llm else "embedding (cheap variant)",
             "ablation": self.sw.name,
-            "notes": len(notes),
-            "turns": n_turns,
-            "turns_per_note": {
-                "mean": round(float(turns_per_note.mean()), 4) if len(notes) else 0.0,
-                "max": int(turns_per_note.max()) if len(notes) else 0,
-                "histogram": {str(k): int(v) for k, v in sorted(Counter(turns_per_note.tolist()).items())},
-            },
-            "tokens": {
-                "raw": raw_tokens,
-                "stored_context": context_tokens,
-                "stored_context_over_raw": round(context_tokens / raw_tokens, 4) if raw_tokens else None,
-            },
+            **shape,
             "construction": counters.to_json(),
-            "llm_calls_per_turn": round(counters.llm_calls / n_turns, 4) if n_turns else 0.0,
+            "llm_calls_per_turn": round(counters.llm_calls / shape["turns"], 4) if shape["turns"] else 0.0,
             "edges": len(self.store.edges),
             "edge_types": dict(Counter(e.etype for e in self.store.edges.values())),
             "keywords": len(self.kindex),
             "topics": {
                 "count": len(self.topics),
                 "recomputes": self._topic_recomputes,
-                "size_keywords": _dist(sizes),
-                "size_notes": _dist(topic_notes),
+                "size_keywords": distribution(sizes),
+                "size_notes": distribution(topic_notes),
                 "bounds": [self.cfg.topic_min, self.cfg.topic_max],
                 **self.topics.info,
             },
-            "retrieval": {
-                "retrieves": retrieves,
-                "ier_rounds": rounds,
-                "ier_rounds_mean": round(sum(r * c for r, c in rounds.items()) / retrieves, 4) if retrieves else None,
-                "ier_stops": ier_stops,
-                "near_dup_rate_top_k_mean": None if near_dup is None else round(near_dup, 4),
-                "notes_by_channel": channel_counts,
-                "fallbacks": r_fallbacks,
-            },
+            "retrieval": retrieval_summary(retrieves, rounds, ier_stops, near_dup, channel_counts, r_fallbacks),
             "fallbacks": {**counters.fallbacks, **{f"retrieve:{k}": v for k, v in r_fallbacks.items()}},
         }
-
-
-def _dist(values: list[int]) -> dict[str, Any]:
-    if not values:
-        return {"n": 0}
-    a = np.asarray(values)
-    return {
-        "n": len(a),
-        "min": int(a.min()),
-        "median": float(np.median(a)),
-        "mean": round(float(a.mean()), 3),
-        "max": int(a.max()),
-    }
 
 
 # ---------------------------------------------------------------------- specs
