@@ -128,6 +128,7 @@ def rescore(
     with contextlib.ExitStack() as stack:
         res = open_resources(cfg, out_dir, usage, stack, backbone_override=backbone_override)
         writer = stack.enter_context(ItemWriter(out_dir / "items.jsonl"))
+        items: list[dict[str, Any]] = []
         for rec in records:
             item = by_id[rec.item_id]
             original, audited_scores, judge_record = score_variants(
@@ -138,11 +139,12 @@ def rescore(
                 audited=data.audited.get(rec.item_id),
                 judge=res.judge if cfg.eval.judge else None,
             )
-            writer.write(
+            items.append(
                 dataclasses.replace(rec, original=original, audited=audited_scores, judge=judge_record).to_json()
             )
+            writer.write(items[-1])
     order = {q.item_id: i for i, q in enumerate(q for c in data.conversations for q in c.qa)}
-    items = sorted(read_items(out_dir / "items.jsonl"), key=lambda r: order[r["item_id"]])
+    items.sort(key=lambda r: order[r["item_id"]])  # dataset order, as the runner's report
     scoring_cfg = OmegaConf.create(OmegaConf.to_container(cfg))
     with open_dict(scoring_cfg):
         scoring_cfg.protocol = cfg.answered_protocol  # the answer disclosure describes how answers were made

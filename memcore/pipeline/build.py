@@ -62,30 +62,22 @@ def method_context(
 
 
 def system_factory(
-    spec: MethodSpec,
-    *,
-    method_cfg: dict[str, Any],
-    ablation: dict[str, Any],
-    conversation: Conversation,
-    run_seed: int,
-    backbone: LazyResource,
-    embedder: LazyResource,
-    extras: dict[str, Any],
+    spec: MethodSpec, job: BuildJob, *, backbone: LazyResource, embedder: LazyResource
 ) -> Callable[[Path], MemorySystem]:
-    """``make(workdir)`` for :meth:`SnapshotStore.build_or_load`: a fresh, empty memory of ``spec`` for one
-    conversation (the same in build threads and worker processes)."""
+    """``make(workdir)`` for :meth:`SnapshotStore.build_or_load`: a fresh, empty memory of ``spec`` for
+    ``job``'s conversation (the same in build threads and worker processes)."""
 
     def make(workdir: Path) -> MemorySystem:
         return spec.factory(
             method_context(
-                method_cfg=method_cfg,
-                ablation=ablation,
-                conversation=conversation,
-                run_seed=run_seed,
+                method_cfg=job.method_cfg,
+                ablation=job.ablation,
+                conversation=job.conversation,
+                run_seed=job.run_seed,
                 workdir=workdir,
                 backbone=backbone,
                 embedder=embedder,
-                extras=extras,
+                extras=job.extras,
             )
         )
 
@@ -169,16 +161,7 @@ def build_in_worker(job: BuildJob) -> bool:
     backbone = LazyResource(lambda: _no_backbone(job.method))
     scope = UsageTracker()
 
-    make = system_factory(
-        spec,
-        method_cfg=job.method_cfg,
-        ablation=job.ablation,
-        conversation=job.conversation,
-        run_seed=job.run_seed,
-        backbone=backbone,
-        embedder=embedder,
-        extras=job.extras,
-    )
+    make = system_factory(spec, job, backbone=backbone, embedder=embedder)
     snap = store.build_or_load(
         method=spec.name, fields=job.fields, make=make, build=lambda s: build_memory(s, job.conversation, scope)
     )
@@ -278,31 +261,20 @@ class MemoryBuilder:
         ``backbone`` should record its usage in ``scope`` (the build's usage goes into the manifest);
         ``on_turn`` / ``on_ingested`` are :func:`build_memory`'s callbacks and may raise to stop the build."""
         fields = self.fields(conversation)
-        built_in_worker = False
-        if self.pool is not None:
-            job = BuildJob(
-                method=self.spec.name,
-                method_cfg=self.method_cfg,
-                ablation=self.ablation,
-                conversation=conversation,
-                run_seed=self.run_seed,
-                fields=fields,
-                snapshots=str(self.snapshots),
-                embedder=self.embedder_cfg,
-                embedder_cache=str(self.embedder_cache),
-                extras=self.extras,
-            )
-            built_in_worker = self.pool.submit(build_in_worker, job).result()
-        make = system_factory(
-            self.spec,
+        job = BuildJob(
+            method=self.spec.name,
             method_cfg=self.method_cfg,
             ablation=self.ablation,
             conversation=conversation,
             run_seed=self.run_seed,
-            backbone=backbone,
-            embedder=embedder,
+            fields=fields,
+            snapshots=str(self.snapshots),
+            embedder=self.embedder_cfg,
+            embedder_cache=str(self.embedder_cache),
             extras=self.extras,
         )
+        built_in_worker = self.pool is not None and self.pool.submit(build_in_worker, job).result()
+        make = system_factory(self.spec, job, backbone=backbone, embedder=embedder)
         snap = self.store.build_or_load(
             method=self.spec.name,
             fields=fields,
