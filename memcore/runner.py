@@ -55,7 +55,10 @@ class Runner:
         *,
         backbone_override: Any = None,
         embedder_override: Any = None,
+        stop: StopFlag | None = None,
     ) -> None:
+        """``stop``: a caller-owned stop flag (a notebook's cancel button, a test); setting it stops the run the
+        way Ctrl-C does. The runner makes its own when none is given."""
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.backbone_override = backbone_override
@@ -65,7 +68,7 @@ class Runner:
         self.timings: dict[str, float] = {}
         self.conv_stats: dict[str, Any] = {}
         # Set on the first fatal error, Ctrl-C or SIGTERM: the other workers stop taking turns and items.
-        self._stop = StopFlag()
+        self._stop = stop if stop is not None else StopFlag()
 
     # ---------------------------------------------------------------- run
     def run(self) -> RunResult:
@@ -133,6 +136,7 @@ class Runner:
                 resources,
                 backbone_override=self.backbone_override,
                 embedder_override=self.embedder_override,
+                stop_requested=self._stop.is_set,
             )
             n_turns = sum(len(c.turns) for c in pending_convs)
             bars = StageBars(self.cfg.progress, n_turns, n_pending, staged=self.spec.staged_ingest)

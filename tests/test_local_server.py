@@ -1,12 +1,17 @@
-"""The llama.cpp server command line (no server is started here)."""
+"""The llama.cpp server command line and its machine-wide lock (no server is started here)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from memcore.llm.local_server import LlamaCppServer
+from memcore.llm.local_server import LlamaCppServer, ServerWaitCancelled, lock_holder, owner_pid
 
 
 def _flags(cmd: list[str]) -> dict[str, str]:
@@ -56,3 +61,66 @@ def test_bounded_cache_counts_logits_and_token_ids() -> None:
     cache[(7,)] = state(100)  # 3 × 16,140 > 40,000: the least recently used entry goes
     assert list(cache.cache_state) == [(1, 2, 4), (7,)]
     assert cache[(1, 2, 4, 9)] is cache.cache_state[(1, 2, 4)]  # longest-prefix lookup still works
+
+
+def _hold_lock(lock: Path) -> subprocess.Popen[str]:
+    """Another process holding the machine-wide lock, as a second memcore run would (owner file included)."""
+    code = (
+        "import os, sys, time; from filelock import FileLock; "
+        f"l = FileLock({str(lock)!r}, thread_local=False); l.acquire(); "
+        f"open({str(lock) + '.owner'!r}, 'w').write(str(os.getpid())); print('held', flush=True); time.sleep(120)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_stop_request_ends_the_wait_for_the_lock_and_names_its_holder(tmp_path: Path) -> None:
+    """A run stopped (Ctrl-C, SIGTERM) while it queues behind another local server must not wait forever: the
+    wait polls the run's stop flag, even in a worker thread where no KeyboardInterrupt is raised."""
+    lock = tmp_path / "llama-server.lock"
+    holder = _hold_lock(lock)
+    asked = 0
+
+    def stop_requested() -> bool:
+        nonlocal asked
+        asked += 1
+        return asked >= 3
+
+    try:
+        server = LlamaCppServer(
+            Path("/m.gguf"), port=1, exclusive_lock=lock, stop_requested=stop_requested, lock_poll_s=0.01
+        )
+        with pytest.raises(ServerWaitCancelled, match=rf"held by pid {holder.pid} \(state S"):
+            server._acquire_exclusive()
+        assert asked == 3
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_stopped_holder_is_named_as_stopped(tmp_path: Path) -> None:
+    lock = tmp_path / "llama-server.lock"
+    holder = _hold_lock(lock)
+    try:
+        os.kill(holder.pid, signal.SIGSTOP)
+        time.sleep(0.2)
+        assert lock_holder(lock).startswith(f"pid {holder.pid} (STOPPED")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_the_lock_is_taken_and_released_and_the_same_process_does_not_queue_behind_itself(tmp_path: Path) -> None:
+    lock = tmp_path / "llama-server.lock"
+    first = LlamaCppServer(Path("/m.gguf"), port=1, exclusive_lock=lock)
+    first._acquire_exclusive()
+    assert owner_pid(lock) == os.getpid()
+    # A judge on a second local model in the same run: the lock is this process's, so no wait (it would be forever).
+    second = LlamaCppServer(Path("/m.gguf"), port=2, exclusive_lock=lock, stop_requested=lambda: True)
+    second._acquire_exclusive()
+    first.stop()
+    second.stop()
+    third = LlamaCppServer(Path("/m.gguf"), port=3, exclusive_lock=lock, stop_requested=lambda: True)
+    third._acquire_exclusive()  # free again: taken at the first try, the stop request never consulted
+    third.stop()

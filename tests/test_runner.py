@@ -6,6 +6,7 @@ import json
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from memcore.config import ConfigError
 from memcore.itemlog import read_items
 from memcore.runner import RunConflictError, run_config
+from memcore.stopflag import StopFlag
 
 BASE = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=rag_bm25"]
 
@@ -111,7 +113,7 @@ def test_full_context_keeps_most_recent_turns_within_budget(tmp_path, compose) -
     assert "D1:1" not in item["retrieved_dia_ids"]  # the oldest is cut
 
 
-def _wait_until_delivered(tid: int, signum: int, timeout_s: float = 10.0) -> None:
+def _wait_until_delivered(tid: int, signum: int, timeout_s: float = 60.0) -> None:
     """Return once ``signum`` is no longer pending for thread ``tid`` (/proc/self/task/<tid>/status SigPnd): the
     kernel has handed it to the thread's C-level handler. A real LLM call lasts seconds, far longer than that."""
     deadline = time.monotonic() + timeout_s
@@ -122,6 +124,14 @@ def _wait_until_delivered(tid: int, signum: int, timeout_s: float = 10.0) -> Non
             return
         time.sleep(0.0005)
     raise AssertionError(f"signal {signum} not delivered to thread {tid} within {timeout_s} s")
+
+
+def _wait_until(condition: Callable[[], bool], message: str, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(message)
+        time.sleep(0.0005)
 
 
 @pytest.mark.parametrize("delivery", ["main-thread", "worker-thread"])
@@ -153,11 +163,16 @@ def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(
             if delivery == "main-thread":
                 signal.pthread_kill(threading.main_thread().ident, signum)
                 _wait_until_delivered(main_tid, signum)
+                # Dequeued is not yet handled: on a loaded machine the main thread can be preempted between the
+                # kernel's dequeue and the C-level handler that writes to the wakeup pipe (a real LLM call lasts
+                # seconds, far longer than that gap). Wait until the run's flag reports the signal.
+                _wait_until(stop.is_set, f"signal {signum} never reached the run's stop flag")
             else:
                 signal.raise_signal(signum)  # delivered to this thread before raise_signal returns
         return responder(messages)
 
     overrides = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=amem"]
+    stop = StopFlag()
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     stop_on_sigterm()
     # Python's own Ctrl-C handler, as in an interactive memcore-run: a process started in the background by a
@@ -165,7 +180,9 @@ def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
-            run_config(compose(overrides), tmp_path / "run", backbone_override=ScriptedBackbone(interrupting))
+            run_config(
+                compose(overrides), tmp_path / "run", backbone_override=ScriptedBackbone(interrupting), stop=stop
+            )
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

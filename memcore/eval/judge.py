@@ -336,6 +336,7 @@ def build_judge(
     usage: UsageTracker,
     resources: contextlib.ExitStack,
     log_dir: Path,
+    stop_requested: Callable[[], bool] | None = None,
 ) -> Judge:
     """The run's judge: the main backbone when the judge backbone (``eval.judge_backbone``, else the judge
     preset's default) is null or the run's backbone, else that preset's stack, built like the run's
@@ -348,7 +349,9 @@ def build_judge(
     bcfg = load_backbone_preset(name)
     judge_log_dir = Path(log_dir) / "judge"
     judge_log_dir.mkdir(parents=True, exist_ok=True)
-    client = build_backbone(bcfg, cache=cache, usage=usage, resources=resources, log_dir=judge_log_dir)
+    client = build_backbone(
+        bcfg, cache=cache, usage=usage, resources=resources, log_dir=judge_log_dir, stop_requested=stop_requested
+    )
     return Judge(client, preset=name, judge_preset=preset.name, runs=runs)
 
 

@@ -22,6 +22,9 @@ from memcore.registry import Registry
 
 log = logging.getLogger(__name__)
 
+#: A run's "has a stop been requested?" (its stop flag's ``is_set``), or None outside a run.
+StopRequested = Callable[[], bool] | None
+
 
 def read_api_key(env_name: str | None, *, required: bool, what: str) -> str:
     """The key from the named environment variable; a missing required key is one clear error."""
@@ -46,8 +49,11 @@ def extra_body_of(cfg: BackboneConfig) -> dict:
     return body
 
 
-def _llamacpp(cfg: BackboneConfig, resources: contextlib.ExitStack, log_dir: Path) -> tuple[str | None, str]:
-    """Start a local llama.cpp server (registered on ``resources``); its URL and the placeholder key."""
+def _llamacpp(
+    cfg: BackboneConfig, resources: contextlib.ExitStack, log_dir: Path, stop_requested: StopRequested
+) -> tuple[str | None, str]:
+    """Start a local llama.cpp server (registered on ``resources``); its URL and the placeholder key. A stop
+    request ends a wait for the machine-wide server lock."""
     gguf = resolve_gguf(cfg.model, cfg.gguf)
     server = LlamaCppServer(
         gguf,
@@ -57,12 +63,15 @@ def _llamacpp(cfg: BackboneConfig, resources: contextlib.ExitStack, log_dir: Pat
         log_path=log_dir / "llama_server.log",
         exclusive_lock=(models_dir() / "llama-server.lock") if cfg.exclusive else None,
         prompt_cache_mb=cfg.prompt_cache_mb,
+        stop_requested=stop_requested,
     )
     resources.enter_context(server)
     return server.base_url, "sk-no-key-required"
 
 
-def _openai_compatible(cfg: BackboneConfig, resources: contextlib.ExitStack, log_dir: Path) -> tuple[str | None, str]:
+def _openai_compatible(
+    cfg: BackboneConfig, resources: contextlib.ExitStack, log_dir: Path, stop_requested: StopRequested
+) -> tuple[str | None, str]:
     """A remote OpenAI-compatible endpoint: the configured URL and the key from its environment variable."""
     return cfg.base_url, read_api_key(cfg.api_key_env, required=cfg.api_key_required, what=f"backbone {cfg.name}")
 
@@ -78,7 +87,9 @@ class BackboneKind:
     """How a ``backbone.kind`` is served: ``endpoint`` starts what it needs and returns (base URL, API key) for
     the OpenAI transport; ``build`` (instead) returns a ready backbone that needs no server (``scripted``)."""
 
-    endpoint: Callable[[BackboneConfig, contextlib.ExitStack, Path], tuple[str | None, str]] | None = None
+    endpoint: Callable[[BackboneConfig, contextlib.ExitStack, Path, StopRequested], tuple[str | None, str]] | None = (
+        None
+    )
     build: Callable[[BackboneConfig, UsageTracker], ChatBackbone] | None = None
 
 
@@ -95,6 +106,7 @@ def build_backbone(
     usage: UsageTracker,
     resources: contextlib.ExitStack,
     log_dir: Path,
+    stop_requested: StopRequested = None,
 ) -> Metered:
     """Start what the backbone needs (a llama.cpp server for ``llamacpp``), check it answers, return its stack:
     transport → response cache (``cache``; never for ``scripted``) → usage metering into ``usage``. The server is
@@ -105,7 +117,7 @@ def build_backbone(
     if kind.build is not None:
         return kind.build(cfg, usage)  # type: ignore[return-value]
     assert kind.endpoint is not None
-    base_url, api_key = kind.endpoint(cfg, resources, log_dir)
+    base_url, api_key = kind.endpoint(cfg, resources, log_dir, stop_requested)
     transport = OpenAITransport(
         model=cfg.model,
         base_url=base_url,

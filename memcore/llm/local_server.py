@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -19,6 +20,38 @@ log = logging.getLogger(__name__)
 
 class LocalServerError(RuntimeError):
     pass
+
+
+class ServerWaitCancelled(LocalServerError):
+    """The run was stopped while it queued for the machine-wide llama.cpp lock."""
+
+
+def _owner_file(lock_path: Path) -> Path:
+    return lock_path.with_name(lock_path.name + ".owner")
+
+
+def owner_pid(lock_path: Path) -> int | None:
+    """The pid the last holder of the llama.cpp lock wrote beside it, or None."""
+    try:
+        return int(_owner_file(lock_path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def lock_holder(lock_path: Path) -> str:
+    """Who holds the machine-wide llama.cpp lock, for a waiting message: "pid N (state, command)" from the owner
+    file written beside the lock, or "an unknown process" when the file is missing or stale."""
+    pid = owner_pid(lock_path)
+    if pid is None:
+        return "an unknown process"
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except (OSError, ValueError, IndexError):
+        return "an unknown process"
+    state = stat.rsplit(")", 1)[1].split()[0]  # the field after "(comm)"; T = stopped (SIGSTOP, Ctrl-Z)
+    label = {"T": "STOPPED: it holds the lock until resumed (kill -CONT) or ended", "t": "stopped by a debugger"}
+    return f"pid {pid} ({label.get(state, 'state ' + state)}; {' '.join(cmdline.split())[:120]})"
 
 
 def free_port() -> int:
@@ -44,6 +77,8 @@ class LlamaCppServer:
         port: int | None = None,
         exclusive_lock: Path | None = None,
         prompt_cache_mb: int = 0,
+        stop_requested: Callable[[], bool] | None = None,
+        lock_poll_s: float = 1.0,
     ) -> None:
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
@@ -57,7 +92,10 @@ class LlamaCppServer:
         self.prompt_cache_mb = prompt_cache_mb
         self.proc: subprocess.Popen[bytes] | None = None
         self._log_fh = None
+        self._lock_path = exclusive_lock
         self._exclusive = FileLock(str(exclusive_lock), thread_local=False) if exclusive_lock is not None else None
+        self._stop_requested = stop_requested
+        self._lock_poll_s = lock_poll_s
 
     @property
     def base_url(self) -> str:
@@ -93,14 +131,7 @@ class LlamaCppServer:
                 "or choose another backbone (backbone=gpt-4o-mini, backbone=qwen3-8b)."
             ) from None
         if self._exclusive is not None:
-            try:
-                self._exclusive.acquire(timeout=0)
-            except Timeout:
-                log.warning(
-                    "another local llama.cpp server is running on this machine; waiting for it to finish "
-                    "(two would share the same cores; set backbone.exclusive=false to allow it)"
-                )
-                self._exclusive.acquire()
+            self._acquire_exclusive()
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log_fh = open(self.log_path, "ab")  # noqa: SIM115 — lives as long as the server
@@ -129,6 +160,38 @@ class LlamaCppServer:
         raise LocalServerError(
             f"the llama.cpp server did not answer on {self.base_url} within {self.startup_timeout_s:.0f}s"
         )
+
+    def _acquire_exclusive(self) -> None:
+        """Queue for the machine-wide lock, polling so that a stop request (Ctrl-C, SIGTERM seen by the run's
+        stop flag, even in a worker thread) ends the wait; say who holds it, again every ten minutes."""
+        assert self._exclusive is not None and self._lock_path is not None
+        t0 = next_note = time.monotonic()
+        first = True
+        while True:
+            try:
+                self._exclusive.acquire(timeout=0 if first else self._lock_poll_s)
+                break
+            except Timeout:
+                if first and owner_pid(self._lock_path) == os.getpid():
+                    # This run's other server (a judge on a second local model): queueing would wait forever.
+                    log.warning("this run already holds the llama.cpp lock; its second server shares the cores")
+                    self._exclusive = None
+                    return
+                first = False
+            if self._stop_requested is not None and self._stop_requested():
+                raise ServerWaitCancelled(
+                    f"stopped while waiting for the llama.cpp lock held by {lock_holder(self._lock_path)}"
+                )
+            if time.monotonic() >= next_note:
+                log.warning(
+                    "another local llama.cpp server holds %s: %s; waiting %.0f min so far (two would share the "
+                    "same cores; set backbone.exclusive=false to allow it)",
+                    self._lock_path,
+                    lock_holder(self._lock_path),
+                    (time.monotonic() - t0) / 60,
+                )
+                next_note = time.monotonic() + 600
+        _owner_file(self._lock_path).write_text(f"{os.getpid()}\n")
 
     def healthy(self) -> bool:
         try:

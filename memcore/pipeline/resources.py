@@ -5,6 +5,7 @@ starts a server."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,14 +36,16 @@ def open_resources(
     *,
     backbone_override: Any = None,
     embedder_override: Any = None,
+    stop_requested: Callable[[], bool] | None = None,
 ) -> RunResources:
     """The resources of ``cfg``'s run; servers and clients they start are closed with ``stack``. Overrides
-    replace the configured backbone (still behind the request limiter) or embedder (tests, benchmarks)."""
+    replace the configured backbone (still behind the request limiter) or embedder (tests, benchmarks).
+    ``stop_requested`` (the run's stop flag) ends a server start that queues for the machine-wide lock."""
     cache = ResponseCache(Path(cfg.paths.cache) / "llm.sqlite") if cfg.cache_llm else None
-    backbone = LazyResource(lambda: _backbone(cfg, run_dir, usage, cache, stack, backbone_override))
+    backbone = LazyResource(lambda: _backbone(cfg, run_dir, usage, cache, stack, backbone_override, stop_requested))
     embedder = LazyResource(lambda: embedder_override if embedder_override is not None else _embedder(cfg))
     answerer = LazyResource(lambda: _answerer(cfg, backbone.get()))
-    judge = LazyResource(lambda: _judge(cfg, run_dir, usage, backbone, cache, stack))
+    judge = LazyResource(lambda: _judge(cfg, run_dir, usage, backbone, cache, stack, stop_requested))
     return RunResources(backbone, embedder, answerer, judge)
 
 
@@ -53,6 +56,7 @@ def _backbone(
     cache: ResponseCache | None,
     stack: contextlib.ExitStack,
     override: Any,
+    stop_requested: Callable[[], bool] | None,
 ) -> Any:
     """The run's backbone behind one bound: at most ``concurrency`` requests in flight (issue 7)."""
     if override is not None:
@@ -62,7 +66,9 @@ def _backbone(
 
     bcfg = OmegaConf.to_object(cfg.backbone)
     assert isinstance(bcfg, BackboneConfig)
-    client = build_backbone(bcfg, cache=cache, usage=usage, resources=stack, log_dir=run_dir)
+    client = build_backbone(
+        bcfg, cache=cache, usage=usage, resources=stack, log_dir=run_dir, stop_requested=stop_requested
+    )
     return RequestLimiter(client, int(cfg.concurrency))
 
 
@@ -82,10 +88,13 @@ def _judge(
     backbone: LazyResource,
     cache: ResponseCache | None,
     stack: contextlib.ExitStack,
+    stop_requested: Callable[[], bool] | None,
 ) -> Any:
     from memcore.eval.judge import build_judge  # LLM judge (issue 5)
 
-    return build_judge(cfg, backbone, cache=cache, usage=usage, resources=stack, log_dir=run_dir)
+    return build_judge(
+        cfg, backbone, cache=cache, usage=usage, resources=stack, log_dir=run_dir, stop_requested=stop_requested
+    )
 
 
 def _answerer(cfg: DictConfig, backbone: Any) -> Any:
