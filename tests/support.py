@@ -37,6 +37,22 @@ from tests.fakes import MemCoReLLM
 #: The repository root (the worktree the tests run from).
 REPO = Path(__file__).resolve().parents[1]
 
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_test() -> None:
+    """``preexec_fn`` for a child a test starts: it gets SIGTERM when the test process dies (Linux
+    ``PR_SET_PDEATHSIG``; a no-op elsewhere), so a killed pytest leaves no ``memcore-run`` behind that holds the
+    machine-wide llama.cpp lock and blocks the next suite."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+
+
+#: Keyword arguments for ``subprocess.run`` / ``Popen`` of a child that must not outlive the test.
+CHILD_OF_TEST: dict[str, Any] = {"preexec_fn": die_with_test}
+
 
 # ---------------------------------------------------------------- data
 def data_file_or_skip(which: Literal["locomo", "audit"] = "locomo") -> Path:
@@ -330,7 +346,9 @@ def kill_and_resume(tmp_path: Path, point: str, rng: random.Random) -> tuple[int
     snaps = root / "snapshots" / "amem"
     items_path = run_dir / "items.jsonl"
     cmd = resume_command(root, run_dir)
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, **CHILD_OF_TEST
+    )
     try:
         if point == "ingest":
             _wait(lambda: snaps.is_dir() and any(".tmp-" in p.name for p in snaps.iterdir()), proc, "ingest started")
@@ -349,7 +367,7 @@ def kill_and_resume(tmp_path: Path, point: str, rng: random.Random) -> tuple[int
         assert not [p for p in snaps.iterdir() if (p / MANIFEST).is_file()], "the kill came after the build"
         assert [p for p in snaps.iterdir() if ".tmp-" in p.name], "a half-built snapshot is left behind"
 
-    again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, **CHILD_OF_TEST)
     assert again.returncode == 0, again.stderr[-3000:]
     return before, run_dir
 

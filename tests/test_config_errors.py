@@ -17,7 +17,7 @@ import pytest
 from memcore.config import ConfigError
 from memcore.methods import method_names
 from memcore.validation import METHOD_VALIDATORS, validate_method
-from tests.support import REPO, compose_run
+from tests.support import CHILD_OF_TEST, REPO, compose_run
 
 BASE = ["progress=false", "print_table=false", "dataset=locomo-tiny", "backbone=scripted", "embedder=hashing"]
 
@@ -130,7 +130,7 @@ def test_bad_value_through_a_real_process(tmp_path: Path) -> None:
         sys.executable, "-m", "memcore.cli", *BASE, f"paths.root={tmp_path / 'results'}",
         f"hydra.run.dir={tmp_path / 'run'}", "method=amem", "method.top_k=0",
     ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=REPO)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=REPO, **CHILD_OF_TEST)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
     assert proc.stderr.startswith("error: method.top_k=0 is not allowed: unknown key 'top_k'; method amem keys:")

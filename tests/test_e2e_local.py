@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memcore.itemlog import read_items
-from tests.support import data_file_or_skip
+from tests.support import CHILD_OF_TEST, data_file_or_skip
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -41,7 +41,7 @@ def _cmd(tmp_path: Path, run_dir: Path, *overrides: str) -> list[str]:
 
 
 def _run(cmd: list[str], timeout: float = 1500) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **CHILD_OF_TEST)
     assert proc.returncode == 0, (
         f"exit {proc.returncode}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
     )
@@ -100,7 +100,9 @@ def test_sigkill_midway_then_resume_matches_uninterrupted(tmp_path: Path) -> Non
 
     # Same config (greedy decoding), a separate results root so no cache is shared: kill after 3 items.
     cmd = _cmd(tmp_path / "second", cut_dir, "method=rag_bm25", "concurrency=1", "protocol=locomo")
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, **CHILD_OF_TEST
+    )
     items_path = cut_dir / "items.jsonl"
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:

@@ -20,7 +20,7 @@ import pytest
 from memcore.llm.backbone import BackboneError
 from memcore.runner import run_config
 from tests.fault_proxy import FakeUpstream, unused_port
-from tests.support import REPO, compose_run, minimal_locomo
+from tests.support import CHILD_OF_TEST, REPO, compose_run, minimal_locomo
 
 OFFLINE = ["backbone=scripted", "embedder=hashing", "method=rag_bm25"]  # no model: the data layer is under test
 
@@ -34,7 +34,7 @@ def cli(
     ]  # fmt: skip
     full_env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     full_env.update(env or {})
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=full_env)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=full_env, **CHILD_OF_TEST)
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> str:

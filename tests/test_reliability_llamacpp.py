@@ -16,7 +16,7 @@ import pytest
 
 from memcore.itemlog import read_items
 from memcore.llm.local_server import LlamaCppServer, free_port
-from tests.support import REPO, data_file_or_skip
+from tests.support import CHILD_OF_TEST, REPO, data_file_or_skip
 
 pytestmark = [pytest.mark.slow]
 
@@ -69,7 +69,7 @@ def test_llamacpp_stopped_and_restarted_mid_run(tmp_path: Path) -> None:
     try:
         ref = subprocess.run(
             _cmd(tmp_path / "ref-results", tmp_path / "ref", first.base_url),
-            cwd=REPO, capture_output=True, text=True, timeout=1800,
+            cwd=REPO, capture_output=True, text=True, timeout=1800, **CHILD_OF_TEST,
         )  # fmt: skip
         assert ref.returncode == 0, ref.stderr[-3000:]
         reference = json.loads((tmp_path / "ref" / "metrics.json").read_text())
@@ -79,7 +79,7 @@ def test_llamacpp_stopped_and_restarted_mid_run(tmp_path: Path) -> None:
         log = open(tmp_path / "cut.log", "w")  # noqa: SIM115 — a file, not a pipe that could fill up
         proc = subprocess.Popen(
             _cmd(tmp_path / "cut-results", tmp_path / "cut", first.base_url),
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True,
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True, **CHILD_OF_TEST,
         )  # fmt: skip
         deadline = time.monotonic() + 1200
         while not (items_path.exists() and len(read_items(items_path)) >= 2):

@@ -32,7 +32,7 @@ from memcore.runner import run_config
 from memcore.snapshots import MANIFEST
 from tests.fakes import upstream_backbone
 from tests.fault_proxy import FakeUpstream, FaultProxy, scripted_answer
-from tests.support import REPO, RESUME_OVERRIDES, compose_run, kill_and_resume
+from tests.support import CHILD_OF_TEST, REPO, RESUME_OVERRIDES, compose_run, kill_and_resume
 
 WIRE = ["dataset=locomo-mini", "embedder=hashing", "method=rag_bm25", "concurrency=4"]
 FAULT_RATE = 0.3  # share of chat requests that get the fault
@@ -259,7 +259,10 @@ def concurrent_runs(work: Path, rng: random.Random, refs: References) -> Outcome
             ]
             for name in ("a", "b")
         ]
-        procs = [subprocess.Popen(c, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for c in cmds]
+        procs = [
+            subprocess.Popen(c, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **CHILD_OF_TEST)
+            for c in cmds
+        ]
         codes = [p.wait(timeout=600) for p in procs]
     outs = [judge(work / n, refs.wire(), completed=c == 0, injected=0) for n, c in zip(("a", "b"), codes, strict=True)]
     built = sum(json.loads((work / n / "cost.json").read_text())["memory_build"]["snapshots_built"] for n in ("a", "b"))

@@ -23,7 +23,7 @@ from memcore.runner import RunResult, run_config
 from memcore.snapshots import MANIFEST, SnapshotStore
 from tests.fakes import upstream_backbone
 from tests.fault_proxy import GARBAGE, FakeUpstream, FaultProxy, scripted_answer
-from tests.support import compose_run
+from tests.support import CHILD_OF_TEST, compose_run
 
 BASE = ["dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25"]
 N_ITEMS = 8
@@ -283,6 +283,7 @@ def test_two_concurrent_runs_share_one_cache_and_snapshot_dir(tmp_path) -> None:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
+                **CHILD_OF_TEST,
             )
             for name in ("a", "b")
         ]

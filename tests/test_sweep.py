@@ -18,7 +18,7 @@ from omegaconf import open_dict
 
 from memcore.cli import CONFIG_PATH
 from memcore.report.cli import main as report_main
-from tests.support import compose_config
+from tests.support import CHILD_OF_TEST, compose_config
 
 PAPER_BACKBONES = ["gpt-4o-mini", "gpt-4o", "qwen3-8b", "qwen3-14b"]
 PAPER_METHODS = ["full_context", "memgpt", "amem", "mem0", "lightmem", "memcore"]
@@ -115,7 +115,9 @@ def run_sweep(results: Path, args: list[str], timeout: int) -> subprocess.Comple
         "progress=false",
         "print_table=false",
     ]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=results.parent)
+    proc = subprocess.run(
+        cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=results.parent, **CHILD_OF_TEST
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
