@@ -188,4 +188,5 @@ SPEC = MethodSpec(
     config_schema=(FullContextConfig,),  # no build fields: the stored turns do not depend on the config
     validate_config=method_validator(FullContextConfig, build=lambda name, cfg: FullContextConfig(**cfg)),
     description="LoCoMo full-context baseline (official layout; oldest turns cut to the backbone's budget)",
+    budget_counts="most recent turns",
 )

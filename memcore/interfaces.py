@@ -161,7 +161,9 @@ class MethodSpec:
     ``ingest_uses_llm(config, ablation)`` tells the runner whether building memory needs the chat backbone (the
     snapshot key then includes the backbone). ``build_cpu_bound``: when set and ``ingest_uses_llm`` is false, the
     runner builds each conversation's memory in a worker process (threads would share one core under the GIL);
-    cheap builds stay in threads, where starting a process would cost more than the build.
+    cheap builds stay in threads, where starting a process would cost more than the build. ``budget_counts``
+    says what ``eval.budget=B`` caps (B notes in all for every method; a method whose notes are something else,
+    such as full_context's turns, says so), printed beside its numbers.
     """
 
     name: str
@@ -178,6 +180,7 @@ class MethodSpec:
     description: str = ""
     build_cpu_bound: bool = False  # building costs seconds of CPU per conversation (not LLM waits): see above
     staged_ingest: bool = False  # its systems are ``StagedIngest``: progress shows an ingest bar before the build bar
+    budget_counts: str = "notes"  # what one unit of ``eval.budget`` is in its evidence (tables disclose it)
 
     def __post_init__(self) -> None:
         from memcore.schema import build_keys

@@ -252,7 +252,9 @@ def test_judge_column_appears_when_items_were_judged(tmp_path: Path, paper) -> N
     ours = next(line for line in md.splitlines() if "| ours |" in line)
     assert "| 75.00 [50.00, 100.00] | – | – |" in ours  # no run.judge / run.answer in this synthetic run
     paper_row = next(line for line in md.splitlines() if "| paper |" in line)
-    assert paper_row.rstrip().endswith("| 41.97 | – | 36.16 | – |  |  |  |  |  |")  # the paper reports no J
+    assert paper_row.rstrip().endswith("| 41.97 | – | 36.16 | – |  |  |  |  |  |  |")  # the paper reports no J
+    # A run written before run.evidence existed: computed from items.jsonl.
+    assert "| own default; " in ours
     rec = next(csv.DictReader(io.StringIO(table.to_csv())))
     assert rec["judge_no_adv"] == "75.0000"
 

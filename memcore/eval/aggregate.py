@@ -245,6 +245,10 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
         from memcore.eval.disclosure import disclosure_line
 
         lines += ["", disclosure_line(run["answer"])]
+    if run.get("evidence"):
+        from memcore.eval.disclosure import evidence_line
+
+        lines += ["", evidence_line(run["evidence"])]
     if has_judge and run.get("judge"):
         lines += ["", judge_line(run["judge"], metrics["overall"])]
     if ceiling:

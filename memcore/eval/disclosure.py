@@ -1,8 +1,11 @@
-"""Answer disclosure: which answer prompt, temperature and answer length produced a run's numbers.
+"""Answer and evidence disclosure: which answer prompt, temperature and answer length, and how much evidence
+per question, produced a run's numbers.
 
 The answer prompt moves J more than the memory does (full context with GPT-4.1-mini: 81.95 with a
 short-answer prompt, 92.62 with chain of thought), so every run's ``metrics.json`` (``run.answer``) and
-``table.md`` state it.
+``table.md`` state it. Methods compared at their own defaults read different amounts of evidence (MemCoRe 20
+notes, A-MEM 10 plus neighbours, Mem0 10 per speaker, …), so ``run.evidence`` states the budget, what it counts
+and the evidence each question actually got.
 """
 
 from __future__ import annotations
@@ -54,3 +57,49 @@ def disclosure_line(info: Mapping[str, Any]) -> str:
         f" (category 5: {info.get('temperature_adversarial')}), max_tokens {info.get('max_tokens')},"
         f" mean length {length}, n={info.get('n_answers')}."
     )
+
+
+def evidence_disclosure(budget: int | None, counts: str, items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{"budget", "budget_counts", "mean_notes", "max_notes", "mean_context_tokens", "n_items"}``: the run's
+    ``eval.budget`` (None: the method's own default), what one unit of it is for the method, and the evidence
+    the questions got (notes and context tokens per item; None without items)."""
+    notes = [len(r.get("notes") or []) for r in items]
+    tokens = [int(r.get("context_tokens") or 0) for r in items]
+    return {
+        "budget": budget,
+        "budget_counts": counts,
+        "mean_notes": sum(notes) / len(notes) if notes else None,
+        "max_notes": max(notes) if notes else None,
+        "mean_context_tokens": sum(tokens) / len(tokens) if tokens else None,
+        "n_items": len(items),
+    }
+
+
+def evidence_cell(info: Mapping[str, Any]) -> str:
+    """``budget 5 notes; 4.9 notes (max 5), 612 tok`` or ``own default; 20.0 notes (max 20), 2,310 tok``."""
+    if not info:
+        return "–"
+    budget = info.get("budget")
+    lead = "own default" if budget is None else f"budget {budget} {info.get('budget_counts', 'notes')}"
+    if info.get("mean_notes") is None:
+        return lead
+    return (
+        f"{lead}; {float(info['mean_notes']):.1f} notes (max {info.get('max_notes')}), "
+        f"{float(info.get('mean_context_tokens') or 0):,.0f} tok"
+    )
+
+
+def evidence_line(info: Mapping[str, Any]) -> str:
+    """One Markdown line for ``table.md``: the evidence budget and what each question got."""
+    budget = info.get("budget")
+    if budget is None:
+        lead = "eval.budget unset: the method's own retrieval default (methods differ; set eval.budget to equalise)"
+    else:
+        lead = f"eval.budget={budget}: at most {budget} {info.get('budget_counts', 'notes')} of evidence per question"
+    got = ""
+    if info.get("mean_notes") is not None:
+        got = (
+            f"; per question {float(info['mean_notes']):.1f} notes (max {info.get('max_notes')}),"
+            f" {float(info.get('mean_context_tokens') or 0):,.0f} context tokens, n={info.get('n_items')}"
+        )
+    return f"Evidence: {lead}{got}."

@@ -46,6 +46,13 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
         "n_conversations": len(data.conversations),
         "answered": bool(cfg.eval.answer),
     }
+    from memcore.eval.disclosure import evidence_disclosure
+    from memcore.methods import get_method
+
+    budget = cfg.eval.budget
+    metrics["run"]["evidence"] = evidence_disclosure(  # issue 15: equal evidence, or the difference printed
+        None if budget is None else int(budget), get_method(method).budget_counts, items
+    )
     if cfg.eval.judge:  # LLM judge (issue 5): pinned preset, model and prompt hash
         from memcore.eval.judge import judge_run_info
 

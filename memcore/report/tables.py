@@ -18,6 +18,7 @@ from typing import Any
 
 from memcore.eval.aggregate import RECALL_KS, category_name, k_recall
 from memcore.eval.bootstrap import bootstrap_ci
+from memcore.eval.disclosure import evidence_cell
 from memcore.report.collect import RunData, qa_time_ingest
 from memcore.report.reference import PAPER_DATASET, PAPER_PROTOCOL, PaperNumbers
 
@@ -461,7 +462,10 @@ def main_table(
     columns = ["Backbone", "Method", *[a.capitalize() for a in vary], "Source"]
     columns += [category_header(c, counts) for c in CATEGORIES]
     columns += [f"{KEY_LABELS[k]} ({_ci_label(summaries)})" for k in keys[len(CATEGORIES) :]]
-    extra_cols = (["Judge (preset, model, runs: ± std, majority J)"] if judged else []) + ["Answers (prompt, T, words)"]
+    extra_cols = (["Judge (preset, model, runs: ± std, majority J)"] if judged else []) + [
+        "Answers (prompt, T, words)",
+        "Evidence (budget; notes, tokens per question)",
+    ]
     columns += extra_cols + [COST_LABELS[k] for k in COST_KEYS]
     rows: list[list[str]] = []
     records: list[dict[str, Any]] = []
@@ -471,7 +475,7 @@ def main_table(
         flagged |= paper_row is not None and not s.comparable
         any_paper |= paper_row is not None
         lead = _setting_lead(s, vary)
-        extra = ([judge_cell(s.run)] if judged else []) + [answer_cell(s.run)]
+        extra = ([judge_cell(s.run)] if judged else []) + [answer_cell(s.run), evidence_cell(evidence_info(s.run))]
         tail_ours = extra + [fmt_cost(k, s.cost.get(k)) for k in COST_KEYS]
         tail_other = [""] * (len(extra) + len(COST_KEYS))
         paper_label = f"paper ({reference_backbone})" if reference_backbone else "paper"
@@ -539,6 +543,20 @@ def answer_cell(run: RunData) -> str:
     return f"{info.get('prompt')}, T {info.get('temperature')}/{info.get('temperature_adversarial')}, {length}"
 
 
+def evidence_info(run: RunData) -> dict[str, Any]:
+    """``run.evidence`` of ``metrics.json``; for runs written before it existed, computed from ``items.jsonl``
+    (the budget read from the run's config, what it counts from the method's spec)."""
+    info = run.info.get("evidence")
+    if info:
+        return dict(info)
+    from memcore.eval.disclosure import evidence_disclosure
+    from memcore.methods import METHODS
+
+    budget = (run.config.get("eval") or {}).get("budget")
+    counts = METHODS.get(run.method).budget_counts if run.method in METHODS else "notes"
+    return evidence_disclosure(None if budget is None else int(budget), counts, run.items)
+
+
 def run_disclosure(run: RunData) -> dict[str, Any]:
     """CSV fields: judge preset, model, runs, std, majority; answer prompt, temperatures, mean words."""
     judge = run.info.get("judge") or {}
@@ -556,6 +574,7 @@ def run_disclosure(run: RunData) -> dict[str, Any]:
         "answer_temperature": answer.get("temperature"),
         "answer_temperature_adversarial": answer.get("temperature_adversarial"),
         "answer_mean_words": answer.get("mean_words"),
+        **{f"evidence_{k}": v for k, v in evidence_info(run).items() if k != "n_items"},
     }
 
 
@@ -577,6 +596,12 @@ def headline_notes(summaries: Sequence[RunSummary]) -> list[str]:
         "Answers: the answer prompt, its temperature (categories 1-4 / category 5) and the mean answer length in words;"
         " the answer prompt moves J more than the memory does (full context with GPT-4.1-mini: 81.95 with a short-answer"
         " prompt, 92.62 with chain of thought)."
+    )
+    notes.append(
+        "Evidence: eval.budget (when set, at most that many notes per question for every method: A-MEM's linked"
+        " neighbours, both of Mem0's speaker searches, MemGPT's hits and core lines, FluxMem's episodes and skills"
+        " count; full_context keeps that many most recent turns) or the method's own default, and the notes and"
+        " context tokens each question actually got."
     )
     if any(s.run.metrics.get("gold_ceiling") for s in summaries):
         notes.append(
