@@ -33,7 +33,8 @@ run:
 ## Unit tests + the real end-to-end runs (llama.cpp on the small model, MiniLM, a LoCoMo slice). CI runs this.
 test: install
 	$(BIN)/python scripts/get_local_model.py --model $(CI_MODEL)
-	$(BIN)/pytest -q --runslow -m "not slow or e2e" $(ARGS)
+	@t0=$$(date +%s); $(BIN)/pytest -q --runslow -m "not slow or e2e" $(ARGS); rc=$$?; \
+	echo "make test: tests $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
 ## Everything, including the slow real-model tests of each baseline (tens of minutes on 2 cores).
 test-all: install

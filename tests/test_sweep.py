@@ -195,14 +195,15 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path) -
         assert (out / "plots" / f"{stem}.pdf").read_bytes()[:4] == b"%PDF"
 
 
-@pytest.mark.e2e  # launches processes: make test, not make test-fast
 @pytest.mark.parametrize(
     "backbone",
     [
-        # The content-free scripted backbone (every JSON reply falls back): the whole path in seconds.
-        "scripted",
-        # The local 0.5B model, one llama.cpp server per run, runs one after another: a few minutes on an
-        # idle 2-core box (longer when other local servers hold the machine lock).
+        # The content-free scripted backbone (every JSON reply falls back): the whole path in seconds; it
+        # launches processes, so make test runs it, make test-fast does not.
+        pytest.param("scripted", marks=pytest.mark.e2e),
+        # The local 0.5B model: MemCoRe's LLM gate on 18 turns is make run's 10 minutes by itself, so only
+        # make test-all runs it (slow, not e2e). make test keeps MemCoRe's LLM mode on the real model through
+        # test_e2e_local.py::test_memcore_llm_mode_end_to_end (six real turns).
         pytest.param("local-small", marks=pytest.mark.slow),
     ],
 )
