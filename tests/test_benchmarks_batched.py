@@ -12,6 +12,8 @@ from memcore.memory.batched import SPEC_BATCHED, BatchSettings, MemCoReBatched, 
 from memcore.memory.config import ConfigError, MemCoReConfig, Switches
 from memcore.memory.persistence import SnapshotMismatchError
 from memcore.memory.system import MemCoRe
+from memcore.prompts import batch as BATCH_PROMPT
+from memcore.prompts import gate as GATE_PROMPT
 from tests.fakes import BatchedLLM
 from tests.support import method_context, story_conversation
 
@@ -47,6 +49,29 @@ def test_chunk_costs_two_calls_and_in_chunk_merges_resolve_to_the_holder() -> No
     assert stats["construction"]["llm_calls"] == 6
     assert stats["llm_calls_per_turn"] == 1.0
     assert mem.store.notes[1].context == "Bob: I started learning the violin in March. (noted)"
+
+
+def test_the_batched_gate_shows_every_notes_date_and_the_single_gates_scale() -> None:
+    """Without dates the same kind of event on another day looks redundant and merges (issue 14); the batched
+    gate shows existing notes with their session date(s) and each new note with its own, like the single gate."""
+    llm = BatchedLLM()
+    backbone = ScriptedBackbone(llm)
+    mem = MemCoReBatched(
+        MemCoReConfig(name="memcore-batched"),
+        Switches.from_dict(None),
+        BatchSettings(3),
+        embedder=HashingEmbedder(64),
+        backbone=lambda: backbone,
+        seed=0,
+    )
+    for t in CONV.turns:
+        mem.ingest(t)
+    mem.finalize()
+    second = llm.prompts_of("batch_gate")[-1]  # chunk 2 (session 2) against chunk 1's note (session 1)
+    existing, new = second.split("New notes", 1)
+    assert "] (1:00 pm on 1 May, 2023) " in existing
+    assert "[N1] (1:00 pm on 8 May, 2023) " in new and "[N3] (1:00 pm on 8 May, 2023) " in new
+    assert GATE_PROMPT.RELATIONS in second and BATCH_PROMPT.GATE_VERSION == "memcore-gate-batch-v2"
 
 
 def test_a_chunk_without_a_usable_reply_is_split_down_to_per_turn_calls() -> None:

@@ -257,8 +257,9 @@ class BatchedConstructor(Constructor):
         self._judged: dict[tuple[int, Ref], tuple[float, str | None, str]] = {}
         self._holders: list[int] = []
 
-    def prejudge(self, contexts: Sequence[str], vecs: np.ndarray) -> None:
-        """Plan the candidates of every new note of the chunk and judge them all in one LLM call."""
+    def prejudge(self, contexts: Sequence[str], vecs: np.ndarray, dates: Sequence[str]) -> None:
+        """Plan the candidates of every new note of the chunk and judge them all in one LLM call; every note is
+        shown with its session date(s) (``dates``: the new turns' own), as the single-note gate shows them."""
         k = self.cfg.candidates
         n_store = len(self.store)
         plans: list[list[tuple[Ref, float]]] = []
@@ -280,11 +281,13 @@ class BatchedConstructor(Constructor):
             for (kind, idx), _ in plan:
                 if kind == "E" and idx not in existing:
                     existing[idx] = len(existing) + 1
-        ex_text = "\n".join(f"[E{e}] {self.store.notes[nid].context}" for nid, e in existing.items()) or "(none)"
+        ex_text = (
+            "\n".join(f"[E{e}] {self.store.notes[nid].dated_context()}" for nid, e in existing.items()) or "(none)"
+        )
         lines = []
-        for i, (ctx, plan) in enumerate(zip(contexts, plans, strict=True)):
+        for i, (ctx, date, plan) in enumerate(zip(contexts, dates, plans, strict=True)):
             refs = ", ".join(f"E{existing[idx]}" if kind == "E" else f"N{idx + 1}" for (kind, idx), _ in plan)
-            lines.append(f"[N{i + 1}] {ctx}\n    candidates: {refs or '(none)'}")
+            lines.append(f"[N{i + 1}] ({date}) {ctx}\n    candidates: {refs or '(none)'}")
         # Replies name existing notes E1..Em; map those labels back to note ids.
         label_to_nid = {e - 1: nid for nid, e in existing.items()}
         label_plans = [
@@ -411,7 +414,7 @@ class MemCoReBatched(MemCoRe):
             self._recent = [*self._recent, *chunk][-max(1, self.cfg.context_turns) :]
             vecs = self.embedder.encode([r.context for r in results])
             if self.sw.update and cons.backbone is not None and size > 1:
-                cons.prejudge([r.context for r in results], vecs)
+                cons.prejudge([r.context for r in results], vecs, [t.session_time_raw for t in chunk])
             for turn, ing, vec in zip(chunk, results, vecs, strict=True):
                 cons.add(RawTurn(turn.dia_id, turn.speaker, turn.text, turn.session_time_raw), ing, vec)
                 self._turn_built()

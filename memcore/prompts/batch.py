@@ -3,7 +3,13 @@
 ``INGEST_USER``: one call turns a chunk of consecutive turns into one note each (context + keywords).
 ``GATE_USER``: one call judges every new note of the chunk against its embedding-nearest candidates, which
 may be existing notes (``E<k>``) or earlier new notes of the same chunk (``N<j>``).
+
+Gate v2: every note shows its session date(s), and the relation scale and its rules are the single-note gate's
+(:data:`memcore.prompts.gate.RELATIONS`: non-overlapping strength ranges; a new fact about the same person, or the
+same kind of event on another date, is not redundant). v1 showed no dates and had overlapping ranges.
 """
+
+from memcore.prompts.gate import RELATIONS
 
 INGEST_VERSION = "memcore-ingest-batch-v1"
 
@@ -25,24 +31,25 @@ For EVERY turn above write one entry with:
 
 Format: {{"notes": [{{"id": "...", "context": "...", "keywords": ["...", "..."]}}, ...]}} with {n} entries, in order."""
 
-GATE_VERSION = "memcore-gate-batch-v1"
+GATE_VERSION = "memcore-gate-batch-v2"
 
 GATE_SYSTEM = (
     "You maintain a long-term memory of a conversation. You compare new memory notes with candidate notes and "
     "judge how they relate. Reply with a single JSON object and nothing else."
 )
 
-GATE_USER = """Existing notes:
+GATE_USER = (
+    """Existing notes (each starts with the date or dates it was said):
 {existing}
 
-New notes, each with the candidates to judge it against (E = existing note, N = an earlier new note):
+New notes (each starts with the date it was said), each with the candidates to judge it against (E = existing note, N = an earlier new note):
 {new_notes}
 
-For every pair (new note, candidate) listed above, judge the relation:
-- "redundant": both state the same fact or event (one repeats the other or adds only a small detail). strength 0.7 to 1.0.
-- "complementary": same person and subject or the same event, and together they say more. strength 0.5 to 0.7.
-- "unrelated": different facts that merely share words or people. strength 0.0 to 0.5.
-Also give "edge": "Supports", "Conflicts" (e.g. changed plans) or "Related_To" (anything else).
+For every pair (new note, candidate) listed above, judge the relation of the new note to the candidate (the candidate is the "existing note" below):
+"""
+    + RELATIONS
+    + """Also give "edge": "Supports" (one confirms or explains the other), "Conflicts" (they contradict each other, e.g. changed plans) or "Related_To" (anything else).
 List only the redundant and complementary pairs; leave out unrelated pairs (an empty list is fine).
 
 Format: {{"judgements": [{{"new": "N1", "candidate": "E3", "relation": "redundant|complementary", "strength": 0.0, "edge": "Supports|Conflicts|Related_To"}}, ...]}}"""
+)
