@@ -172,7 +172,7 @@ def _check_retriever(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) -
         raise bad_value("method.retriever", cfg["retriever"], f"{expected} (use method=rag_{cfg['retriever']})", where)
 
 
-def _spec(name: str, retriever: str, description: str, construction_keys: tuple[str, ...] | None = None) -> MethodSpec:
+def _spec(name: str, retriever: str, description: str) -> MethodSpec:
     def factory(ctx: MethodContext) -> RAG:
         cfg = RAGConfig(**{"retriever": retriever, **ctx.config})
         return RAG(cfg, lambda: ctx.embedder)
@@ -183,29 +183,14 @@ def _spec(name: str, retriever: str, description: str, construction_keys: tuple[
         ingest_uses_llm=lambda c, a: False,
         config_schema=(RAGConfig,),
         validate_config=method_validator(RAGConfig, after=_check_retriever),
-        construction_keys=construction_keys,
         description=description,
     )
 
 
-# The three harness baselines key their snapshots on the retriever alone (as before context_format existed; their
-# format is the default ``notes``), so existing snapshots still match; rag_locomo keys on both build fields.
-RAG_DENSE = _spec(
-    "rag_dense",
-    "dense",
-    "dense retrieval over raw turns (this harness's baseline, not LoCoMo's RAG)",
-    construction_keys=("retriever",),
-)
-RAG_BM25 = _spec(
-    "rag_bm25",
-    "bm25",
-    "BM25 over raw turns (this harness's baseline, not LoCoMo's RAG)",
-    construction_keys=("retriever",),
-)
-RAG_HYBRID = _spec(
-    "rag_hybrid",
-    "hybrid",
-    "RRF of dense + BM25 over raw turns (this harness's baseline)",
-    construction_keys=("retriever",),
-)
+# Every rag_* method keys its snapshots on both build fields (retriever and context_format: the embedded text
+# depends on the format). Until issue 17 the three harness baselines keyed on the retriever alone, so a
+# context_format override reused vectors embedded in the other format.
+RAG_DENSE = _spec("rag_dense", "dense", "dense retrieval over raw turns (this harness's baseline, not LoCoMo's RAG)")
+RAG_BM25 = _spec("rag_bm25", "bm25", "BM25 over raw turns (this harness's baseline, not LoCoMo's RAG)")
+RAG_HYBRID = _spec("rag_hybrid", "hybrid", "RRF of dense + BM25 over raw turns (this harness's baseline)")
 RAG_LOCOMO = _spec("rag_locomo", "dense", "LoCoMo's RAG setting: top-5 turns by dense score (dialog mode)")

@@ -51,6 +51,17 @@ def test_retrieval_only_change_reuses_snapshot(tmp_path) -> None:
     assert calls == ["build"]
 
 
+def test_a_build_field_change_builds_a_new_snapshot(tmp_path) -> None:
+    """context_format decides the embedded text of every rag_* method, so it is part of the key (it once was
+    not for rag_dense / rag_bm25 / rag_hybrid, and an override reused vectors embedded in the other format)."""
+    store = SnapshotStore(tmp_path)
+    calls: list[str] = []
+    _build(store, calls, {"name": "rag_bm25", "retriever": "bm25", "context_format": "notes"})
+    _build(store, calls, {"name": "rag_bm25", "retriever": "bm25", "context_format": "locomo"})
+    assert calls == ["build", "build"]
+    assert RAG_BM25.construction_keys == ("retriever", "context_format")
+
+
 def test_corrupted_snapshot_is_rebuilt(tmp_path, caplog) -> None:
     store = SnapshotStore(tmp_path)
     calls: list[str] = []
