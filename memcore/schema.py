@@ -168,10 +168,13 @@ def rules_of(cls: type) -> dict[str, Rule]:
     return {f.name: f.metadata[RULE] for f in dataclasses.fields(cls) if RULE in f.metadata}
 
 
-def check_rules(obj: Any, label: str, *, default_numeric: Rule | None = NONNEG) -> None:
+def check_rules(
+    obj: Any, label: str, *, default_numeric: Rule | None = NONNEG, error: type[Exception] = ValueError
+) -> None:
     """Enforce on the dataclass instance ``obj`` the same ranges :func:`check_fields` checks on a config dict (each
     field's ``rule``, else ``default_numeric`` for a numeric field), so a config built in code meets them too.
-    Raises ValueError ``<label>: <key>=<value> is not allowed: allowed <...>``. Call it from ``__post_init__``."""
+    Raises ``error`` (ValueError) ``<label>: <key>=<value> is not allowed: allowed <...>``. Call it from
+    ``__post_init__``."""
     hints = typing.get_type_hints(type(obj))
     for f in dataclasses.fields(obj):
         rule = f.metadata.get(RULE)
@@ -179,7 +182,7 @@ def check_rules(obj: Any, label: str, *, default_numeric: Rule | None = NONNEG) 
             rule = default_numeric
         value = getattr(obj, f.name)
         if rule is not None and not rule.ok(value):
-            raise ValueError(f"{label}: {f.name}={value!r} is not allowed: allowed {rule.describe()}")
+            raise error(f"{label}: {f.name}={value!r} is not allowed: allowed {rule.describe()}")
 
 
 def construct(build: Callable[[], Any], prefix: str) -> Any:

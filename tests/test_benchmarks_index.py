@@ -127,7 +127,9 @@ def test_exact_search_in_query_chunks_equals_one_product(monkeypatch) -> None:
 def test_unknown_index_kind_is_one_clear_error() -> None:
     with pytest.raises(ValueError, match="index must be one of"):
         VectorMatrix(8, index="annoy")
-    with pytest.raises(ConfigError, match=r"method\.index must be one of"):
+    with pytest.raises(
+        ConfigError, match=r"method: index=.annoy. is not allowed: allowed one of auto, flat, ivf, hnsw"
+    ):
         MemCoReConfig(index="annoy")  # type: ignore[arg-type]
 
 

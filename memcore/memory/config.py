@@ -13,7 +13,7 @@ from memcore.memory.ablations import CONSTRUCTION_SWITCHES as CONSTRUCTION_SWITC
 from memcore.memory.ablations import SWITCHES as SWITCHES
 from memcore.memory.ablations import Switches as Switches
 from memcore.memory.notes import INDEX_KINDS
-from memcore.schema import POS, TEMPERATURE, UNIT, Rule, build_keys, knob
+from memcore.schema import POS, TEMPERATURE, UNIT, Rule, build_keys, check_rules, knob
 
 JUDGES = ("llm", "embedding")
 EVIDENCE_TEXT = ("raw", "context", "both")
@@ -26,7 +26,7 @@ class MemCoReConfig:
     the rest only change retrieval and therefore reuse a snapshot. ``rule``: the range ``memcore-run`` checks."""
 
     name: str = "memcore"
-    judge: Literal["llm", "embedding"] = knob("llm", build=True)
+    judge: Literal["llm", "embedding"] = knob("llm", build=True, rule=Rule(choices=JUDGES))
     format_version: int = knob(2, build=True, rule=POS)
     # gate
     tau_merge: float = knob(0.7, build=True, rule=UNIT)
@@ -34,8 +34,8 @@ class MemCoReConfig:
     candidates: int = knob(5, build=True, rule=POS)
     strong_link: float = knob(0.6, build=True, rule=UNIT)
     merge_max_turns: int = knob(6, build=True, rule=POS)
-    merge_min_cosine: float = knob(0.0, build=True)
-    gate_form: Literal["scale", "binary"] = knob("scale", build=True)
+    merge_min_cosine: float = knob(0.0, build=True, rule=UNIT)
+    gate_form: Literal["scale", "binary"] = knob("scale", build=True, rule=Rule(choices=GATE_FORMS))
     # ingestion
     context_turns: int = knob(2, build=True)
     max_keywords: int = knob(6, build=True, rule=POS)
@@ -52,59 +52,30 @@ class MemCoReConfig:
     k_final: int = knob(20, rule=POS)
     rrf_k: int = knob(60, rule=POS)
     channel_depth: int = knob(50, rule=POS)
-    keyword_min_sim: float = knob(0.5, rule=Rule(lo=-1, hi=1))
+    keyword_min_sim: float = knob(0.5, rule=UNIT)
     neighbor_weight: float = 1.0
     topic_weight: float = 1.0
     ier_max_rounds: int = knob(3, rule=POS)
     ier_max_subqueries: int = 3
     ier_subquery_weight: float = 1.0
     ier_reserved: int = 2
-    ier_judge_tokens: int = 3000
-    evidence_text: Literal["raw", "context", "both"] = "both"
+    ier_judge_tokens: int = knob(3000, rule=POS)
+    evidence_text: Literal["raw", "context", "both"] = knob("both", rule=Rule(choices=EVIDENCE_TEXT))
     ann_threshold: int = knob(200_000, rule=POS)
-    index: Literal["auto", "flat", "ivf", "hnsw"] = "auto"
+    index: Literal["auto", "flat", "ivf", "hnsw"] = knob("auto", rule=Rule(choices=INDEX_KINDS))
     # LLM sampling (deterministic by default so the response cache applies)
     temperature: float = knob(0.0, build=True, rule=TEMPERATURE)
     max_tokens: int = knob(384, build=True, rule=POS)
 
     def __post_init__(self) -> None:
-        if self.judge not in JUDGES:
-            raise ConfigError(f"method.judge must be one of {JUDGES}, got {self.judge!r}")
-        if self.index not in INDEX_KINDS:
-            raise ConfigError(f"method.index must be one of {INDEX_KINDS}, got {self.index!r}")
-        if self.gate_form not in GATE_FORMS:
-            raise ConfigError(f"method.gate_form must be one of {GATE_FORMS}, got {self.gate_form!r}")
-        if self.evidence_text not in EVIDENCE_TEXT:
-            raise ConfigError(f"method.evidence_text must be one of {EVIDENCE_TEXT}, got {self.evidence_text!r}")
-        if not 0.0 <= self.tau_link <= self.tau_merge <= 1.0:
+        """The fields' rules (the ranges memcore-run checks), then what relates two fields."""
+        check_rules(self, "method", error=ConfigError)
+        if self.tau_link > self.tau_merge:
             raise ConfigError(
                 f"need 0 <= tau_link <= tau_merge <= 1, got tau_link={self.tau_link} tau_merge={self.tau_merge}"
             )
-        for key in ("strong_link", "merge_min_cosine", "keyword_min_sim", "hub_max_fraction"):
-            if not 0.0 <= getattr(self, key) <= 1.0:
-                raise ConfigError(f"method.{key} must be in [0, 1], got {getattr(self, key)}")
-        for key in ("neighbor_weight", "topic_weight", "ier_subquery_weight", "temperature"):
-            if getattr(self, key) < 0.0:
-                raise ConfigError(f"method.{key} must be >= 0, got {getattr(self, key)}")
-        if not 1 <= self.topic_min <= self.topic_max:
+        if self.topic_min > self.topic_max:
             raise ConfigError(f"need 1 <= topic_min <= topic_max, got {self.topic_min}, {self.topic_max}")
-        for key in (
-            "candidates",
-            "k_topic",
-            "k_key",
-            "k_final",
-            "rrf_k",
-            "channel_depth",
-            "ier_max_rounds",
-            "merge_max_turns",
-            "ier_judge_tokens",
-            "max_tokens",
-        ):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"method.{key} must be >= 1, got {getattr(self, key)}")
-        for key in ("ier_max_subqueries", "ier_reserved", "context_turns", "cheap_keyword_unigrams"):
-            if getattr(self, key) < 0:
-                raise ConfigError(f"method.{key} must be >= 0, got {getattr(self, key)}")
 
     @property
     def uses_llm(self) -> bool:
