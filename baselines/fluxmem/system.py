@@ -20,8 +20,10 @@ import numpy as np
 
 from baselines.fluxmem import consolidate as c3
 from baselines.fluxmem import prompts as P
+from baselines.fluxmem.calls import FluxCalls, validate_relevant, validate_rerun, validate_text
 from baselines.fluxmem.config import FluxMemConfig
 from baselines.fluxmem.graph import ASSOCIATION, EXTRACTION, Edge, Episode, FluxGraph, SemanticNode, Skill
+from baselines.fluxmem.ingestion import add_turn, embed_and_link
 from baselines.fluxmem.refine import (
     GRANULARITY,
     OVER,
@@ -33,55 +35,10 @@ from baselines.fluxmem.refine import (
 )
 from baselines.fluxmem.relevance import StepSubgraph, fuse, max_scale, minmax, top_indices
 from memcore.interfaces import ChatBackbone, Embedder
-from memcore.llm.json_reply import complete_json
 from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote, QAItem, Turn
 
 AnswerFn = Callable[[str], str]
-
-
-def _validate_facts(obj: Any, limit: int) -> list[str]:
-    facts = obj.get("facts") if isinstance(obj, dict) else None
-    if not isinstance(facts, list):
-        raise ValueError("reply needs a 'facts' list")
-    out = [str(f).strip() for f in facts if isinstance(f, str | int | float) and str(f).strip()]
-    return list(dict.fromkeys(out))[:limit]
-
-
-def _validate_relevant(obj: Any, n: int) -> set[int]:
-    rel = obj.get("relevant") if isinstance(obj, dict) else None
-    if not isinstance(rel, list):
-        raise ValueError("reply needs a 'relevant' list")
-    out: set[int] = set()
-    for v in rel:
-        try:
-            i = int(str(v).strip().strip("[]"))
-        except ValueError:
-            continue
-        if 1 <= i <= n:
-            out.add(i)
-    return out
-
-
-def _validate_text(key: str) -> Callable[[Any], str]:
-    def check(obj: Any) -> str:
-        text = obj.get(key) if isinstance(obj, dict) else None
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"reply needs a non-empty '{key}' string")
-        return text.strip()
-
-    return check
-
-
-def _validate_rerun(obj: Any) -> tuple[str, bool]:
-    if not isinstance(obj, dict) or "success" not in obj:
-        raise ValueError("reply needs 'answer' and 'success'")
-    success = obj["success"]
-    if isinstance(success, str) and success.strip().lower() in ("true", "false", "yes", "no"):
-        success = success.strip().lower() in ("true", "yes")
-    if not isinstance(success, bool):
-        raise ValueError("'success' must be true or false")
-    return str(obj.get("answer", "")).strip(), success
 
 
 class FluxMem:
@@ -98,94 +55,31 @@ class FluxMem:
     ) -> None:
         self.cfg = cfg
         self.seed = seed
-        self._backbone = backbone
-        self._embedder = embedder
         self.graph = FluxGraph(cfg.bm25_k1, cfg.bm25_b)
         self._lock = threading.RLock()
         self._since_consolidation = 0
         self.counters: Counter[str] = Counter()
         self.attributions: Counter[str] = Counter()
+        self._calls = FluxCalls(cfg, backbone, embedder, seed, self.counters)
 
     @property
     def backbone(self) -> ChatBackbone:
-        return self._backbone()
+        return self._calls.backbone
 
     @property
     def embedder(self) -> Embedder:
-        return self._embedder()
-
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        return self.embedder.encode(texts)
-
-    def _temperature(self, purpose: str) -> float:
-        """The sampling temperature of a call purpose (upstream's per-call values; fact extraction: 0)."""
-        return float(getattr(self.cfg, f"temperature_{purpose}", 0.0))
-
-    def _json(self, purpose: str, stage: str, system: str, user: str, **kw: Any) -> Any:
-        """One JSON call at the purpose's temperature (seeded), counted per purpose (attempts included)."""
-        temperature = self._temperature(purpose)
-        result = complete_json(
-            self.backbone,
-            [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            stage=stage,
-            prompt_version=f"{P.VERSION}:{purpose}",
-            temperature=temperature,
-            seed=self.seed if temperature > 0 else None,
-            **kw,
-        )
-        self.counters[f"calls_{purpose}"] += result.attempts
-        if not result.ok:
-            self.counters[f"fallback_{purpose}"] += 1
-        return result
+        return self._calls.embedder
 
     # ================================================================== construction
     def ingest(self, turn: Turn) -> None:
         """Record the turn and add its facts (or the turn itself) to the semantic layer."""
         with self._lock:
-            self.graph.turns[turn.dia_id] = turn
-            facts: list[str] | None = None
-            if self.cfg.extract_facts:
-                facts = self._extract_facts(turn)
-            if facts is None:
-                texts, origin = [turn.render()], "turn"
-            else:
-                texts, origin = facts, "fact"
-            for text in texts:
-                node = SemanticNode(
-                    self.graph.new_semantic_id(), text, (turn.dia_id,), turn.speaker, turn.session_time_raw, origin
-                )
-                self.graph.add_semantic(node)
-
-    def _extract_facts(self, turn: Turn) -> list[str] | None:
-        """The turn's facts; None when the reply was unusable (the caller keeps the raw turn)."""
-        user = P.FACTS_USER.format(
-            session_date=turn.session_time_raw,
-            dia_id=turn.dia_id,
-            speaker=turn.speaker,
-            text=turn.text,
-            max_facts=self.cfg.max_facts_per_turn,
-        )
-        res = self._json(
-            "facts",
-            "ingest",
-            P.FACTS_SYSTEM,
-            user,
-            validate=lambda o: _validate_facts(o, self.cfg.max_facts_per_turn),
-            fallback=None,
-            fallback_kind="keep the raw turn as one semantic node",
-            max_tokens=320,
-        )
-        return res.value
+            add_turn(self.graph, self._calls, self.cfg, turn)
 
     def finalize(self) -> None:
         """Embed the semantic layer in one batch and build its association edges."""
         with self._lock:
-            if self.graph.semantic and len(self.graph.sem_vecs) != len(self.graph.semantic):
-                self.graph.set_semantic_vectors(self._embed([n.text for n in self.graph.semantic]))
-            if not any(e.kind == ASSOCIATION for e in self.graph.edges):
-                self.counters["association_edges_built"] = self.graph.build_associations(
-                    self.cfg.assoc_k, self.cfg.assoc_min_sim
-                )
+            embed_and_link(self.graph, self._calls, self.cfg)
 
     # ================================================================== Stage 1
     def _pre_scores(self, query: str, q_vec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -200,7 +94,7 @@ class FluxMem:
         n = len(self.graph.semantic)
         if n == 0:
             return sub
-        q_vec = self._embed([question])[0]
+        q_vec = self._calls.embed([question])[0]
         ids = [s.nid for s in self.graph.semantic]
         if not self.cfg.connect:
             dense = self.graph.sem_vecs @ q_vec
@@ -243,12 +137,12 @@ class FluxMem:
     def _verify(self, question: str, nids: list[str]) -> np.ndarray | None:
         """LLM verification of the candidates: 1 for each it names relevant; None on an unusable reply."""
         listing = "\n".join(f"[{j + 1}] {self.graph.node(nid).render()}" for j, nid in enumerate(nids))
-        res = self._json(
+        res = self._calls.json(
             "verify",
             "retrieve",
             P.VERIFY_SYSTEM,
             P.VERIFY_USER.format(question=question, candidates=listing),
-            validate=lambda o: _validate_relevant(o, len(nids)),
+            validate=lambda o: validate_relevant(o, len(nids)),
             fallback=None,
             fallback_kind="rank by dense + BM25 only",
             max_tokens=128,
@@ -332,7 +226,7 @@ class FluxMem:
     def _check(self, question: str, answer: str, sub: StepSubgraph) -> Verdict:
         context, order = self._serialise(sub)
         facts, _, extra = context.partition("\n\n")
-        res = self._json(
+        res = self._calls.json(
             "check",
             "retrieve",
             P.CHECK_SYSTEM,
@@ -362,7 +256,7 @@ class FluxMem:
         if not self.graph.semantic:
             return False
         query = f"{sub.question} {verdict.missing}".strip()
-        q_vec = self._embed([query])[0]
+        q_vec = self._calls.embed([query])[0]
         pre, _, _ = self._pre_scores(query, q_vec)
         ids = [s.nid for s in self.graph.semantic]
         active_nb = {nid: self.graph.neighbours(nid) for nid in sub.nodes}
@@ -382,12 +276,12 @@ class FluxMem:
         node = self.graph.node(nid)
         source = " / ".join(self.graph.turns[d].render() for d in node.dia_ids if d in self.graph.turns) or node.text
         fallback_text = node.text if node.origin == "turn" else f"{node.text} (original: {source})"
-        res = self._json(
+        res = self._calls.json(
             "reshape",
             "retrieve",
             P.RESHAPE_SYSTEM,
             P.RESHAPE_USER.format(question=question, fact=node.text, date=node.time, source=source),
-            validate=_validate_text("text"),
+            validate=validate_text("text"),
             fallback=fallback_text,
             fallback_kind="expand the node with its source turn verbatim",
             max_tokens=200,
@@ -395,7 +289,7 @@ class FluxMem:
         new = SemanticNode(
             self.graph.new_semantic_id(), res.value, node.dia_ids, node.speaker, node.time, "reshaped", nid
         )
-        self.graph.add_semantic(new, self._embed([new.text])[0])
+        self.graph.add_semantic(new, self._calls.embed([new.text])[0])
         self.graph.add_edge(Edge(new.nid, nid, ASSOCIATION, 1.0, "refines"))
         self.counters["reshaped_nodes"] += 1
         return new.nid
@@ -471,7 +365,7 @@ class FluxMem:
             attributions,
             rounds,
         )
-        q_vec, traj_vec = self._embed([question, ep.trajectory()])
+        q_vec, traj_vec = self._calls.embed([question, ep.trajectory()])
         self.graph.add_episode(ep, q_vec, traj_vec)
         self._since_consolidation += 1
 
@@ -509,12 +403,12 @@ class FluxMem:
             f"supported: {'unknown' if e.supported is None else 'yes' if e.supported else 'no'}"
             for e in shown
         )
-        res = self._json(
+        res = self._calls.json(
             "skill_extract",
             "ingest",
             P.SKILL_EXTRACT_SYSTEM,
             P.SKILL_EXTRACT_USER.format(episodes=listing, max_words=self.cfg.skill_max_words),
-            validate=_validate_text("skill"),
+            validate=validate_text("skill"),
             fallback=None,
             fallback_kind="no skill for this cluster",
             max_tokens=320,
@@ -529,7 +423,7 @@ class FluxMem:
         n_skills = len(self.graph.skills) + 1  # upstream's |V_proc| counts the skill being consolidated
 
         def evaluate(text: str, prev_vec: np.ndarray | None) -> c3.VersionScore:
-            vec = self._embed([text])[0]
+            vec = self._calls.embed([text])[0]
             drift = 0.0 if prev_vec is None else float(1.0 - np.clip(vec @ prev_vec, -1.0, 1.0))
             results = tuple(self._rerun(text, ep) for ep in rerun)
             judged = [r[2] for r in results if r[2] is not None]
@@ -546,7 +440,7 @@ class FluxMem:
                 f"- Q: {q} | A: {a} | {'supported' if ok else 'unknown' if ok is None else 'NOT supported'}"
                 for q, a, ok in cur.results
             )
-            out = self._json(
+            out = self._calls.json(
                 "skill_refine",
                 "ingest",
                 P.SKILL_REFINE_SYSTEM,
@@ -558,7 +452,7 @@ class FluxMem:
                     results=lines,
                     max_words=self.cfg.skill_max_words,
                 ),
-                validate=_validate_text("skill"),
+                validate=validate_text("skill"),
                 fallback=None,
                 fallback_kind="keep the current skill version",
                 max_tokens=320,
@@ -599,12 +493,12 @@ class FluxMem:
         facts = "\n".join(
             f"[{i + 1}] {self.graph.node(n).render()}" for i, n in enumerate(ep.semantic_ids[: self.cfg.k])
         )
-        res = self._json(
+        res = self._calls.json(
             "skill_rerun",
             "ingest",
             P.SKILL_RERUN_SYSTEM,
             P.SKILL_RERUN_USER.format(skill=skill, facts=facts or "(none)", question=ep.question),
-            validate=_validate_rerun,
+            validate=validate_rerun,
             fallback=None,
             fallback_kind="re-run outcome unknown (left out of the success rate)",
             max_tokens=128,
