@@ -20,23 +20,17 @@ import numpy as np
 
 from baselines.fluxmem import consolidate as c3
 from baselines.fluxmem import prompts as P
-from baselines.fluxmem.calls import FluxCalls, validate_relevant, validate_rerun, validate_text
+from baselines.fluxmem.calls import FluxCalls, validate_rerun, validate_text
 from baselines.fluxmem.config import FluxMemConfig
-from baselines.fluxmem.graph import ASSOCIATION, EXTRACTION, Edge, Episode, FluxGraph, SemanticNode, Skill
+from baselines.fluxmem.feedback import Refiner
+from baselines.fluxmem.graph import ASSOCIATION, EXTRACTION, Episode, FluxGraph, Skill
 from baselines.fluxmem.ingestion import add_turn, embed_and_link
-from baselines.fluxmem.refine import (
-    GRANULARITY,
-    OVER,
-    Verdict,
-    expansion_candidates,
-    parse_verdict,
-    prune_choice,
-    reshape_choice,
-)
-from baselines.fluxmem.relevance import StepSubgraph, fuse, max_scale, minmax, top_indices
+from baselines.fluxmem.refine import Verdict
+from baselines.fluxmem.relevance import StepSubgraph
+from baselines.fluxmem.retrieval import Connector, evidence, pre_scores, serialise
 from memcore.interfaces import ChatBackbone, Embedder
 from memcore.text import count_tokens
-from memcore.types import Evidence, EvidenceNote, QAItem, Turn
+from memcore.types import Evidence, QAItem, Turn
 
 AnswerFn = Callable[[str], str]
 
@@ -44,7 +38,11 @@ AnswerFn = Callable[[str], str]
 class FluxMem:
     """MemorySystem + SelfAnsweringMemory. ``backbone`` / ``embedder`` are providers, called only when
     needed (so a build without fact extraction starts no LLM server). All public methods hold one
-    lock: QA is sequential by design (episodes accumulate), ``retrieve`` is safe from any thread."""
+    lock: QA is sequential by design (episodes accumulate), ``retrieve`` is safe from any thread.
+
+    The stages live in their own modules and work on whatever ``self.graph`` is at the call (``load``
+    replaces it): construction in ``ingestion``, Stage 1 in ``retrieval`` (:class:`Connector`), Stage 2 in
+    ``feedback`` (:class:`Refiner`); this class runs the QA loop and Stage 3."""
 
     def __init__(
         self,
@@ -61,6 +59,8 @@ class FluxMem:
         self.counters: Counter[str] = Counter()
         self.attributions: Counter[str] = Counter()
         self._calls = FluxCalls(cfg, backbone, embedder, seed, self.counters)
+        self._connector = Connector(cfg, self._calls)
+        self._refiner = Refiner(cfg, self._calls)
 
     @property
     def backbone(self) -> ChatBackbone:
@@ -69,6 +69,10 @@ class FluxMem:
     @property
     def embedder(self) -> Embedder:
         return self._calls.embedder
+
+    def _pre_scores(self, query: str, q_vec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(fused dense + BM25 score, normalised dense, normalised BM25) for every semantic node."""
+        return pre_scores(self.graph, self.cfg, query, q_vec)
 
     # ================================================================== construction
     def ingest(self, turn: Turn) -> None:
@@ -82,217 +86,12 @@ class FluxMem:
             embed_and_link(self.graph, self._calls, self.cfg)
 
     # ================================================================== Stage 1
-    def _pre_scores(self, query: str, q_vec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(fused dense + BM25 score, normalised dense, normalised BM25) for every semantic node."""
-        dense_n = minmax(self.graph.sem_vecs @ q_vec)
-        sparse_n = max_scale(self.graph.bm25.scores(query))
-        pre = fuse(dense_n, sparse_n, None, w_dense=self.cfg.w_dense, w_sparse=self.cfg.w_sparse, w_llm=0.0)
-        return pre, dense_n, sparse_n
-
-    def _connect(self, question: str, k: int) -> StepSubgraph:
-        sub = StepSubgraph(question)
-        n = len(self.graph.semantic)
-        if n == 0:
-            return sub
-        q_vec = self._calls.embed([question])[0]
-        ids = [s.nid for s in self.graph.semantic]
-        if not self.cfg.connect:
-            dense = self.graph.sem_vecs @ q_vec
-            for i in top_indices(dense, k):
-                sub.link(ids[i], float(dense[i]), ("dense",))
-            return sub
-        pre, dense_n, sparse_n = self._pre_scores(question, q_vec)
-        size = max(self.cfg.verify_pool, k)
-        # upstream: the dense top candidates; hybrid: by dense + BM25
-        pool = top_indices(self.graph.sem_vecs @ q_vec if self.cfg.pool_by == "dense" else pre, size)
-        verified: np.ndarray | None = None
-        if self.cfg.llm_verify and self.cfg.w_llm > 0:
-            verified = self._verify(question, [ids[i] for i in pool])
-        pool_arr = np.asarray(pool, dtype=np.int64)
-        if self.cfg.normalize_over == "pool":  # upstream: min-max of each signal over the candidates
-            pool_dense = minmax((self.graph.sem_vecs @ q_vec)[pool_arr])
-            pool_sparse = minmax(np.asarray(self.graph.bm25.scores(question), dtype=np.float64)[pool_arr])
-        else:
-            pool_dense, pool_sparse = dense_n[pool_arr], sparse_n[pool_arr]
-        hybrid = fuse(
-            pool_dense,
-            pool_sparse,
-            verified,
-            w_dense=self.cfg.w_dense,
-            w_sparse=self.cfg.w_sparse,
-            w_llm=self.cfg.w_llm,
-        )
-        sub.verified = verified is not None
-        for j in top_indices(hybrid, k):
-            i = pool[j]
-            chans = ["dense"] if dense_n[i] > 0 else []
-            if sparse_n[i] > 0:
-                chans.append("bm25")
-            if verified is not None and verified[j] > 0:
-                chans.append("llm")
-            sub.link(ids[i], float(hybrid[j]), tuple(chans))
-        self._attach_episodes(sub, q_vec)
-        return sub
-
-    def _verify(self, question: str, nids: list[str]) -> np.ndarray | None:
-        """LLM verification of the candidates: 1 for each it names relevant; None on an unusable reply."""
-        listing = "\n".join(f"[{j + 1}] {self.graph.node(nid).render()}" for j, nid in enumerate(nids))
-        res = self._calls.json(
-            "verify",
-            "retrieve",
-            P.VERIFY_SYSTEM,
-            P.VERIFY_USER.format(question=question, candidates=listing),
-            validate=lambda o: validate_relevant(o, len(nids)),
-            fallback=None,
-            fallback_kind="rank by dense + BM25 only",
-            max_tokens=128,
-        )
-        if res.value is None:
-            return None
-        return np.asarray([1.0 if j + 1 in res.value else 0.0 for j in range(len(nids))])
-
-    def _attach_episodes(self, sub: StepSubgraph, q_vec: np.ndarray) -> None:
-        """The k most similar past episodes (supported ones only, if so configured) and the skills
-        their extraction edges reach."""
-        eps = self.graph.episodes
-        if not eps or self.cfg.k_episodes == 0:
-            return
-        sims = self.graph.ep_q_vecs @ q_vec
-        allowed = [
-            i
-            for i, ep in enumerate(eps)
-            if sims[i] >= self.cfg.episode_min_sim and (ep.supported or not self.cfg.episodes_supported_only)
-        ]
-        for i in top_indices(sims, self.cfg.k_episodes, np.asarray(allowed, dtype=np.int64)):
-            sub.episodes.append(eps[i].eid)
-            for kid in self.graph.skills_of(eps[i].eid):
-                if kid not in sub.skills:
-                    sub.skills.append(kid)
-
-    def _serialise(self, sub: StepSubgraph) -> tuple[str, list[str]]:
-        """The answer context and the node order its fact numbers refer to."""
-        order = sub.ordered()
-        lines = [
-            "Memory facts (date, fact):",
-            *(f"[{i + 1}] {self.graph.node(n).render()}" for i, n in enumerate(order)),
-        ]
-        if sub.episodes:
-            by_id = {e.eid: e for e in self.graph.episodes}
-            lines += ["", "Similar questions answered earlier:", *(f"- {by_id[e].render()}" for e in sub.episodes)]
-        if sub.skills:
-            lines += [
-                "",
-                "Answering skills learned from earlier questions:",
-                *(f"- {self.graph.skill(k).text}" for k in sub.skills),
-            ]
-        return "\n".join(lines), order
-
-    def _evidence(self, sub: StepSubgraph, context: str) -> Evidence:
-        notes = []
-        for nid in sub.ordered():
-            node = self.graph.node(nid)
-            notes.append(
-                EvidenceNote(nid, node.text, node.dia_ids, sub.nodes[nid], sub.channels.get(nid, ()), node.time)
-            )
-        by_id = {e.eid: e for e in self.graph.episodes}
-        notes += [EvidenceNote(e, by_id[e].render(), (), 0.0, ("episode",)) for e in sub.episodes]
-        notes += [EvidenceNote(k, self.graph.skill(k).text, (), 0.0, ("skill",)) for k in sub.skills]
-        return Evidence(notes=notes, context=context)
-
-    def _connect_within(self, question: str, budget: int | None) -> StepSubgraph:
-        """Stage 1 with k semantic nodes, or with ``budget`` (``eval.budget``) notes in all: k = budget, then
-        the lowest-ranked semantic nodes make room for the episodes and skills (at least one semantic node
-        stays; episodes and skills beyond the budget are dropped, skills first). Stage 2's link expansion may
-        add nodes beyond it later, by design."""
-        if budget is None:
-            return self._connect(question, self.cfg.k)
-        sub = self._connect(question, budget)
-        order = sub.ordered()
-        while len(order) > 1 and len(order) + len(sub.episodes) + len(sub.skills) > budget:
-            sub.unlink(order.pop())
-        room = max(0, budget - len(order))
-        sub.episodes = sub.episodes[:room]
-        sub.skills = sub.skills[: max(0, room - len(sub.episodes))]
-        return sub
-
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """Stage 1 only (no answer, no episode); ``budget`` (or the config's ``budget``) caps the notes."""
         with self._lock:
-            sub = self._connect_within(query, budget if budget is not None else self.cfg.budget)
-            context, _ = self._serialise(sub)
-            return self._evidence(sub, context)
-
-    # ================================================================== Stage 2
-    def _check(self, question: str, answer: str, sub: StepSubgraph) -> Verdict:
-        context, order = self._serialise(sub)
-        facts, _, extra = context.partition("\n\n")
-        res = self._calls.json(
-            "check",
-            "retrieve",
-            P.CHECK_SYSTEM,
-            P.CHECK_USER.format(question=question, answer=answer, facts=facts, extra=f"\n{extra}\n" if extra else ""),
-            validate=lambda o: parse_verdict(o, len(order)),
-            fallback=Verdict(None),
-            fallback_kind="answer outcome unknown; stop refining",
-            max_tokens=200,
-        )
-        return res.value
-
-    def _edit(self, sub: StepSubgraph, verdict: Verdict) -> bool:
-        """Apply the edit for the attributed failure; False when it changed nothing."""
-        order = sub.ordered()
-        if verdict.failure == OVER:
-            drop = prune_choice(sub, order, verdict.distracting, prune_n=self.cfg.prune_n, min_keep=self.cfg.min_keep)
-            for nid in drop:
-                sub.unlink(nid)
-                sub.pruned.append(nid)
-            self.counters["pruned_links"] += len(drop)
-            return bool(drop)
-        if verdict.failure == GRANULARITY:
-            targets = reshape_choice(order, verdict.reshape, reshape_n=self.cfg.reshape_n)
-            for nid in targets:
-                sub.replace(nid, self._reshape(sub.question, nid))
-            return bool(targets)
-        if not self.graph.semantic:
-            return False
-        query = f"{sub.question} {verdict.missing}".strip()
-        q_vec = self._calls.embed([query])[0]
-        pre, _, _ = self._pre_scores(query, q_vec)
-        ids = [s.nid for s in self.graph.semantic]
-        active_nb = {nid: self.graph.neighbours(nid) for nid in sub.nodes}
-        excluded = set(sub.pruned) | set(sub.reshaped)
-        added = expansion_candidates(
-            sub, ids, pre, active_nb, n=self.cfg.expand_n, assoc_bonus=self.cfg.expand_assoc_bonus, excluded=excluded
-        )
-        for nid, score in added:
-            sub.link(nid, min(score, 1.0), ("expansion",))
-            sub.added.append(nid)
-        self.counters["expanded_links"] += len(added)
-        return bool(added)
-
-    def _reshape(self, question: str, nid: str) -> str:
-        """Content reshaping: a refined unit (new semantic node, association 'refines' → old) that
-        replaces ``nid`` in the step subgraph and stays in the semantic layer."""
-        node = self.graph.node(nid)
-        source = " / ".join(self.graph.turns[d].render() for d in node.dia_ids if d in self.graph.turns) or node.text
-        fallback_text = node.text if node.origin == "turn" else f"{node.text} (original: {source})"
-        res = self._calls.json(
-            "reshape",
-            "retrieve",
-            P.RESHAPE_SYSTEM,
-            P.RESHAPE_USER.format(question=question, fact=node.text, date=node.time, source=source),
-            validate=validate_text("text"),
-            fallback=fallback_text,
-            fallback_kind="expand the node with its source turn verbatim",
-            max_tokens=200,
-        )
-        new = SemanticNode(
-            self.graph.new_semantic_id(), res.value, node.dia_ids, node.speaker, node.time, "reshaped", nid
-        )
-        self.graph.add_semantic(new, self._calls.embed([new.text])[0])
-        self.graph.add_edge(Edge(new.nid, nid, ASSOCIATION, 1.0, "refines"))
-        self.counters["reshaped_nodes"] += 1
-        return new.nid
+            sub = self._connector.connect_within(self.graph, query, budget if budget is not None else self.cfg.budget)
+            context, _ = serialise(self.graph, sub)
+            return evidence(self.graph, sub, context)
 
     # ================================================================== QA loop
     def answer(self, item: QAItem, answer_fn: AnswerFn) -> tuple[str, Evidence]:
@@ -300,31 +99,31 @@ class FluxMem:
         episode → Stage 3 every N episodes. Uses only ``item.question`` (never the gold)."""
         with self._lock:
             question = item.question
-            sub = self._connect_within(question, self.cfg.budget)
+            sub = self._connector.connect_within(self.graph, question, self.cfg.budget)
             initial = list(sub.ordered())
-            context, _ = self._serialise(sub)
+            context, _ = serialise(self.graph, sub)
             answers = [answer_fn(context)]
             attributions: list[str] = []
             verdict: Verdict | None = None
             if self.cfg.refine:
                 for round_ in range(self.cfg.T + 1):
-                    verdict = self._check(question, answers[-1], sub)
+                    verdict = self._refiner.check(self.graph, question, answers[-1], sub)
                     if verdict.supported is not False or round_ == self.cfg.T:
                         break
                     attributions.append(verdict.failure)
                     self.attributions[verdict.failure] += 1
-                    if not self._edit(sub, verdict):
+                    if not self._refiner.edit(self.graph, sub, verdict):
                         self.counters["edits_without_change"] += 1
                         break
-                    context, _ = self._serialise(sub)
+                    context, _ = serialise(self.graph, sub)
                     answers.append(answer_fn(context))
             elif self.cfg.consolidate:
-                verdict = self._check(question, answers[-1], sub)  # the outcome PEMS needs
+                verdict = self._refiner.check(self.graph, question, answers[-1], sub)  # the outcome PEMS needs
             supported = None if verdict is None else verdict.supported
             self._commit(question, answers[-1], sub, supported, attributions, len(answers))
-            evidence = self._evidence(sub, context)
-            evidence.rounds = len(answers)
-            evidence.extra = {
+            result = evidence(self.graph, sub, context)
+            result.rounds = len(answers)
+            result.extra = {
                 "fluxmem": {
                     "answers": answers,
                     "attributions": attributions,
@@ -344,7 +143,7 @@ class FluxMem:
                 and self._since_consolidation >= self.cfg.consolidate_every
             ):
                 self.consolidate()
-            return answers[-1], evidence
+            return answers[-1], result
 
     def _commit(
         self,
