@@ -9,9 +9,10 @@ oldest ``evict_fraction`` of FIFO tokens is evicted and folded into the summary 
 At question time the agent searches recall and archival storage with its own queries; the evidence
 is its main context (core memory, summary, recent messages) plus every search result.
 
-Function calls use a JSON protocol in the reply text, ``{"function": name, "arguments": {...},
-"request_heartbeat": bool}``, parsed through ``complete_json`` — it works on every
-OpenAI-compatible server (llama.cpp included); MemGPT's own local-LLM wrappers do the same.
+Function calls use a JSON protocol in the reply text (``functions.py``), parsed through ``complete_json``
+— it works on every OpenAI-compatible server (llama.cpp included); MemGPT's own local-LLM wrappers do the
+same. The context-window arithmetic is in ``paging.py``, the evidence assembly in ``evidence.py``; this
+module runs the agent's loops.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import dataclasses
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,20 @@ import numpy as np
 
 from baselines.memgpt import prompts as P
 from baselines.memgpt.config import MemGPTConfig, config_from_dict
+from baselines.memgpt.evidence import cap_evidence, context_evidence
+from baselines.memgpt.functions import (
+    DONE,
+    INGEST_FUNCTIONS,
+    QA_FUNCTIONS,
+    Action,
+    Hit,
+    archival_hits,
+    format_results,
+    parse_action,
+    recall_hits,
+    result_message,
+)
+from baselines.memgpt.paging import FifoMessage, eviction_cut, main_context, summary_messages
 from baselines.memgpt.stores import (
     ArchivalEntry,
     ArchivalMemory,
@@ -41,152 +56,10 @@ from memcore.interfaces import ChatBackbone, Embedder, Message, MethodContext, M
 from memcore.llm.json_reply import complete_json
 from memcore.schema import method_validator
 from memcore.text import count_tokens
-from memcore.types import Evidence, EvidenceNote, Turn
+from memcore.types import Evidence, Turn
 
 STATE_FILE = "memgpt.json"
 VECTORS_FILE = "memgpt_archival.npy"
-
-#: function name → (required string args, optional args); ``new_content`` may be empty.
-FUNCTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "core_memory_append": (("name", "content"), ()),
-    "core_memory_replace": (("name", "old_content"), ("new_content",)),
-    "archival_memory_insert": (("content",), ()),
-    "archival_memory_search": (("query",), ("page",)),
-    "conversation_search": (("query",), ("page",)),
-    "done": ((), ()),
-}
-INGEST_FUNCTIONS = frozenset(FUNCTIONS)
-QA_FUNCTIONS = frozenset({"archival_memory_search", "conversation_search", "done"})
-_ALIASES = {"send_message": "done", "pause_heartbeats": "done", "finish": "done", "none": "done"}
-
-
-@dataclass(frozen=True)
-class Action:
-    """One parsed agent step."""
-
-    function: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-    heartbeat: bool = False
-    thought: str = ""
-
-    def render(self) -> str:
-        """Canonical JSON kept in the FIFO as the assistant's message."""
-        d: dict[str, Any] = {"thought": self.thought, "function": self.function, "arguments": self.arguments}
-        if self.heartbeat:
-            d["request_heartbeat"] = True
-        return json.dumps(d, ensure_ascii=False)
-
-
-DONE = Action("done")
-
-
-def _as_bool(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() == "true"
-    return bool(value)
-
-
-def parse_action(allowed: frozenset[str]) -> Callable[[Any], Action]:
-    """Validator for one agent reply. Accepts ``function``/``name`` (or a nested
-    ``{"function": {"name", "arguments"}}``) and ``arguments``/``args``/``parameters`` (object or
-    JSON string); raises ValueError on an unknown function or a missing required argument."""
-
-    def validate(obj: Any) -> Action:
-        if not isinstance(obj, dict):
-            raise ValueError("reply must be a JSON object")
-        fn = obj.get("function", obj.get("name", obj.get("function_call")))
-        args: Any = obj.get("arguments", obj.get("args", obj.get("parameters")))
-        if isinstance(fn, dict):
-            args = fn.get("arguments", args)
-            fn = fn.get("name")
-        if not isinstance(fn, str) or not fn.strip():
-            raise ValueError('reply needs "function"')
-        name = fn.strip().lower().removeprefix("functions.").strip("()")
-        name = _ALIASES.get(name, name)
-        if name not in allowed:
-            raise ValueError(f"function {name!r} is not available here; use one of {sorted(allowed)}")
-        if isinstance(args, str):
-            args = json.loads(args) if args.strip() else {}
-        if args is None:
-            args = {}
-        if not isinstance(args, dict):
-            raise ValueError("arguments must be an object")
-        required, optional = FUNCTIONS[name]
-        clean: dict[str, Any] = {}
-        for key in required:
-            value = args.get(key)
-            if not isinstance(value, str) or not value.strip():
-                raise ValueError(f"{name} needs a non-empty string argument {key!r}")
-            clean[key] = value.strip()
-        for key in optional:
-            if key == "page":
-                try:
-                    clean["page"] = max(0, int(args.get("page", 0) or 0))
-                except (TypeError, ValueError):
-                    clean["page"] = 0
-            elif key in args:
-                clean[key] = "" if args[key] is None else str(args[key])
-        heartbeat = _as_bool(obj.get("request_heartbeat", args.get("request_heartbeat", False)))
-        thought = obj.get("thought", obj.get("inner_thoughts", ""))
-        return Action(name, clean, heartbeat, str(thought)[:300] if thought else "")
-
-    return validate
-
-
-@dataclass
-class FifoMessage:
-    """One message of the main context's FIFO queue."""
-
-    role: str  # user | assistant
-    kind: str  # turn | action | result | alert
-    content: str
-    dia_id: str | None = None
-    timestamp: str | None = None
-    tokens: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.tokens:
-            self.tokens = count_tokens(self.content)
-
-
-@dataclass
-class _Hit:
-    """A search result kept as evidence."""
-
-    note_id: str
-    text: str
-    dia_ids: tuple[str, ...]
-    timestamp: str
-    score: float
-    channel: str
-
-
-def cap_evidence(evidence: Evidence, budget: int) -> Evidence:
-    """At most ``budget`` notes in all (``eval.budget``): search hits first (the question's own retrieval, in
-    rank order), then the most recent FIFO turns, then core-memory lines, then the summary; the context keeps
-    MemGPT's sections with only the kept notes."""
-    by_channel: dict[str, list[EvidenceNote]] = {"hit": [], "fifo": [], "core": [], "summary": []}
-    for n in evidence.notes:
-        first = n.channels[0] if n.channels else ""
-        kind = first if first in ("fifo", "core", "summary") else "hit"
-        by_channel[kind].append(n)
-    order = [*by_channel["hit"], *reversed(by_channel["fifo"]), *by_channel["core"], *by_channel["summary"]]
-    keep = {id(n) for n in order[:budget]}
-    notes = [n for n in evidence.notes if id(n) in keep]
-
-    def body(kind: str) -> list[str]:
-        return [n.text if kind != "hit" else f"[{n.timestamp}] {n.text}" for n in by_channel[kind] if id(n) in keep]
-
-    core = [n.text for n in by_channel["core"] if id(n) in keep]
-    sections = [
-        ("Core memory", core),
-        ("Summary of earlier conversation", body("summary")),
-        ("Recent messages", body("fifo")),
-        ("Memory search results", body("hit")),
-    ]
-    context = "\n\n".join(f"{title}:\n" + "\n".join(lines) for title, lines in sections if lines)
-    return Evidence(notes=notes, context=context)
-
 
 #: The window when neither the config nor the backbone names one (the default preset's ``context_budget_tokens``).
 DEFAULT_CONTEXT_WINDOW_TOKENS = 6000
@@ -257,11 +130,7 @@ class MemGPT:
 
     # ------------------------------------------------------------------ main context
     def _head(self) -> list[Message]:
-        msgs: list[Message] = [{"role": "system", "content": self.system_prompt}]
-        if self.summary:
-            msgs.append({"role": "user", "content": P.SUMMARY_NOTE.format(hidden=self.n_hidden, summary=self.summary)})
-        msgs.extend({"role": m.role, "content": m.content} for m in self.fifo)
-        return msgs
+        return main_context(self.system_prompt, self.summary, self.n_hidden, self.fifo)
 
     def _state(self, template: str, **kw: Any) -> str:
         return template.format(
@@ -292,17 +161,10 @@ class MemGPT:
 
     def _evict(self) -> bool:
         """Move the oldest ``evict_fraction`` of FIFO tokens out of context, folding them into the
-        recursive summary; the kept part starts at a conversation turn when possible."""
-        limit = len(self.fifo) - self.cfg.keep_last_messages
-        if limit <= 0:
+        recursive summary (one LLM call); False when the FIFO holds only the messages it keeps."""
+        cut = eviction_cut(self.fifo, keep_last=self.cfg.keep_last_messages, fraction=self.cfg.evict_fraction)
+        if cut is None:
             return False
-        target = self.cfg.evict_fraction * sum(m.tokens for m in self.fifo)
-        cut, acc = 0, 0
-        while cut < limit and acc < target:
-            acc += self.fifo[cut].tokens
-            cut += 1
-        while cut < limit and self.fifo[cut].kind != "turn":
-            cut += 1
         evicted, self.fifo = self.fifo[:cut], self.fifo[cut:]
         self.summary = self._summarize(evicted)
         self.summary_dia_ids = tuple(dict.fromkeys((*self.summary_dia_ids, *(m.dia_id for m in evicted if m.dia_id))))
@@ -312,26 +174,10 @@ class MemGPT:
         return True
 
     def _summarize(self, evicted: list[FifoMessage]) -> str:
-        lines = [f"(summary of earlier messages) {self.summary}"] if self.summary else []
-        for m in evicted:
-            if m.kind == "turn":
-                lines.append(m.content)
-            elif m.kind == "action":
-                lines.append(f"(agent) {m.content}")
-            elif m.kind == "result":
-                lines.append(f"(agent function result) {m.content}")
-        messages = [
-            {
-                "role": "system",
-                "content": P.SUMMARY_SYSTEM.format(
-                    speaker_a=self.speakers[0], speaker_b=self.speakers[1], words=self.cfg.summary_words
-                ),
-            },
-            {"role": "user", "content": P.SUMMARY_USER.format(messages="\n".join(lines))},
-        ]
+        """The new recursive summary of ``evicted`` (the current one if the reply is empty)."""
         self.counters["summary_calls"] += 1
         text = self.backbone.complete(
-            messages,
+            summary_messages(self.summary, evicted, self.speakers, self.cfg.summary_words),
             stage="ingest",
             temperature=self.cfg.temperature,
             max_tokens=self.cfg.summary_max_tokens,
@@ -358,7 +204,7 @@ class MemGPT:
         )
         return res.value, res.ok
 
-    def _execute(self, action: Action, turn: Turn | None) -> tuple[bool, str, list[_Hit]]:
+    def _execute(self, action: Action, turn: Turn | None) -> tuple[bool, str, list[Hit]]:
         """Run one function; returns (ok, message for the agent, search hits)."""
         a = action.arguments
         ids = (turn.dia_id,) if turn is not None else ()
@@ -380,35 +226,17 @@ class MemGPT:
             return False, str(exc), []
         return True, "", []
 
-    def _archival_search(self, query: str, page: int) -> tuple[bool, str, list[_Hit]]:
+    def _archival_search(self, query: str, page: int) -> tuple[bool, str, list[Hit]]:
         vec = np.asarray(self.embedder.encode([query]), dtype=np.float32)[0]
         results, total = self.archival.search(vec, page, self.cfg.page_size)
-        hits = [
-            _Hit(f"archival:{e.entry_id}", e.content, e.dia_ids, e.timestamp, s, "archival_search") for e, s in results
-        ]
-        return True, self._format_results(hits, total, page), hits
+        return self._results(archival_hits(results), total, page)
 
-    def _recall_search(self, query: str, page: int) -> tuple[bool, str, list[_Hit]]:
+    def _recall_search(self, query: str, page: int) -> tuple[bool, str, list[Hit]]:
         results, total = self.recall.search(query, page, self.cfg.page_size)
-        hits = [
-            _Hit(f"recall:{m.dia_id}", f"{m.speaker}: {m.text}", (m.dia_id,), m.timestamp, s, "conversation_search")
-            for m, s in results
-        ]
-        return True, self._format_results(hits, total, page), hits
+        return self._results(recall_hits(results), total, page)
 
-    def _format_results(self, hits: list[_Hit], total: int, page: int) -> str:
-        if not hits:
-            return "No results found."
-        pages = max(0, (total - 1) // self.cfg.page_size)
-        body = "\n".join(f"- [{h.timestamp}] {h.text}" for h in hits)
-        return f"Showing {len(hits)} of {total} results (page {page}/{pages}):\n{body}"[
-            : self.cfg.function_result_chars
-        ]
-
-    def _result_message(self, action: Action, ok: bool, message: str) -> str:
-        return P.FUNCTION_RESULT.format(
-            name=action.function, status="OK" if ok else "Failed", message=message or "done"
-        )
+    def _results(self, hits: list[Hit], total: int, page: int) -> tuple[bool, str, list[Hit]]:
+        return True, format_results(hits, total, page, self.cfg.page_size, self.cfg.function_result_chars), hits
 
     # ------------------------------------------------------------------ ingestion
     def ingest(self, turn: Turn) -> None:
@@ -437,7 +265,7 @@ class MemGPT:
                 break
             self.fifo.append(FifoMessage("assistant", "action", action.render(), turn.dia_id))
             success, message, _ = self._execute(action, turn)
-            self.fifo.append(FifoMessage("user", "result", self._result_message(action, success, message), turn.dia_id))
+            self.fifo.append(FifoMessage("user", "result", result_message(action, success, message), turn.dia_id))
             if not success:
                 self.counters["failed_calls"] += 1
             # a failed call returns control to the agent (MemGPT's FUNC_FAILED_HEARTBEAT_MESSAGE)
@@ -456,7 +284,7 @@ class MemGPT:
         storage, plus its main context. ``budget`` (``eval.budget``) caps the notes in all, main context
         included (:func:`cap_evidence`), so MemGPT gets as many notes as every other method."""
         local: list[Message] = []
-        hits: dict[str, _Hit] = {}
+        hits: dict[str, Hit] = {}
         searches: list[dict[str, Any]] = []
         steps = fallbacks = 0
         for _ in range(self.cfg.qa_max_steps):
@@ -470,7 +298,7 @@ class MemGPT:
             for h in found:
                 hits.setdefault(h.note_id, h)
             local.append({"role": "assistant", "content": action.render()})
-            local.append({"role": "user", "content": self._result_message(action, success, message)})
+            local.append({"role": "user", "content": result_message(action, success, message)})
             if not action.heartbeat:
                 break
         fallback_search = False
@@ -485,7 +313,9 @@ class MemGPT:
             self.counters["qa_step_fallbacks"] += fallbacks
             self.counters["qa_fallback_searches"] += int(fallback_search)
         cap = budget or self.cfg.qa_max_results or None
-        evidence = self._evidence(list(hits.values())[:cap] if cap else list(hits.values()))
+        evidence = context_evidence(
+            self.core, self.summary, self.fifo, list(hits.values())[:cap] if cap else list(hits.values())
+        )
         if budget is not None:
             evidence = cap_evidence(evidence, budget)
         evidence.extra = {
@@ -495,43 +325,6 @@ class MemGPT:
             "step_fallbacks": fallbacks,
         }
         return evidence
-
-    def _evidence(self, hits: list[_Hit]) -> Evidence:
-        notes: list[EvidenceNote] = []
-        index: dict[str, EvidenceNote] = {}
-        core_lines = []
-        for name, lines in self.core.blocks.items():
-            for i, line in enumerate(lines):
-                note = EvidenceNote(f"core:{name}:{i}", f"{name}: {line.text}", line.dia_ids, 1.0, ("core",))
-                notes.append(note)
-                core_lines.append(note.text)
-        if self.summary:
-            # The recursive summary compresses every evicted turn; crediting them all would make
-            # recall meaningless, so it carries no dia_ids (stats() reports its coverage).
-            notes.append(EvidenceNote("summary", self.summary, (), 1.0, ("summary",)))
-        recent = []
-        for m in self.fifo:
-            if m.kind == "turn" and m.dia_id:
-                note = EvidenceNote(f"recall:{m.dia_id}", m.content, (m.dia_id,), 1.0, ("fifo",), m.timestamp)
-                index[note.note_id] = note
-                notes.append(note)
-                recent.append(m.content)
-        found = []
-        for h in hits:
-            if h.note_id in index:  # a search re-found a message that is in context anyway
-                index[h.note_id].channels = (*index[h.note_id].channels, h.channel)
-                continue
-            note = EvidenceNote(h.note_id, h.text, h.dia_ids, h.score, (h.channel,), h.timestamp)
-            index[h.note_id] = note
-            notes.append(note)
-            found.append(f"[{h.timestamp}] {h.text}")
-        sections = [
-            ("Core memory", core_lines),
-            ("Summary of earlier conversation", [self.summary] if self.summary else []),
-        ]
-        sections += [("Recent messages", recent), ("Memory search results", found)]
-        context = "\n\n".join(f"{title}:\n" + "\n".join(body) for title, body in sections if body)
-        return Evidence(notes=notes, context=context)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: Path) -> None:

@@ -1,0 +1,142 @@
+"""MemGPT's function-call protocol: the functions the agent may call (at ingest and at question time), the
+validation of its replies into :class:`Action` steps, the search hits a call returns, and how results are
+shown back to the agent.
+
+Function calls use a JSON protocol in the reply text, ``{"function": name, "arguments": {...},
+"request_heartbeat": bool}``, parsed through ``complete_json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from baselines.memgpt import prompts as P
+from baselines.memgpt.stores import ArchivalEntry, RecallMessage
+
+#: function name → (required string args, optional args); ``new_content`` may be empty.
+FUNCTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "core_memory_append": (("name", "content"), ()),
+    "core_memory_replace": (("name", "old_content"), ("new_content",)),
+    "archival_memory_insert": (("content",), ()),
+    "archival_memory_search": (("query",), ("page",)),
+    "conversation_search": (("query",), ("page",)),
+    "done": ((), ()),
+}
+INGEST_FUNCTIONS = frozenset(FUNCTIONS)
+QA_FUNCTIONS = frozenset({"archival_memory_search", "conversation_search", "done"})
+_ALIASES = {"send_message": "done", "pause_heartbeats": "done", "finish": "done", "none": "done"}
+
+
+@dataclass(frozen=True)
+class Action:
+    """One parsed agent step."""
+
+    function: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    heartbeat: bool = False
+    thought: str = ""
+
+    def render(self) -> str:
+        """Canonical JSON kept in the FIFO as the assistant's message."""
+        d: dict[str, Any] = {"thought": self.thought, "function": self.function, "arguments": self.arguments}
+        if self.heartbeat:
+            d["request_heartbeat"] = True
+        return json.dumps(d, ensure_ascii=False)
+
+
+DONE = Action("done")
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return bool(value)
+
+
+def parse_action(allowed: frozenset[str]) -> Callable[[Any], Action]:
+    """Validator for one agent reply. Accepts ``function``/``name`` (or a nested
+    ``{"function": {"name", "arguments"}}``) and ``arguments``/``args``/``parameters`` (object or
+    JSON string); raises ValueError on an unknown function or a missing required argument."""
+
+    def validate(obj: Any) -> Action:
+        if not isinstance(obj, dict):
+            raise ValueError("reply must be a JSON object")
+        fn = obj.get("function", obj.get("name", obj.get("function_call")))
+        args: Any = obj.get("arguments", obj.get("args", obj.get("parameters")))
+        if isinstance(fn, dict):
+            args = fn.get("arguments", args)
+            fn = fn.get("name")
+        if not isinstance(fn, str) or not fn.strip():
+            raise ValueError('reply needs "function"')
+        name = fn.strip().lower().removeprefix("functions.").strip("()")
+        name = _ALIASES.get(name, name)
+        if name not in allowed:
+            raise ValueError(f"function {name!r} is not available here; use one of {sorted(allowed)}")
+        if isinstance(args, str):
+            args = json.loads(args) if args.strip() else {}
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise ValueError("arguments must be an object")
+        required, optional = FUNCTIONS[name]
+        clean: dict[str, Any] = {}
+        for key in required:
+            value = args.get(key)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{name} needs a non-empty string argument {key!r}")
+            clean[key] = value.strip()
+        for key in optional:
+            if key == "page":
+                try:
+                    clean["page"] = max(0, int(args.get("page", 0) or 0))
+                except (TypeError, ValueError):
+                    clean["page"] = 0
+            elif key in args:
+                clean[key] = "" if args[key] is None else str(args[key])
+        heartbeat = _as_bool(obj.get("request_heartbeat", args.get("request_heartbeat", False)))
+        thought = obj.get("thought", obj.get("inner_thoughts", ""))
+        return Action(name, clean, heartbeat, str(thought)[:300] if thought else "")
+
+    return validate
+
+
+@dataclass
+class Hit:
+    """A search result kept as evidence."""
+
+    note_id: str
+    text: str
+    dia_ids: tuple[str, ...]
+    timestamp: str
+    score: float
+    channel: str
+
+
+def archival_hits(results: list[tuple[ArchivalEntry, float]]) -> list[Hit]:
+    """``archival_memory_search`` results as hits (note ids ``archival:<entry id>``)."""
+    return [Hit(f"archival:{e.entry_id}", e.content, e.dia_ids, e.timestamp, s, "archival_search") for e, s in results]
+
+
+def recall_hits(results: list[tuple[RecallMessage, float]]) -> list[Hit]:
+    """``conversation_search`` results as hits (note ids ``recall:<dia_id>``)."""
+    return [
+        Hit(f"recall:{m.dia_id}", f"{m.speaker}: {m.text}", (m.dia_id,), m.timestamp, s, "conversation_search")
+        for m, s in results
+    ]
+
+
+def format_results(hits: list[Hit], total: int, page: int, page_size: int, max_chars: int) -> str:
+    """One page of search results as the agent sees them, cut at ``max_chars``."""
+    if not hits:
+        return "No results found."
+    pages = max(0, (total - 1) // page_size)
+    body = "\n".join(f"- [{h.timestamp}] {h.text}" for h in hits)
+    return f"Showing {len(hits)} of {total} results (page {page}/{pages}):\n{body}"[:max_chars]
+
+
+def result_message(action: Action, ok: bool, message: str) -> str:
+    """The function result returned to the agent after ``action`` ran."""
+    return P.FUNCTION_RESULT.format(name=action.function, status="OK" if ok else "Failed", message=message or "done")
