@@ -30,30 +30,10 @@ import numpy as np
 from baselines.memgpt import prompts as P
 from baselines.memgpt.config import MemGPTConfig, config_from_dict
 from baselines.memgpt.evidence import cap_evidence, context_evidence
-from baselines.memgpt.functions import (
-    DONE,
-    INGEST_FUNCTIONS,
-    QA_FUNCTIONS,
-    Action,
-    Hit,
-    archival_hits,
-    format_results,
-    parse_action,
-    recall_hits,
-    result_message,
-)
+from baselines.memgpt.functions import INGEST_FUNCTIONS, QA_FUNCTIONS, FunctionCalls, Hit, result_message
 from baselines.memgpt.paging import FifoMessage, eviction_cut, main_context, summary_messages
-from baselines.memgpt.stores import (
-    ArchivalEntry,
-    ArchivalMemory,
-    CoreLine,
-    CoreMemory,
-    FunctionError,
-    RecallMemory,
-    RecallMessage,
-)
+from baselines.memgpt.stores import ArchivalMemory, CoreLine, CoreMemory, RecallMemory, RecallMessage
 from memcore.interfaces import ChatBackbone, Embedder, Message, MethodContext, MethodSpec
-from memcore.llm.json_reply import complete_json
 from memcore.schema import method_validator
 from memcore.text import count_tokens
 from memcore.types import Evidence, Turn
@@ -65,9 +45,29 @@ VECTORS_FILE = "memgpt_archival.npy"
 DEFAULT_CONTEXT_WINDOW_TOKENS = 6000
 
 
+def new_counters() -> dict[str, Any]:
+    """An agent's counters (``stats()`` reports them), all zero."""
+    return {
+        "turns": 0,
+        "agent_steps": 0,
+        "step_fallbacks": 0,
+        "noop_steps": 0,
+        "failed_calls": 0,
+        "evictions": 0,
+        "summary_calls": 0,
+        "alerts": 0,
+        "calls_by_function": {},
+        "qa_questions": 0,
+        "qa_steps": 0,
+        "qa_step_fallbacks": 0,
+        "qa_fallback_searches": 0,
+    }
+
+
 class MemGPT:
     """One conversation's MemGPT agent. ``ingest`` in order, then ``finalize``; ``retrieve`` only
-    reads memory (safe from several threads)."""
+    reads memory (safe from several threads). It owns the memory tiers and the main context and runs the
+    heartbeat loops; each step's LLM call and the function it chose go through :class:`FunctionCalls`."""
 
     def __init__(
         self,
@@ -98,21 +98,8 @@ class MemGPT:
         self.n_hidden = 0
         self._alerted = False
         self._lock = threading.Lock()
-        self.counters: dict[str, Any] = {
-            "turns": 0,
-            "agent_steps": 0,
-            "step_fallbacks": 0,
-            "noop_steps": 0,
-            "failed_calls": 0,
-            "evictions": 0,
-            "summary_calls": 0,
-            "alerts": 0,
-            "calls_by_function": {},
-            "qa_questions": 0,
-            "qa_steps": 0,
-            "qa_step_fallbacks": 0,
-            "qa_fallback_searches": 0,
-        }
+        self._calls = FunctionCalls(config, backbone, embedder)
+        self.counters = new_counters()
         self.system_prompt = P.SYSTEM.format(
             speaker_a=speakers[0],
             speaker_b=speakers[1],
@@ -185,59 +172,6 @@ class MemGPT:
         ).text.strip()
         return text or self.summary
 
-    # ------------------------------------------------------------------ agent steps
-    def _step(
-        self, state: str, allowed: frozenset[str], *, stage: str, extra: list[Message] | None = None
-    ) -> tuple[Action, bool]:
-        messages = [*self._head(), *(extra or []), {"role": "user", "content": state}]
-        kind = "memgpt ingest step → done" if stage == "ingest" else "memgpt question step → done"
-        res = complete_json(
-            self.backbone,
-            messages,
-            stage=stage,
-            validate=parse_action(allowed),
-            fallback=DONE,
-            fallback_kind=kind,
-            prompt_version=P.VERSION,
-            temperature=self.cfg.temperature,
-            max_tokens=self.cfg.max_tokens,
-        )
-        return res.value, res.ok
-
-    def _execute(self, action: Action, turn: Turn | None) -> tuple[bool, str, list[Hit]]:
-        """Run one function; returns (ok, message for the agent, search hits)."""
-        a = action.arguments
-        ids = (turn.dia_id,) if turn is not None else ()
-        try:
-            if action.function == "core_memory_append":
-                return True, self.core.append(a["name"], a["content"], ids), []
-            if action.function == "core_memory_replace":
-                return True, self.core.replace(a["name"], a["old_content"], a.get("new_content", ""), ids), []
-            if action.function == "archival_memory_insert":
-                vec = np.asarray(self.embedder.encode([a["content"]]), dtype=np.float32)[0]
-                stamp = turn.session_time_raw if turn is not None else ""
-                entry = self.archival.insert(a["content"], ids, stamp, vec)
-                return True, f"stored as {entry.entry_id}", []
-            if action.function == "archival_memory_search":
-                return self._archival_search(a["query"], a.get("page", 0))
-            if action.function == "conversation_search":
-                return self._recall_search(a["query"], a.get("page", 0))
-        except FunctionError as exc:
-            return False, str(exc), []
-        return True, "", []
-
-    def _archival_search(self, query: str, page: int) -> tuple[bool, str, list[Hit]]:
-        vec = np.asarray(self.embedder.encode([query]), dtype=np.float32)[0]
-        results, total = self.archival.search(vec, page, self.cfg.page_size)
-        return self._results(archival_hits(results), total, page)
-
-    def _recall_search(self, query: str, page: int) -> tuple[bool, str, list[Hit]]:
-        results, total = self.recall.search(query, page, self.cfg.page_size)
-        return self._results(recall_hits(results), total, page)
-
-    def _results(self, hits: list[Hit], total: int, page: int) -> tuple[bool, str, list[Hit]]:
-        return True, format_results(hits, total, page, self.cfg.page_size, self.cfg.function_result_chars), hits
-
     # ------------------------------------------------------------------ ingestion
     def ingest(self, turn: Turn) -> None:
         self.counters["turns"] += 1
@@ -251,7 +185,8 @@ class MemGPT:
         directive = P.INGEST_NEW_MESSAGE
         for _ in range(self.cfg.max_steps_per_turn):
             self._maybe_evict()
-            action, ok = self._step(self._state(P.INGEST_STEP, directive=directive), INGEST_FUNCTIONS, stage="ingest")
+            state = self._state(P.INGEST_STEP, directive=directive)
+            action, ok = self._calls.step(self._head(), state, INGEST_FUNCTIONS, stage="ingest")
             self.counters["agent_steps"] += 1
             self.counters["step_fallbacks"] += 0 if ok else 1
             by_fn = self.counters["calls_by_function"]
@@ -264,7 +199,7 @@ class MemGPT:
                 self.counters["noop_steps"] += 1
                 break
             self.fifo.append(FifoMessage("assistant", "action", action.render(), turn.dia_id))
-            success, message, _ = self._execute(action, turn)
+            success, message, _ = self._calls.execute(action, turn, self.core, self.archival, self.recall)
             self.fifo.append(FifoMessage("user", "result", result_message(action, success, message), turn.dia_id))
             if not success:
                 self.counters["failed_calls"] += 1
@@ -288,12 +223,13 @@ class MemGPT:
         searches: list[dict[str, Any]] = []
         steps = fallbacks = 0
         for _ in range(self.cfg.qa_max_steps):
-            action, ok = self._step(self._state(P.QA_STEP, question=query), QA_FUNCTIONS, stage="retrieve", extra=local)
+            state = self._state(P.QA_STEP, question=query)
+            action, ok = self._calls.step([*self._head(), *local], state, QA_FUNCTIONS, stage="retrieve")
             steps += 1
             fallbacks += 0 if ok else 1
             if action.function == "done":
                 break
-            success, message, found = self._execute(action, None)
+            success, message, found = self._calls.execute(action, None, self.core, self.archival, self.recall)
             searches.append({"function": action.function, **action.arguments, "hits": len(found)})
             for h in found:
                 hits.setdefault(h.note_id, h)
@@ -304,9 +240,12 @@ class MemGPT:
         fallback_search = False
         if not searches and self.cfg.qa_fallback_search:
             fallback_search = True
-            for fn in (self._archival_search, self._recall_search):
-                for h in fn(query, 0)[2]:
-                    hits.setdefault(h.note_id, h)
+            found = (
+                self._calls.archival_search(self.archival, query, 0)[2]
+                + self._calls.recall_search(self.recall, query, 0)[2]
+            )
+            for h in found:
+                hits.setdefault(h.note_id, h)
         with self._lock:
             self.counters["qa_questions"] += 1
             self.counters["qa_steps"] += steps
@@ -334,8 +273,8 @@ class MemGPT:
             "format": 1,
             "speakers": list(self.speakers),
             "core": self.core.to_json(),
-            "archival": [asdict(e) for e in self.archival.entries],
-            "recall": [asdict(m) for m in self.recall.messages],
+            "archival": self.archival.to_json(),
+            "recall": self.recall.to_json(),
             "fifo": [asdict(m) for m in self.fifo],
             "summary": self.summary,
             "summary_dia_ids": list(self.summary_dia_ids),
@@ -351,15 +290,8 @@ class MemGPT:
         path = Path(path)
         state = json.loads((path / STATE_FILE).read_text())
         self.core = CoreMemory.from_json(state["core"])
-        self.archival = ArchivalMemory()
-        self.archival.entries = [
-            ArchivalEntry(e["entry_id"], e["content"], tuple(e["dia_ids"]), e["timestamp"]) for e in state["archival"]
-        ]
-        vectors = np.load(path / VECTORS_FILE)
-        self.archival.vectors = vectors if len(self.archival.entries) else None
-        self.recall = RecallMemory(self.cfg.recall_search)
-        for m in state["recall"]:
-            self.recall.add(RecallMessage(**m))
+        self.archival = ArchivalMemory.from_json(state["archival"], np.load(path / VECTORS_FILE))
+        self.recall = RecallMemory.from_json(self.cfg.recall_search, state["recall"])
         self.fifo = [FifoMessage(**m) for m in state["fifo"]]
         self.summary = state["summary"]
         self.summary_dia_ids = tuple(state["summary_dia_ids"])

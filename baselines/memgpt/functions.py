@@ -1,6 +1,6 @@
 """MemGPT's function-call protocol: the functions the agent may call (at ingest and at question time), the
-validation of its replies into :class:`Action` steps, the search hits a call returns, and how results are
-shown back to the agent.
+validation of its replies into :class:`Action` steps, asking the backbone for one step and running the
+function it chose against the memory tiers (:class:`FunctionCalls`), and how results are shown to the agent.
 
 Function calls use a JSON protocol in the reply text, ``{"function": name, "arguments": {...},
 "request_heartbeat": bool}``, parsed through ``complete_json``.
@@ -13,8 +13,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from baselines.memgpt import prompts as P
-from baselines.memgpt.stores import ArchivalEntry, RecallMessage
+from baselines.memgpt.config import MemGPTConfig
+from baselines.memgpt.stores import (
+    ArchivalEntry,
+    ArchivalMemory,
+    CoreMemory,
+    FunctionError,
+    RecallMemory,
+    RecallMessage,
+)
+from memcore.interfaces import ChatBackbone, Embedder, Message
+from memcore.llm.json_reply import complete_json
+from memcore.types import Turn
 
 #: function name → (required string args, optional args); ``new_content`` may be empty.
 FUNCTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -140,3 +153,69 @@ def format_results(hits: list[Hit], total: int, page: int, page_size: int, max_c
 def result_message(action: Action, ok: bool, message: str) -> str:
     """The function result returned to the agent after ``action`` ran."""
     return P.FUNCTION_RESULT.format(name=action.function, status="OK" if ok else "Failed", message=message or "done")
+
+
+@dataclass(frozen=True)
+class FunctionCalls:
+    """One agent's function calls: a step asks the backbone for an :class:`Action`, ``execute`` runs it on
+    the memory tiers passed in (the agent's current ones; ``load`` replaces them). ``backbone`` /
+    ``embedder`` are providers, called only when needed."""
+
+    cfg: MemGPTConfig
+    backbone: Callable[[], ChatBackbone]
+    embedder: Callable[[], Embedder]
+
+    def step(self, context: list[Message], state: str, allowed: frozenset[str], *, stage: str) -> tuple[Action, bool]:
+        """The agent's next action after ``context`` and the ``state`` message, and whether the reply was
+        usable (an unusable one is :data:`DONE`)."""
+        kind = "memgpt ingest step → done" if stage == "ingest" else "memgpt question step → done"
+        res = complete_json(
+            self.backbone(),
+            [*context, {"role": "user", "content": state}],
+            stage=stage,
+            validate=parse_action(allowed),
+            fallback=DONE,
+            fallback_kind=kind,
+            prompt_version=P.VERSION,
+            temperature=self.cfg.temperature,
+            max_tokens=self.cfg.max_tokens,
+        )
+        return res.value, res.ok
+
+    def execute(
+        self, action: Action, turn: Turn | None, core: CoreMemory, archival: ArchivalMemory, recall: RecallMemory
+    ) -> tuple[bool, str, list[Hit]]:
+        """Run one function; returns (ok, message for the agent, search hits)."""
+        a = action.arguments
+        ids = (turn.dia_id,) if turn is not None else ()
+        try:
+            if action.function == "core_memory_append":
+                return True, core.append(a["name"], a["content"], ids), []
+            if action.function == "core_memory_replace":
+                return True, core.replace(a["name"], a["old_content"], a.get("new_content", ""), ids), []
+            if action.function == "archival_memory_insert":
+                vec = np.asarray(self.embedder().encode([a["content"]]), dtype=np.float32)[0]
+                stamp = turn.session_time_raw if turn is not None else ""
+                entry = archival.insert(a["content"], ids, stamp, vec)
+                return True, f"stored as {entry.entry_id}", []
+            if action.function == "archival_memory_search":
+                return self.archival_search(archival, a["query"], a.get("page", 0))
+            if action.function == "conversation_search":
+                return self.recall_search(recall, a["query"], a.get("page", 0))
+        except FunctionError as exc:
+            return False, str(exc), []
+        return True, "", []
+
+    def archival_search(self, archival: ArchivalMemory, query: str, page: int) -> tuple[bool, str, list[Hit]]:
+        """``archival_memory_search``: one page of entries by embedding similarity to ``query``."""
+        vec = np.asarray(self.embedder().encode([query]), dtype=np.float32)[0]
+        results, total = archival.search(vec, page, self.cfg.page_size)
+        return self._results(archival_hits(results), total, page)
+
+    def recall_search(self, recall: RecallMemory, query: str, page: int) -> tuple[bool, str, list[Hit]]:
+        """``conversation_search``: one page of conversation messages matching ``query``."""
+        results, total = recall.search(query, page, self.cfg.page_size)
+        return self._results(recall_hits(results), total, page)
+
+    def _results(self, hits: list[Hit], total: int, page: int) -> tuple[bool, str, list[Hit]]:
+        return True, format_results(hits, total, page, self.cfg.page_size, self.cfg.function_result_chars), hits

@@ -5,7 +5,7 @@ text search). Every stored item keeps the dia_ids it came from."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -126,6 +126,18 @@ class ArchivalMemory:
         chosen = order[page * page_size : (page + 1) * page_size]
         return [(self.entries[i], float(scores[i])) for i in chosen], len(order)
 
+    def to_json(self) -> list[dict[str, Any]]:
+        """The entries (their vectors are saved apart, as one matrix)."""
+        return [asdict(e) for e in self.entries]
+
+    @classmethod
+    def from_json(cls, rows: list[dict[str, Any]], vectors: np.ndarray) -> ArchivalMemory:
+        """The archival memory of saved ``rows`` and their ``vectors`` (ignored when there are no rows)."""
+        memory = cls()
+        memory.entries = [ArchivalEntry(e["entry_id"], e["content"], tuple(e["dia_ids"]), e["timestamp"]) for e in rows]
+        memory.vectors = vectors if len(memory.entries) else None
+        return memory
+
 
 @dataclass
 class RecallMessage:
@@ -173,3 +185,15 @@ class RecallMemory:
             scored = [(len(terms & t), i) for i, t in enumerate(self._terms)]
             hits = [(self.messages[i], float(s)) for s, i in sorted(scored, key=lambda x: (-x[0], x[1])) if s > 0]
         return hits[page * page_size : (page + 1) * page_size], len(hits)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """The messages in conversation order (the search terms are rebuilt on load)."""
+        return [asdict(m) for m in self.messages]
+
+    @classmethod
+    def from_json(cls, mode: str, rows: list[dict[str, Any]]) -> RecallMemory:
+        """The recall memory of saved ``rows``, searched in ``mode``."""
+        memory = cls(mode)
+        for m in rows:
+            memory.add(RecallMessage(**m))
+        return memory
