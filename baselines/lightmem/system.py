@@ -9,12 +9,11 @@ timestamp), embedded. ``finalize`` flushes both buffers and runs the offline ("s
 consolidation: each entry's update queue holds its most similar earlier entries; an entry that
 appears in newer entries' queues with similarity ≥ ``update_threshold`` gets one LLM call that
 updates (integrates the newer ones), deletes (contradicted) or keeps it. Retrieval is embedding
-top-k over the long-term entries; it uses no LLM.
+top-k over the long-term entries; it uses no LLM. The buffers are in ``buffers.py``.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import threading
 from collections.abc import Callable
@@ -25,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from baselines.lightmem import prompts as P
+from baselines.lightmem.buffers import Batch, BufferedTurn, TopicBuffers
 from baselines.lightmem.compress import IdentityCompressor, IdfCompressor
 from baselines.lightmem.config import LightMemConfig, config_from_dict
-from baselines.lightmem.segment import adjacent_similarities, propose_boundaries
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.json_reply import complete_json
 from memcore.schema import method_validator
@@ -36,17 +35,6 @@ from memcore.types import Evidence, EvidenceNote, Turn
 
 SNAPSHOT_FILE = "lightmem.json"
 VECTORS_FILE = "lightmem_vectors.npy"
-
-
-@dataclass
-class _Buffered:
-    """A turn in the sensory / short-term buffers, with its compressed text."""
-
-    turn: Turn
-    order: int
-    compressed: str
-    tokens: int
-    vector: np.ndarray | None = None
 
 
 @dataclass
@@ -158,9 +146,6 @@ class LightMem:
         self._embedder = embedder
         self._next_id = 0
         self._compressor = IdfCompressor(config.compress_rate) if config.compressor == "idf" else IdentityCompressor()
-        self._sensory: list[_Buffered] = []
-        self._stm: list[list[_Buffered]] = []
-        self._stm_tokens = 0
         self._order = 0
         self._next_topic = 0
         self.entries: list[LightMemEntry] = []
@@ -181,6 +166,7 @@ class LightMem:
             "updated": 0,
             "deleted": 0,
         }
+        self._buffers = TopicBuffers(config, embedder, self._extract, self.counters)
 
     # ------------------------------------------------------------------ resources
     @property
@@ -196,67 +182,15 @@ class LightMem:
         if self._finalized:
             raise RuntimeError("lightmem: ingest() after finalize(); build a new memory for a new conversation")
         compressed = self._compressor.compress(turn.text) or turn.text
-        item = _Buffered(turn, self._order, compressed, count_tokens(compressed))
+        item = BufferedTurn(turn, self._order, compressed, count_tokens(compressed))
         self._order += 1
         self.counters["turns"] += 1
         self.counters["raw_tokens"] += count_tokens(turn.text)
         self.counters["compressed_tokens"] += item.tokens
-        while self._sensory and self._sensory_tokens() + item.tokens > self.cfg.sensory_buffer_tokens:
-            segments = self._cut(force=False)
-            if not segments:
-                break
-            self._add_segments(segments, force=False)
-        self._sensory.append(item)
+        self._buffers.push(item)
 
-    def _sensory_tokens(self) -> int:
-        return sum(b.tokens for b in self._sensory)
-
-    def _cut(self, *, force: bool) -> list[list[_Buffered]]:
-        """Split the sensory buffer at topic boundaries; the tail after the last boundary stays
-        buffered unless ``force``."""
-        buf = self._sensory
-        missing = [b for b in buf if b.vector is None]
-        if missing:
-            vecs = self.embedder.encode([b.compressed for b in missing])
-            for b, v in zip(missing, vecs):
-                b.vector = np.asarray(v, dtype=np.float32)
-        sims = adjacent_similarities(np.stack([b.vector for b in buf])) if len(buf) > 1 else np.zeros(0)  # type: ignore[misc]
-        cfg = self.cfg
-        bounds = propose_boundaries(
-            sims,
-            start=cfg.sim_threshold_start,
-            maximum=cfg.sim_threshold_max,
-            step=cfg.sim_threshold_step,
-            tolerance=cfg.boundary_tolerance,
-        )
-        if not bounds:
-            segments, rest = [list(buf)], []
-        else:
-            edges = [0, *bounds]
-            segments = [buf[a:b] for a, b in itertools.pairwise(edges)]
-            rest = buf[bounds[-1] :]
-            if force:
-                segments.append(rest)
-                rest = []
-        self._sensory = list(rest)
-        self.counters["segments"] += len(segments)
-        return segments
-
-    def _add_segments(self, segments: list[list[_Buffered]], *, force: bool) -> None:
-        """Short-term memory: batch segments up to ``stm_buffer_tokens``, one extraction per batch."""
-        for seg in segments:
-            tokens = sum(b.tokens for b in seg)
-            if self._stm and self._stm_tokens + tokens > self.cfg.stm_buffer_tokens:
-                self._extract(self._stm)
-                self._stm, self._stm_tokens = [], 0
-            self._stm.append(seg)
-            self._stm_tokens += tokens
-        if force and self._stm:
-            self._extract(self._stm)
-            self._stm, self._stm_tokens = [], 0
-
-    def _extract(self, batch: list[list[_Buffered]]) -> None:
-        flat: list[_Buffered] = [b for seg in batch for b in seg]
+    def _extract(self, batch: Batch) -> None:
+        flat: list[BufferedTurn] = [b for seg in batch for b in seg]
         seg_of: list[int] = []
         lines: list[str] = []
         topic_ids: list[int] = []
@@ -308,7 +242,7 @@ class LightMem:
             self._vectors = vecs if not self.entries else np.vstack([self._vectors, vecs])
             self.entries.extend(new)
 
-    def _entry(self, text: str, src: _Buffered, segment: tuple[str, ...], topic: int, kind: str) -> LightMemEntry:
+    def _entry(self, text: str, src: BufferedTurn, segment: tuple[str, ...], topic: int, kind: str) -> LightMemEntry:
         self._next_id += 1
         return LightMemEntry(
             entry_id=f"lm{self._next_id - 1}",
@@ -326,10 +260,7 @@ class LightMem:
     def finalize(self) -> None:
         if self._finalized:
             return
-        if self._sensory:
-            self._add_segments(self._cut(force=True), force=True)
-        elif self._stm:
-            self._add_segments([], force=True)
+        self._buffers.flush()
         if self.cfg.consolidate and len(self.entries) > 1:
             self._consolidate()
         self._finalized = True
@@ -424,7 +355,7 @@ class LightMem:
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: Path) -> None:
-        if self._sensory or self._stm:
+        if not self._buffers.empty:
             raise RuntimeError("lightmem: call finalize() before save(); turns are still buffered")
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
