@@ -1,0 +1,163 @@
+"""LightMem's long-term entries and how a short-term batch becomes them: ONE LLM call extracts standalone
+facts from the whole batch ("--- Topic k ---" blocks); each fact keeps its source turn and every turn of
+its topic segment. An unusable reply stores the batch's compressed turns verbatim."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from baselines.lightmem import prompts as P
+from baselines.lightmem.buffers import Batch, BufferedTurn
+from baselines.lightmem.config import LightMemConfig
+from memcore.interfaces import ChatBackbone
+from memcore.llm.json_reply import complete_json
+from memcore.types import Turn
+
+
+@dataclass
+class LightMemEntry:
+    """One long-term memory entry. ``source_dia_ids`` is the turn the fact was extracted from (the
+    whole batch when the model gave no valid source id); ``segment_dia_ids`` every turn of its topic
+    segment. Consolidation updates keep the union of both with the newer entries they integrate."""
+
+    entry_id: str
+    text: str
+    source_dia_ids: tuple[str, ...]
+    segment_dia_ids: tuple[str, ...]
+    timestamp: str
+    speaker: str
+    order: int
+    topic_id: int
+    kind: str = "fact"  # fact | raw (extraction fallback) ; updated entries keep their kind
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["source_dia_ids"] = list(self.source_dia_ids)
+        d["segment_dia_ids"] = list(self.segment_dia_ids)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> LightMemEntry:
+        d = dict(d)
+        d["source_dia_ids"] = tuple(d["source_dia_ids"])
+        d["segment_dia_ids"] = tuple(d["segment_dia_ids"])
+        return cls(**d)
+
+
+def parse_facts(n_messages: int) -> Any:
+    """Validator for the extraction reply ``{"data": [{"source_id", "fact"}]}``: returns
+    ``[(source index or None, fact)]``; items without a usable fact are dropped, an out-of-range
+    or missing source id becomes None."""
+
+    def validate(obj: Any) -> list[tuple[int | None, str]]:
+        if isinstance(obj, dict) and "data" in obj:
+            items = obj["data"]
+        elif isinstance(obj, dict) and "facts" in obj:
+            items = obj["facts"]
+        else:
+            raise ValueError('reply needs a "data" list')
+        if not isinstance(items, list):
+            raise ValueError('"data" must be a list')
+        out: list[tuple[int | None, str]] = []
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            fact = item.get("fact")
+            if not isinstance(fact, str) or not fact.strip():
+                continue
+            sid: int | None
+            try:
+                sid = int(str(item.get("source_id", "")).strip())
+            except ValueError:
+                sid = None
+            if sid is not None and not 0 <= sid < n_messages:
+                sid = None
+            out.append((sid, fact.strip()))
+        return out
+
+    return validate
+
+
+def message_time(turn: Turn) -> str:
+    """Per-message timestamp shown to the extractor, LightMem-style: ``2023-05-08 (Mon) 13:56``."""
+    return turn.session_time.strftime("%Y-%m-%d (%a) %H:%M")
+
+
+@dataclass
+class FactExtractor:
+    """One LightMem's extraction: numbers entries (``lm0``, ``lm1``, …) and topics across batches; counts
+    ``extraction_calls``, ``extraction_fallbacks``, ``facts`` and ``facts_without_source``. ``backbone`` is
+    a provider, called only when a batch is extracted."""
+
+    cfg: LightMemConfig
+    backbone: Callable[[], ChatBackbone]
+    counters: dict[str, int]
+    _next_id: int = field(default=0, init=False)
+    _next_topic: int = field(default=0, init=False)
+
+    def extract(self, batch: Batch) -> list[LightMemEntry]:
+        """The entries of one short-term batch (not yet embedded)."""
+        flat: list[BufferedTurn] = [b for seg in batch for b in seg]
+        seg_of: list[int] = []
+        lines: list[str] = []
+        topic_ids: list[int] = []
+        for k, seg in enumerate(batch):
+            topic_ids.append(self._next_topic)
+            self._next_topic += 1
+            lines.append(f"--- Topic {k + 1} ---")
+            for b in seg:
+                lines.append(f"[{message_time(b.turn)}] {len(seg_of)}.{b.turn.speaker}: {b.compressed}")
+                seg_of.append(k)
+        messages = [
+            {"role": "system", "content": P.EXTRACT_SYSTEM},
+            {"role": "user", "content": P.EXTRACT_USER.format(segments="\n".join(lines))},
+        ]
+        self.counters["extraction_calls"] += 1
+        res = complete_json(
+            self.backbone(),
+            messages,
+            stage="ingest",
+            validate=parse_facts(len(flat)),
+            fallback=None,
+            fallback_kind="lightmem extraction → compressed turns stored verbatim",
+            prompt_version=P.VERSION,
+            temperature=self.cfg.temperature,
+            max_tokens=self.cfg.extract_max_tokens,
+        )
+        seg_ids = [tuple(b.turn.dia_id for b in seg) for seg in batch]
+        batch_ids = tuple(d for ids in seg_ids for d in ids)
+        new: list[LightMemEntry] = []
+        if res.value is None:
+            self.counters["extraction_fallbacks"] += 1
+            for i, b in enumerate(flat):
+                new.append(
+                    self._entry(f"{b.turn.speaker}: {b.compressed}", b, seg_ids[seg_of[i]], topic_ids[seg_of[i]], "raw")
+                )
+        else:
+            for sid, fact in res.value:
+                if sid is None:
+                    self.counters["facts_without_source"] += 1
+                    last = flat[-1]
+                    entry = self._entry(fact, last, batch_ids, topic_ids[seg_of[-1]], "fact")
+                    entry.source_dia_ids = batch_ids
+                else:
+                    entry = self._entry(fact, flat[sid], seg_ids[seg_of[sid]], topic_ids[seg_of[sid]], "fact")
+                new.append(entry)
+            self.counters["facts"] += len(new)
+        return new
+
+    def _entry(self, text: str, src: BufferedTurn, segment: tuple[str, ...], topic: int, kind: str) -> LightMemEntry:
+        self._next_id += 1
+        return LightMemEntry(
+            entry_id=f"lm{self._next_id - 1}",
+            text=text,
+            source_dia_ids=(src.turn.dia_id,),
+            segment_dia_ids=segment,
+            timestamp=src.turn.session_time_raw,
+            speaker=src.turn.speaker,
+            order=src.order,
+            topic_id=topic,
+            kind=kind,
+        )

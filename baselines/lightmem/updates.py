@@ -1,0 +1,133 @@
+"""LightMem's offline ("sleep-time") update: each entry's update queue holds its most similar earlier entries;
+an entry that appears in newer entries' queues with similarity ≥ ``update_threshold`` gets one LLM call that
+updates it (integrating the newer ones), deletes it (contradicted) or keeps it. All decisions are made on the
+pre-update memory (LightMem reads every entry once, then updates in parallel) and applied afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from baselines.lightmem import prompts as P
+from baselines.lightmem.config import LightMemConfig
+from baselines.lightmem.extraction import LightMemEntry
+from memcore.interfaces import ChatBackbone, Embedder
+from memcore.llm.json_reply import complete_json
+
+
+@dataclass(frozen=True)
+class UpdateDecision:
+    action: str  # update | delete | ignore
+    new_memory: str = ""
+
+
+IGNORE = UpdateDecision("ignore")
+
+
+def parse_update(obj: Any) -> UpdateDecision:
+    """Validator for the offline-update reply ``{"action", "new_memory"}``."""
+    if not isinstance(obj, dict):
+        raise ValueError("reply must be an object")
+    action = str(obj.get("action", "")).strip().lower()
+    if action not in ("update", "delete", "ignore"):
+        raise ValueError(f"unknown action {action!r}")
+    if action != "update":
+        return UpdateDecision(action)
+    new = obj.get("new_memory")
+    if isinstance(new, dict):  # their prompt writes new_memory as { ... }; accept {"memory": "..."}
+        new = new.get("memory") or new.get("text") or new.get("content")
+    if not isinstance(new, str) or not new.strip():
+        raise ValueError("update needs a non-empty new_memory string")
+    return UpdateDecision("update", new.strip())
+
+
+def update_queues(vectors: np.ndarray, orders: np.ndarray, *, top_k: int, keep: int) -> list[list[tuple[int, float]]]:
+    """For each entry j: its ``keep`` most similar entries i ≠ j with order_i ≤ order_j, chosen among the
+    ``top_k`` nearest (LightMem's construct_update_queue_all_entries); rows of ``vectors`` are entries."""
+    sims = vectors @ vectors.T
+    queues: list[list[tuple[int, float]]] = []
+    for j in range(len(orders)):
+        allowed = np.flatnonzero(orders <= orders[j])
+        ranked = sorted(allowed.tolist(), key=lambda i: (-float(sims[j, i]), i))[:top_k]
+        queues.append([(i, float(sims[j, i])) for i in ranked if i != j][:keep])
+    return queues
+
+
+def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((*a, *b)))
+
+
+@dataclass(frozen=True)
+class OfflineUpdater:
+    """One LightMem's sleep-time update; counts ``update_calls``, ``update_fallbacks``, ``updated`` and
+    ``deleted``. ``backbone`` / ``embedder`` are providers, called only when an update needs them."""
+
+    cfg: LightMemConfig
+    backbone: Callable[[], ChatBackbone]
+    embedder: Callable[[], Embedder]
+    counters: dict[str, int]
+
+    def queues(self, entries: list[LightMemEntry], vectors: np.ndarray) -> list[list[tuple[int, float]]]:
+        """The update queue of every entry (see :func:`update_queues`)."""
+        orders = np.array([e.order for e in entries])
+        return update_queues(vectors, orders, top_k=self.cfg.queue_top_k, keep=self.cfg.queue_keep)
+
+    def run(self, entries: list[LightMemEntry], vectors: np.ndarray) -> tuple[list[LightMemEntry], np.ndarray]:
+        """The memory after the update: updated entries changed in place (and re-embedded in ``vectors``, in
+        place), deleted ones left out of the returned entries and vectors."""
+        sources: dict[int, list[int]] = {}
+        for j, queue in enumerate(self.queues(entries, vectors)):
+            for i, score in queue:
+                if score >= self.cfg.update_threshold:
+                    sources.setdefault(i, []).append(j)
+        decisions = {target: self._decide(entries, target, sources[target]) for target in sorted(sources)}
+        changed: list[int] = []
+        for target, dec in decisions.items():
+            if dec.action != "update":
+                continue
+            e = entries[target]
+            e.text = dec.new_memory
+            for c in sources[target]:
+                e.source_dia_ids = _union(e.source_dia_ids, entries[c].source_dia_ids)
+                e.segment_dia_ids = _union(e.segment_dia_ids, entries[c].segment_dia_ids)
+            changed.append(target)
+        if changed:
+            vectors[changed] = np.asarray(self.embedder().encode([entries[i].text for i in changed]), dtype=np.float32)
+        deleted = {t for t, dec in decisions.items() if dec.action == "delete"}
+        keep = [i for i in range(len(entries)) if i not in deleted]
+        kept = [entries[i] for i in keep]
+        kept_vectors = vectors[keep] if keep else np.zeros((0, vectors.shape[1]), dtype=np.float32)
+        self.counters["updated"] += len(changed)
+        self.counters["deleted"] += len(deleted)
+        return kept, kept_vectors
+
+    def _decide(self, entries: list[LightMemEntry], target: int, cands: list[int]) -> UpdateDecision:
+        """One LLM call: what to do with entry ``target`` given the newer entries ``cands`` (IGNORE on failure)."""
+        messages = [
+            {"role": "system", "content": P.UPDATE_SYSTEM},
+            {
+                "role": "user",
+                "content": P.UPDATE_USER.format(
+                    target=entries[target].text,
+                    candidates="\n".join(f"- {entries[c].text}" for c in cands),
+                ),
+            },
+        ]
+        self.counters["update_calls"] += 1
+        res = complete_json(
+            self.backbone(),
+            messages,
+            stage="ingest",
+            validate=parse_update,
+            fallback=IGNORE,
+            fallback_kind="lightmem offline update → entry kept unchanged",
+            prompt_version=P.VERSION,
+            temperature=self.cfg.temperature,
+            max_tokens=self.cfg.update_max_tokens,
+        )
+        if not res.ok:
+            self.counters["update_fallbacks"] += 1
+        return res.value
