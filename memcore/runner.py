@@ -45,8 +45,9 @@ class RunStopped(RuntimeError):
 
 
 class Runner:
-    """Runs one configuration into ``run_dir``. ``backbone_override`` / ``embedder_override`` let
-    tests and benchmarks inject a scripted backbone or a hashing embedder."""
+    """Runs one configuration into ``run_dir``. ``backbone_override`` / ``embedder_override`` let tests and
+    benchmarks inject a scripted backbone or a hashing embedder; ``stop``, a caller-owned stop flag (a notebook's
+    cancel button, a test), stops the run the way Ctrl-C does when set."""
 
     def __init__(
         self,
@@ -57,8 +58,6 @@ class Runner:
         embedder_override: Any = None,
         stop: StopFlag | None = None,
     ) -> None:
-        """``stop``: a caller-owned stop flag (a notebook's cancel button, a test); setting it stops the run the
-        way Ctrl-C does. The runner makes its own when none is given."""
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.backbone_override = backbone_override
@@ -67,8 +66,7 @@ class Runner:
         self.spec: MethodSpec = get_method(str(cfg.method.name))
         self.timings: dict[str, float] = {}
         self.conv_stats: dict[str, Any] = {}
-        # Set on the first fatal error, Ctrl-C or SIGTERM: the other workers stop taking turns and items.
-        self._stop = stop if stop is not None else StopFlag()
+        self._stop = stop or StopFlag()  # set on the first fatal error, Ctrl-C or SIGTERM: workers stop taking work
 
     # ---------------------------------------------------------------- run
     def run(self) -> RunResult:
@@ -285,15 +283,11 @@ class Runner:
     def _build_pool(self, n_convs: int) -> ProcessPoolExecutor | None:
         """Worker processes for builds that call no LLM (:func:`memcore.pipeline.build.worker_pool`)."""
         method_cfg, ablation = self._method_parts()
+        concurrency, injected = int(self.cfg.concurrency), self.embedder_override is not None
         return worker_pool(
-            self.spec,
-            method_cfg,
-            ablation,
-            n_convs=n_convs,
-            concurrency=int(self.cfg.concurrency),
-            setting=self.cfg.build_processes,
-            embedder_injected=self.embedder_override is not None,
-        )
+            self.spec, method_cfg, ablation, n_convs=n_convs, concurrency=concurrency,
+            setting=self.cfg.build_processes, embedder_injected=injected,
+        )  # fmt: skip
 
 
 def run_config(cfg: DictConfig, run_dir: Path, **overrides: Any) -> RunResult:
