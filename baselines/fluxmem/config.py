@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memcore.config import ConfigError
-from memcore.schema import POS, UNIT, Rule, build_keys, knob
+from memcore.schema import POS, UNIT, Rule, build_keys, check_rules, knob
 
 PEMS_FORMULAS = ("upstream", "linear")
 
@@ -22,19 +22,19 @@ class FluxMemConfig:
 
     # construction: semantic layer + association edges
     extract_facts: bool = knob(True, build=True)  # false: each turn is one semantic node (no LLM at ingest)
-    max_facts_per_turn: int = knob(5, build=True)
+    max_facts_per_turn: int = knob(5, build=True, rule=POS)
     assoc_k: int = knob(3, build=True)  # association edges per node to its most similar nodes …
     assoc_min_sim: float = knob(0.5, build=True, rule=Rule(lo=-1, hi=1))  # … whose cosine is at least this
 
     # Stage 1: connection forming
     connect: bool = True  # false: plain dense top-k over the semantic layer, no BM25 / LLM / episodes / skills
-    k: int = 5  # semantic nodes linked to the step anchor (upstream top_k_semantic)
-    verify_pool: int = 15  # candidates the LLM verifies (upstream: the 3·top_k dense candidates)
+    k: int = knob(5, rule=POS)  # semantic nodes linked to the step anchor (upstream top_k_semantic)
+    verify_pool: int = knob(15, rule=POS)  # candidates the LLM verifies (upstream: the 3·top_k dense candidates)
     llm_verify: bool = True
     # upstream: the pool is the 3·k dense candidates and each signal is min-max normalised over the pool;
     # hybrid/layer: pool by dense + BM25, dense min-max and BM25 / max over the whole semantic layer (earlier)
-    pool_by: str = "dense"  # dense | hybrid
-    normalize_over: str = "pool"  # pool | layer
+    pool_by: str = knob("dense", rule=Rule(choices=("dense", "hybrid")))
+    normalize_over: str = knob("pool", rule=Rule(choices=("pool", "layer")))
     w_dense: float = knob(1.0, rule=UNIT)  # upstream dense_weight
     w_sparse: float = knob(0.5, rule=UNIT)  # upstream bm25_weight
     w_llm: float = knob(0.3, rule=UNIT)  # upstream llm_weight
@@ -46,7 +46,7 @@ class FluxMemConfig:
 
     # eval.budget (configs/method/fluxmem.yaml interpolates it): notes in all at Stage 1 (None: k semantic nodes
     # plus episodes and skills). FluxMem answers its own questions, so it reads the budget from its config.
-    budget: int | None = None
+    budget: int | None = knob(None, rule=POS)
 
     # Stage 2: feedback-driven refinement
     refine: bool = True
@@ -62,21 +62,21 @@ class FluxMemConfig:
     consolidate_every: int = 10  # consolidate after every N new episodes (0: only after the conversation's QA)
     consolidate_after_qa: bool = True
     cluster_min_sim: float = knob(0.6, rule=Rule(lo=-1, hi=1))  # trajectory cosine to join a cluster
-    min_cluster_size: int = 2
+    min_cluster_size: int = knob(2, rule=POS)
     max_cluster_episodes: int = 6  # episodes shown to the LLM per cluster
-    rerun_episodes: int = 3  # source episodes re-run per skill version
-    skill_max_words: int = 80
+    rerun_episodes: int = knob(3, rule=POS)  # source episodes re-run per skill version
+    skill_max_words: int = knob(80, rule=POS)
     # upstream: PEMS = S / (|skills| · ln(words)) · (1 − drift), rewrite until |ΔPEMS| < pems_threshold or
     # pems_rounds evaluations (metrics/pems.py, stage3_consolidation.py); linear: our earlier weighted score
-    pems_formula: str = "upstream"
+    pems_formula: str = knob("upstream", rule=Rule(choices=PEMS_FORMULAS))
     pems_threshold: float = knob(0.01, rule=UNIT)  # upstream ε: |ΔPEMS| below it = converged (linear: minimum gain)
-    pems_rounds: int = 5  # upstream max_consolidation_rounds (evaluations per skill)
+    pems_rounds: int = knob(5, rule=POS)  # upstream max_consolidation_rounds (evaluations per skill)
     pems_target: float = knob(0.9, rule=UNIT)  # linear only: skills scoring at least this are not rewritten
     pems_max_iters: int = 3  # linear only: rewrites per skill
     pems_w_success: float = 1.0
     pems_w_length: float = 0.2
     pems_w_drift: float = 0.3
-    pems_length_ref: int = 120  # linear only: tokens at which the length penalty saturates
+    pems_length_ref: int = knob(120, rule=POS)  # linear only: tokens at which the length penalty saturates
 
     # sampling temperatures per call purpose (upstream OpenAILLM: verify 0.1, attribute_failure 0.2,
     # reshape_content 0.4, extract_skills 0.3, refine_skill 0.5, generate 0.7); seeded so the cache replays them
@@ -116,63 +116,16 @@ class FluxMemConfig:
         return cfg
 
     def check(self) -> None:
-        """Range checks; raises ConfigError naming the key."""
-        positive = (
-            "k",
-            "verify_pool",
-            "max_facts_per_turn",
-            "min_cluster_size",
-            "rerun_episodes",
-            "skill_max_words",
-            "pems_length_ref",
-            "pems_rounds",
-        )
-        for key in positive:
-            if getattr(self, key) < 1:
-                raise ConfigError(f"fluxmem: {key} must be >= 1, got {getattr(self, key)}.")
-        non_negative = (
-            "T",
-            "assoc_k",
-            "k_episodes",
-            "expand_n",
-            "prune_n",
-            "min_keep",
-            "reshape_n",
-            "consolidate_every",
-            "pems_max_iters",
-            "w_dense",
-            "w_sparse",
-            "w_llm",
-            "expand_assoc_bonus",
-            "pems_threshold",
-            "pems_w_success",
-            "pems_w_length",
-            "pems_w_drift",
-            "temperature_verify",
-            "temperature_check",
-            "temperature_reshape",
-            "temperature_skill_extract",
-            "temperature_skill_refine",
-            "temperature_skill_rerun",
-        )
-        for key in non_negative:
-            if getattr(self, key) < 0:
-                raise ConfigError(f"fluxmem: {key} must be >= 0, got {getattr(self, key)}.")
+        """The fields' rules (the ranges memcore-run checks; every other number >= 0), then what relates two
+        fields; raises ConfigError naming the key."""
+        if isinstance(self.budget, bool) or not isinstance(self.budget, int | None):
+            raise ConfigError(f"fluxmem: budget must be an integer >= 1 or null, got {self.budget!r}.")
+        check_rules(self, "fluxmem", error=ConfigError)
         if self.verify_pool < self.k:
             raise ConfigError(f"fluxmem: verify_pool ({self.verify_pool}) must be >= k ({self.k}).")
         if self.w_dense + self.w_sparse <= 0:
             raise ConfigError(
                 "fluxmem: w_dense + w_sparse must be > 0 (the candidates are ranked by them before verification)."
-            )
-        if self.budget is not None and (
-            isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1
-        ):
-            raise ConfigError(f"fluxmem: budget must be an integer >= 1 or null, got {self.budget!r}.")
-        if self.pool_by not in ("dense", "hybrid") or self.normalize_over not in ("pool", "layer"):
-            raise ConfigError("fluxmem: pool_by must be dense or hybrid and normalize_over pool or layer.")
-        if self.pems_formula not in PEMS_FORMULAS:
-            raise ConfigError(
-                f"fluxmem: pems_formula must be one of {', '.join(PEMS_FORMULAS)}, got {self.pems_formula!r}."
             )
         if self.max_cluster_episodes < self.min_cluster_size:
             raise ConfigError("fluxmem: max_cluster_episodes must be >= min_cluster_size.")
