@@ -31,7 +31,7 @@ from memcore.pipeline.report import RunResult, write_report
 from memcore.pipeline.resources import RunResources, open_resources
 from memcore.pipeline.rundir import RunConflictError, guard_run_dir, result_fields, write_run_config
 from memcore.pipeline.score import score_item
-from memcore.stopflag import StopFlag, wait_interruptibly
+from memcore.stopflag import StopFlag, StopRequested, wait_interruptibly
 from memcore.types import Conversation, QAItem
 from memcore.validation import validate_run
 
@@ -170,8 +170,8 @@ class Runner:
                     raise
             bars.close()
             self.timings["conversations_s"] = time.perf_counter() - t0
-            if errors:
-                raise errors[0]
+            if errors:  # the cause, not a worker's "stopped" that it set off
+                raise next((e for e in errors if not isinstance(e, StopRequested | RunStopped)), errors[0])
             return {"backbone_started": res.backbone.built, "embedder_loaded": res.embedder.built}
 
     def _process_conversation(
@@ -226,6 +226,8 @@ class Runner:
                     method=self.spec.name,
                 )
                 record = score_item(item, prediction, protocol, audited=data.audited.get(item.item_id), judge=judge)
+            except StopRequested:
+                return  # the run is stopping (Ctrl-C or a failure elsewhere): the rerun answers this item
             except BaseException:
                 self._stop.set()
                 raise

@@ -25,6 +25,12 @@ from concurrent.futures import FIRST_EXCEPTION, Future, wait
 STOP_SIGNALS = frozenset({int(signal.SIGINT), int(signal.SIGTERM)})
 
 
+class StopRequested(BaseException):
+    """A backbone call refused because the run is stopping. A ``BaseException``, like ``KeyboardInterrupt``, so
+    that no method's error handling turns it into a fallback (a build would go on with fallback verdicts and
+    could be saved as a finished snapshot)."""
+
+
 class StopFlag:
     """A thread-safe stop flag (``set`` / ``is_set``, like ``threading.Event``) that also reports SIGINT /
     SIGTERM delivered while :meth:`watch_signals` is active."""

@@ -22,6 +22,7 @@ from memcore.llm.scoped import ScopedBackbone
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.llm.stack import Metered, build_stack
 from memcore.llm.usage import ContextUsage, UsageTracker, active_scopes, usage_of, usage_scope
+from memcore.stopflag import StopRequested
 
 MSGS: list[Message] = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Où est Lisbon?"}]
 EXTRA = {"chat_template_kwargs": {"enable_thinking": False}}
@@ -221,3 +222,16 @@ def test_the_judge_does_not_import_the_cli() -> None:
         check=True,
     )
     assert json.loads(out.stdout) is False
+
+
+def test_a_stopping_run_starts_no_new_call_and_no_fallback_swallows_the_refusal() -> None:
+    """Once the run is stopping the limiter refuses calls not yet started; the refusal is a BaseException, so the
+    JSON helper's fallback (which handles unparseable replies) does not turn it into a fallback verdict."""
+    stopping = False
+    inner = ScriptedBackbone(lambda messages: '{"ok": 1}')
+    stack = RequestLimiter(inner, 2, stop_requested=lambda: stopping)
+    assert stack.complete(MSGS, stage="answer").text == '{"ok": 1}'
+    stopping = True
+    with pytest.raises(StopRequested, match="ingest call not started"):
+        complete_json(stack, MSGS, stage="ingest", validate=dict, fallback={}, fallback_kind="raw", prompt_version="v")
+    assert len(inner.calls) == 1

@@ -137,11 +137,11 @@ def _wait_until(condition: Callable[[], bool], message: str, timeout_s: float = 
 @pytest.mark.parametrize("delivery", ["main-thread", "worker-thread"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.usefixtures("locomo_path")
-def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(
+def test_ctrl_c_stops_the_memory_build_after_the_call_in_flight_and_a_rerun_finishes(
     tmp_path, signum, delivery, compose
 ) -> None:
-    """Ctrl-C (or SIGTERM, with memcore-run's handler) stops a conversation's build at the end of the turn in
-    flight (not after all turns), even when the backbone answers instantly; nothing finished is lost and the same
+    """Ctrl-C (or SIGTERM, with memcore-run's handler) stops a conversation's build after the LLM call in flight
+    (not after all turns), even when the backbone answers instantly; nothing finished is lost and the same
     command finishes the run. The signal reaches the main thread (a terminal's Ctrl-C, ``kill``) or, as the
     kernel may choose for a process-directed signal, the worker thread itself."""
     if delivery == "main-thread" and not Path(f"/proc/self/task/{threading.get_native_id()}/status").exists():
@@ -186,7 +186,9 @@ def test_ctrl_c_stops_the_memory_build_at_the_next_turn_and_a_rerun_finishes(
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    assert calls == 6  # A-MEM makes 2 calls per turn: turn 3 finished, the build stopped; 70 calls were ahead
+    # A-MEM makes 2 calls per turn; the signal came during call 5 (turn 3's first): that call finished, no other
+    # call started (the request limiter refuses calls once the run is stopping); 70 calls were ahead.
+    assert calls == 5
     assert read_items(tmp_path / "run" / "items.jsonl") == []
 
     result = run_config(compose(overrides), tmp_path / "run", backbone_override=ScriptedBackbone(responder))
@@ -282,3 +284,32 @@ def test_quickstart_table_says_it_is_a_demonstration(tmp_path, compose) -> None:
     assert result.n_items == 4 and result.cost["memory_build"]["turns"] == 18
     assert result.table.rstrip().splitlines()[-1].startswith("Note: a demonstration, not a benchmark")
     assert "Note: a demonstration, not a benchmark" in (tmp_path / "run" / "table.md").read_text()
+
+
+@pytest.mark.usefixtures("locomo_path")
+def test_a_failure_stops_the_other_items_calls_and_the_run_reports_the_failure(tmp_path, compose) -> None:
+    """With items answered concurrently, one item's backbone failure stops the run: the calls running beside it
+    finish (and their items are kept), no call starts after it, and the error raised is that failure, not one
+    of the refusals it set off."""
+    from memcore.llm.backbone import BackboneError
+    from memcore.llm.scripted import ScriptedBackbone
+
+    stop = StopFlag()
+    calls = 0
+    lock = threading.Lock()
+
+    def failing(messages):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        with lock:
+            calls += 1
+            n = calls
+        if n == 3:
+            raise BackboneError("the server went away (scripted)")
+        _wait_until(stop.is_set, "the failure never stopped the run")  # a slow call, still running at the failure
+        return "an answer"
+
+    overrides = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=rag_bm25", "concurrency=4"]
+    with pytest.raises(BackboneError, match="went away"):
+        run_config(compose(overrides), tmp_path / "run", backbone_override=ScriptedBackbone(failing), stop=stop)
+    assert calls in (3, 4)  # calls 1, 2 (and 4 if it started before the failure); none after it; 8 items
+    assert len(read_items(tmp_path / "run" / "items.jsonl")) == calls - 1

@@ -58,9 +58,10 @@ def _backbone(
     override: Any,
     stop_requested: Callable[[], bool] | None,
 ) -> Any:
-    """The run's backbone behind one bound: at most ``concurrency`` requests in flight (issue 7)."""
+    """The run's backbone behind one bound: at most ``concurrency`` requests in flight (issue 7), none started
+    once the run is stopping."""
     if override is not None:
-        return RequestLimiter(override, int(cfg.concurrency))
+        return RequestLimiter(override, int(cfg.concurrency), stop_requested)
     from memcore.config import BackboneConfig
     from memcore.llm.factory import build_backbone
 
@@ -69,7 +70,7 @@ def _backbone(
     client = build_backbone(
         bcfg, cache=cache, usage=usage, resources=stack, log_dir=run_dir, stop_requested=stop_requested
     )
-    return RequestLimiter(client, int(cfg.concurrency))
+    return RequestLimiter(client, int(cfg.concurrency), stop_requested)
 
 
 def _embedder(cfg: DictConfig) -> Any:
