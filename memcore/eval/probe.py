@@ -354,6 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    from memcore.cli import quiet_http_logs
     from memcore.config import BackboneConfig, ConfigError
     from memcore.data import load_locomo, resolve_locomo_path
     from memcore.data.errors import DataError
@@ -362,6 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(levelname)s] %(name)s: %(message)s")
+    quiet_http_logs(False)  # one INFO line per judged case otherwise (as memcore-run and memcore-rescore)
     try:
         presets = [get_preset(name) for name in (args.preset or ["judge-v1"])]
         if args.n < 2:
