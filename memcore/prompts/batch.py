@@ -48,8 +48,7 @@ New notes (each starts with the date it was said), each with the candidates to j
 For every pair (new note, candidate) listed above, judge the relation of the new note to the candidate (the candidate is the "existing note" below):
 """
     + RELATIONS
-    + """Also give "edge": "Supports" (one confirms or explains the other), "Conflicts" (they contradict each other, e.g. changed plans) or "Related_To" (anything else).
-List only the redundant and complementary pairs; leave out unrelated pairs (an empty list is fine).
+    + """List only the redundant and complementary pairs; leave out unrelated pairs (an empty list is fine).
 
 Format: {{"judgements": [{{"new": "N1", "candidate": "E3", "relation": "redundant|complementary", "strength": 0.0, "edge": "Supports|Conflicts|Related_To"}}, ...]}}"""
 )
