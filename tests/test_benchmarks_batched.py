@@ -20,8 +20,10 @@ from tests.support import method_context, story_conversation
 CONV = story_conversation(n_sessions=2)  # session 1: Rex the puppy (3 turns); session 2: the violin (3 turns)
 
 
-def build(batch_size: int = 3, ablation: dict | None = None, **resp: bool) -> tuple[MemCoReBatched, ScriptedBackbone]:
-    backbone = ScriptedBackbone(BatchedLLM(**resp))
+def build(
+    batch_size: int = 3, ablation: dict | None = None, llm: BatchedLLM | None = None, **resp: bool
+) -> tuple[MemCoReBatched, ScriptedBackbone]:
+    backbone = ScriptedBackbone(llm or BatchedLLM(**resp))
     mem = MemCoReBatched(
         MemCoReConfig(name="memcore-batched"),
         Switches.from_dict(ablation),
@@ -55,18 +57,7 @@ def test_the_batched_gate_shows_every_notes_date_and_the_single_gates_scale() ->
     """Without dates the same kind of event on another day looks redundant and merges (issue 14); the batched
     gate shows existing notes with their session date(s) and each new note with its own, like the single gate."""
     llm = BatchedLLM()
-    backbone = ScriptedBackbone(llm)
-    mem = MemCoReBatched(
-        MemCoReConfig(name="memcore-batched"),
-        Switches.from_dict(None),
-        BatchSettings(3),
-        embedder=HashingEmbedder(64),
-        backbone=lambda: backbone,
-        seed=0,
-    )
-    for t in CONV.turns:
-        mem.ingest(t)
-    mem.finalize()
+    build(llm=llm)
     second = llm.prompts_of("batch_gate")[-1]  # chunk 2 (session 2) against chunk 1's note (session 1)
     existing, new = second.split("New notes", 1)
     assert "] (1:00 pm on 1 May, 2023) " in existing
