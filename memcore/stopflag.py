@@ -18,11 +18,15 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, wait
 
 #: Signals that stop a run (SIGTERM only once memcore-run's handler turns it into KeyboardInterrupt).
 STOP_SIGNALS = frozenset({int(signal.SIGINT), int(signal.SIGTERM)})
+
+
+#: "Has the run been asked to stop?" (a :class:`StopFlag`'s ``is_set``), as the layers that start work take it.
+StopCheck = Callable[[], bool]
 
 
 class StopRequested(BaseException):

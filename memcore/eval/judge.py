@@ -40,6 +40,7 @@ from memcore.llm.json_reply import complete_json
 from memcore.prompts import judge as prompts
 from memcore.prompts import judge_mem0
 from memcore.registry import Registry
+from memcore.stopflag import StopCheck
 from memcore.types import Category, QAItem
 
 if TYPE_CHECKING:
@@ -336,7 +337,7 @@ def build_judge(
     usage: UsageTracker,
     resources: contextlib.ExitStack,
     log_dir: Path,
-    stop_requested: Callable[[], bool] | None = None,
+    stop_requested: StopCheck | None = None,
 ) -> Judge:
     """The run's judge: the main backbone when the judge backbone (``eval.judge_backbone``, else the judge
     preset's default) is null or the run's backbone, else that preset's stack, built like the run's

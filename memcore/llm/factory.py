@@ -19,11 +19,9 @@ from memcore.llm.local_server import LlamaCppServer
 from memcore.llm.stack import Metered, build_stack
 from memcore.llm.usage import UsageTracker
 from memcore.registry import Registry
+from memcore.stopflag import StopCheck
 
 log = logging.getLogger(__name__)
-
-#: A run's "has a stop been requested?" (its stop flag's ``is_set``), or None outside a run.
-StopRequested = Callable[[], bool] | None
 
 
 def read_api_key(env_name: str | None, *, required: bool, what: str) -> str:
@@ -50,7 +48,7 @@ def extra_body_of(cfg: BackboneConfig) -> dict:
 
 
 def _llamacpp(
-    cfg: BackboneConfig, resources: contextlib.ExitStack, log_dir: Path, stop_requested: StopRequested
+    cfg: BackboneConfig, resources: contextlib.ExitStack, log_dir: Path, stop_requested: StopCheck | None
 ) -> tuple[str | None, str]:
     """Start a local llama.cpp server (registered on ``resources``); its URL and the placeholder key. A stop
     request ends a wait for the machine-wide server lock."""
@@ -70,7 +68,7 @@ def _llamacpp(
 
 
 def _openai_compatible(
-    cfg: BackboneConfig, resources: contextlib.ExitStack, log_dir: Path, stop_requested: StopRequested
+    cfg: BackboneConfig, resources: contextlib.ExitStack, log_dir: Path, stop_requested: StopCheck | None
 ) -> tuple[str | None, str]:
     """A remote OpenAI-compatible endpoint: the configured URL and the key from its environment variable."""
     return cfg.base_url, read_api_key(cfg.api_key_env, required=cfg.api_key_required, what=f"backbone {cfg.name}")
@@ -87,9 +85,9 @@ class BackboneKind:
     """How a ``backbone.kind`` is served: ``endpoint`` starts what it needs and returns (base URL, API key) for
     the OpenAI transport; ``build`` (instead) returns a ready backbone that needs no server (``scripted``)."""
 
-    endpoint: Callable[[BackboneConfig, contextlib.ExitStack, Path, StopRequested], tuple[str | None, str]] | None = (
-        None
-    )
+    endpoint: (
+        Callable[[BackboneConfig, contextlib.ExitStack, Path, StopCheck | None], tuple[str | None, str]] | None
+    ) = None
     build: Callable[[BackboneConfig, UsageTracker], ChatBackbone] | None = None
 
 
@@ -106,7 +104,7 @@ def build_backbone(
     usage: UsageTracker,
     resources: contextlib.ExitStack,
     log_dir: Path,
-    stop_requested: StopRequested = None,
+    stop_requested: StopCheck | None = None,
 ) -> Metered:
     """Start what the backbone needs (a llama.cpp server for ``llamacpp``), check it answers, return its stack:
     transport → response cache (``cache``; never for ``scripted``) → usage metering into ``usage``. The server is

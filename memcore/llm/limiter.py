@@ -12,19 +12,19 @@ the items in flight would still make (an IER question makes 2-4; on a CPU each t
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from memcore.interfaces import ChatBackbone, Completion, Message
 from memcore.llm.layer import Passthrough
-from memcore.stopflag import StopRequested
+from memcore.stopflag import StopCheck, StopRequested
 
 
 class RequestLimiter(Passthrough):
     """Forwards to ``inner`` with at most ``limit`` ``complete`` calls running at once (cache hits included:
     they hold a slot only for the lookup). Other attributes (``usage``, ``connection_kwargs`` …) pass through."""
 
-    def __init__(self, inner: ChatBackbone, limit: int, stop_requested: Callable[[], bool] | None = None) -> None:
+    def __init__(self, inner: ChatBackbone, limit: int, stop_requested: StopCheck | None = None) -> None:
         if limit < 1:
             raise ValueError(f"concurrency must be >= 1, got {limit}")
         self.inner = inner

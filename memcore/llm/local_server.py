@@ -10,10 +10,11 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 from filelock import FileLock, Timeout
+
+from memcore.stopflag import StopCheck, StopRequested
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +23,9 @@ class LocalServerError(RuntimeError):
     pass
 
 
-class ServerWaitCancelled(LocalServerError):
-    """The run was stopped while it queued for the machine-wide llama.cpp lock."""
+class ServerWaitCancelled(StopRequested):
+    """The run was stopped while it queued for the machine-wide llama.cpp lock (a :class:`StopRequested`, so the
+    runner treats it as the stop it is: the item is left for the rerun, never reported as the run's failure)."""
 
 
 def _owner_file(lock_path: Path) -> Path:
@@ -77,7 +79,7 @@ class LlamaCppServer:
         port: int | None = None,
         exclusive_lock: Path | None = None,
         prompt_cache_mb: int = 0,
-        stop_requested: Callable[[], bool] | None = None,
+        stop_requested: StopCheck | None = None,
         lock_poll_s: float = 1.0,
     ) -> None:
         self.model_path = Path(model_path)

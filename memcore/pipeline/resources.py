@@ -5,7 +5,6 @@ starts a server."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from memcore.interfaces import LazyResource
 from memcore.llm.cache import ResponseCache
 from memcore.llm.limiter import RequestLimiter
 from memcore.llm.usage import UsageTracker
+from memcore.stopflag import StopCheck
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def open_resources(
     *,
     backbone_override: Any = None,
     embedder_override: Any = None,
-    stop_requested: Callable[[], bool] | None = None,
+    stop_requested: StopCheck | None = None,
 ) -> RunResources:
     """The resources of ``cfg``'s run; servers and clients they start are closed with ``stack``. Overrides
     replace the configured backbone (still behind the request limiter) or embedder (tests, benchmarks).
@@ -56,7 +56,7 @@ def _backbone(
     cache: ResponseCache | None,
     stack: contextlib.ExitStack,
     override: Any,
-    stop_requested: Callable[[], bool] | None,
+    stop_requested: StopCheck | None,
 ) -> Any:
     """The run's backbone behind one bound: at most ``concurrency`` requests in flight (issue 7), none started
     once the run is stopping."""
@@ -89,7 +89,7 @@ def _judge(
     backbone: LazyResource,
     cache: ResponseCache | None,
     stack: contextlib.ExitStack,
-    stop_requested: Callable[[], bool] | None,
+    stop_requested: StopCheck | None,
 ) -> Any:
     from memcore.eval.judge import build_judge  # LLM judge (issue 5)
 
