@@ -68,6 +68,7 @@ class DatasetConfig:
     max_qa: int | None = None
     evidence_inside: bool = False
     categories: list[int] | None = None
+    item_ids: list[str] | None = None  # keep only these QA item ids ("conv-26#3"), e.g. to answer a subset again
 
 
 @dataclass

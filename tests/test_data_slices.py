@@ -103,3 +103,31 @@ def test_empty_evidence_kept_only_without_cut(tmp_path: Path) -> None:
     assert [q.question for q in select(small, max_sessions=1)[0].qa] == ["in s1"]
     assert [q.question for q in select(small, max_sessions=2)[0].qa] == ["in s1", "spans", "none"]
     assert [q.question for q in select(small)[0].qa] == ["in s1", "spans", "none"]
+
+
+def _slice_config(**over: object) -> object:
+    from omegaconf import OmegaConf
+
+    from memcore.config import DatasetConfig
+
+    return OmegaConf.merge(OmegaConf.structured(DatasetConfig), over)
+
+
+def test_item_ids_keep_only_the_named_items_in_dataset_order(locomo_path: Path) -> None:
+    from memcore.data.slice import load_slice
+
+    cfg = _slice_config(path=str(locomo_path), conversations=["conv-26"], max_sessions=3, evidence_inside=True)
+    whole = load_slice(cfg)
+    ids = [q.item_id for q in whole.conversations[0].qa]
+    wanted = [ids[7], ids[0], ids[3]]  # the order given does not matter: dataset order is kept
+    sub = load_slice(_slice_config(**{**cfg, "item_ids": wanted}))  # type: ignore[dict-item]
+    assert [q.item_id for q in sub.conversations[0].qa] == [ids[0], ids[3], ids[7]]
+    assert sub.n_items == 3
+
+
+def test_an_item_id_outside_the_slice_is_one_clear_error(locomo_path: Path) -> None:
+    from memcore.data.slice import load_slice
+
+    cfg = _slice_config(path=str(locomo_path), conversations=["conv-26"], max_sessions=1, evidence_inside=True)
+    with pytest.raises(DataError, match=r"1 item id\(s\) not in this slice: conv-30#0"):
+        load_slice(_slice_config(**{**cfg, "item_ids": ["conv-30#0"]}))  # type: ignore[dict-item]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memcore.data.audit import apply_audit, load_audit
+from memcore.data.errors import DataError
 from memcore.data.locomo import load_locomo
 from memcore.data.paths import resolve_audit_path, resolve_locomo_path
 from memcore.data.slices import select
@@ -37,7 +38,7 @@ class LoadedSlice:
 
 def load_slice(dataset: Any, *, audited: bool = False, audit_path: str | None = None) -> LoadedSlice:
     """Load the slice described by a ``dataset`` config (``path``, ``conversations``, ``max_sessions``,
-    ``max_qa``, ``evidence_inside``, ``categories``); with ``audited`` apply the audit overlay from
+    ``max_qa``, ``evidence_inside``, ``categories``, ``item_ids``); with ``audited`` apply the audit overlay from
     ``audit_path``. Raises ``DataError`` (one line, what to do) for a missing or malformed file."""
     dataset_file = load_locomo(resolve_locomo_path(dataset.path))
     if dataset_file.report.counts:
@@ -52,6 +53,8 @@ def load_slice(dataset: Any, *, audited: bool = False, audit_path: str | None = 
     if dataset.categories:
         keep = {int(c) for c in dataset.categories}
         convs = [replace(c, qa=tuple(q for q in c.qa if int(q.category) in keep)) for c in convs]
+    if getattr(dataset, "item_ids", None):
+        convs = keep_items(convs, [str(i) for i in dataset.item_ids])
     audited_items: dict[str, QAItem] = {}
     changed: dict[str, str] = {}
     if audited:
@@ -60,3 +63,20 @@ def load_slice(dataset: Any, *, audited: bool = False, audit_path: str | None = 
         log.info("audited overlay: %s", report.to_dict())
         changed = dict(report.changed)
     return LoadedSlice(convs, dataset_file.sha256, dataset_file.report.to_dict(), audited_items, changed)
+
+
+def keep_items(convs: list[Conversation], wanted: list[str]) -> list[Conversation]:
+    """Keep only the QA items whose id is in ``wanted`` (conversation and dataset order kept). An id that is not in
+    the slice (after the other cuts) raises ``DataError`` naming it."""
+    have = {q.item_id for c in convs for q in c.qa}
+    missing = [i for i in wanted if i not in have]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" (+{len(missing) - 5} more)" if len(missing) > 5 else "")
+        raise DataError(
+            f"{len(missing)} item id(s) not in this slice: {shown}; ids look like 'conv-26#3' "
+            "(an items.jsonl's item_id) and must survive the slice's other cuts (conversations, sessions, categories)",
+            field="dataset.item_ids",
+            hint=None,
+        )
+    keep = set(wanted)
+    return [replace(c, qa=tuple(q for q in c.qa if q.item_id in keep)) for c in convs]

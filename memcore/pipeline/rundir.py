@@ -34,7 +34,8 @@ def result_fields(cfg: DictConfig, dataset_sha256: str) -> dict[str, Any]:
         k: c["backbone"].get(k)
         for k in ("name", "kind", "model", "extra_body", "thinking", "json_mode", "n_ctx", "context_budget_tokens")
     }
-    dataset = {k: v for k, v in c["dataset"].items() if k != "path"}
+    # ``item_ids`` only when set, so runs made before it existed still resume
+    dataset = {k: v for k, v in c["dataset"].items() if k != "path" and not (k == "item_ids" and v is None)}
     return {
         "method": c["method"],
         "ablation": c["ablation"],
