@@ -97,6 +97,8 @@ class EvalConfig:
     judge_preset: str = "judge-v1"  # judge-v1 | mem0-judge (memcore.eval.judge.JUDGE_PRESETS)
     judge_backbone: str | None = None  # null: the judge preset's default (mem0-judge: gpt-4o-mini), else the run's
     judge_runs: int | None = None  # null: the judge preset's default (judge-v1 1, mem0-judge 3)
+    # transport settings of the judge's own backbone (memcore.eval.judge.JUDGE_SERVER_KEYS), e.g. server_threads=1
+    judge_server: dict[str, Any] = field(default_factory=dict)
     audited: bool = False
     audit_path: str | None = None
     budget: int | None = None

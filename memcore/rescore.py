@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from memcore.config import CONFIG_DIR, ConfigError
@@ -49,6 +50,7 @@ def rescored_config(
     judge_preset: str | None = None,
     judge_runs: int | None = None,
     judge_backbone: str | None = None,
+    judge_server: dict[str, Any] | None = None,
 ) -> DictConfig:
     """A copy of a run's ``config.yaml`` with the scoring settings replaced; the answer settings the run
     used stay under ``protocol`` (``answered_protocol``) for the answer disclosure."""
@@ -70,6 +72,8 @@ def rescored_config(
             out.eval.judge_runs = int(judge_runs)
         if judge_backbone is not None:
             out.eval.judge_backbone = judge_backbone
+        if judge_server:
+            out.eval.judge_server = dict(judge_server)
     return out
 
 
@@ -83,6 +87,7 @@ def rescore(
     judge_preset: str | None = None,
     judge_runs: int | None = None,
     judge_backbone: str | None = None,
+    judge_server: dict[str, Any] | None = None,
     backbone_override: Any = None,
     usage: UsageTracker | None = None,
 ) -> RunResult:
@@ -108,6 +113,7 @@ def rescore(
         judge_preset=judge_preset,
         judge_runs=judge_runs,
         judge_backbone=judge_backbone,
+        judge_server=judge_server,
     )
     if cfg.eval.judge:
         from memcore.eval.judge import judge_run_info
@@ -183,7 +189,25 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-preset", help="judge preset (judge-v1, mem0-judge); implies --judge")
     p.add_argument("--judge-runs", type=int, help="judge runs per item; implies --judge")
     p.add_argument("--judge-backbone", help="backbone preset of the judge (configs/backbone/); implies --judge")
+    p.add_argument(
+        "--judge-server",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a transport setting of the judge's own backbone (eval.judge_server), e.g. server_threads=1; repeatable",
+    )
     return p
+
+
+def _key_values(pairs: Sequence[str]) -> dict[str, Any]:
+    """``["server_threads=1", "exclusive=false"]`` → ``{"server_threads": 1, "exclusive": False}`` (YAML values)."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--judge-server {pair!r}: expected KEY=VALUE, e.g. server_threads=1")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -193,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(levelname)s] %(name)s: %(message)s")
     quiet_http_logs(False)
-    judge = bool(args.judge or args.judge_preset or args.judge_runs or args.judge_backbone)
+    judge = bool(args.judge or args.judge_preset or args.judge_runs or args.judge_backbone or args.judge_server)
     try:
         result = rescore(
             args.run_dir,
@@ -204,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             judge_preset=args.judge_preset,
             judge_runs=args.judge_runs,
             judge_backbone=args.judge_backbone,
+            judge_server=_key_values(args.judge_server),
         )
     except _user_errors() as exc:
         print(f"error: {exc}", file=sys.stderr)

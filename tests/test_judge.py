@@ -264,3 +264,20 @@ def test_runner_with_mem0_judge_three_runs_on_a_local_judge(tmp_path, compose) -
     assert "judge preset mem0-judge (mem0ai/mem0 evaluation/metrics/llm_judge.py @ aae5989" in table
     assert "all runs agreed on 100.0% of items" in table
     assert "Answers: prompt answer-v1/amem" in table
+
+
+def test_judge_server_sets_only_how_the_judges_server_runs(compose) -> None:
+    plain = load_backbone_preset("local")
+    set_ = load_backbone_preset("local", {"server_threads": 1, "exclusive": False})
+    assert (set_.server_threads, set_.exclusive) == (1, False)
+    assert (set_.model, set_.n_ctx) == (plain.model, plain.n_ctx)
+    cfg = compose(["eval.judge=true", "eval.judge_backbone=local-small", "+eval.judge_server.server_thread=1"])
+    with pytest.raises(
+        JudgeConfigError, match=r"eval.judge_server: unknown setting 'server_thread'\. Did you mean 'server_threads'"
+    ):
+        judge_mod.judge_run_info(cfg)
+    cfg = compose(["eval.judge=true", "eval.judge_backbone=local-small", "+eval.judge_server.model=other"])
+    with pytest.raises(JudgeConfigError, match=r"unknown setting 'model'"):  # what the judge answers stays pinned
+        judge_mod.judge_run_info(cfg)
+    with pytest.raises(JudgeConfigError, match=r"eval.judge_server.server_threads: .*could not be converted"):
+        load_backbone_preset("local", {"server_threads": "many"})

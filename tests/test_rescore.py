@@ -101,3 +101,12 @@ def test_item_records_round_trip_and_carry_the_raw_reply_and_prompt_hash(finishe
         assert ItemRecord.from_json(rec).to_json() == rec
         assert rec["record_version"] == RECORD_VERSION
         assert rec["answer_raw"] == '{"answer": "beagle"}' and len(rec["prompt_hash"]) == 16
+
+
+def test_judge_server_pairs_parse_as_yaml_values_and_a_bad_pair_is_one_error() -> None:
+    from memcore.config import ConfigError
+    from memcore.rescore import _key_values
+
+    assert _key_values(["server_threads=1", "exclusive=false"]) == {"server_threads": 1, "exclusive": False}
+    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+        _key_values(["server_threads"])

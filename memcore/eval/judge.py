@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from memcore.config import BackboneConfig, ConfigError
 from memcore.config import load_backbone_preset as compose_backbone_preset
@@ -39,7 +40,7 @@ from memcore.interfaces import ChatBackbone, LazyResource, Message
 from memcore.llm.json_reply import complete_json
 from memcore.prompts import judge as prompts
 from memcore.prompts import judge_mem0
-from memcore.registry import Registry
+from memcore.registry import Registry, unknown_name_message
 from memcore.stopflag import StopCheck
 from memcore.types import Category, QAItem
 
@@ -303,13 +304,41 @@ class Judge:
         }
 
 
-def load_backbone_preset(name: str) -> BackboneConfig:
+#: The judge backbone's fields that ``eval.judge_server`` may set: how its server runs, never what it answers.
+JUDGE_SERVER_KEYS = ("server_threads", "exclusive", "base_url", "max_concurrency", "timeout_s", "max_attempts")
+
+
+def judge_server_overrides(cfg: DictConfig) -> dict[str, Any]:
+    """``eval.judge_server`` as a plain dict, checked: a key outside :data:`JUDGE_SERVER_KEYS` raises
+    :class:`JudgeConfigError` (with the closest key), as does a value of the wrong type for the field."""
+    raw = cfg.eval.get("judge_server") or {}
+    out = dict(OmegaConf.to_container(raw, resolve=True) if isinstance(raw, DictConfig) else raw)
+    for key in out:
+        if key not in JUDGE_SERVER_KEYS:
+            raise JudgeConfigError(
+                "eval.judge_server: " + unknown_name_message("setting", str(key), list(JUDGE_SERVER_KEYS))
+            )
+    return out
+
+
+def load_backbone_preset(name: str, server: dict[str, Any] | None = None) -> BackboneConfig:
     """The ``BackboneConfig`` of backbone preset ``name`` (:func:`memcore.config.load_backbone_preset`: composed
-    like ``backbone=<name>``); a bad name raises :class:`JudgeConfigError` naming the known presets."""
+    like ``backbone=<name>``) with ``server`` (checked :func:`judge_server_overrides`) applied; a bad name raises
+    :class:`JudgeConfigError` naming the known presets, a bad server value one naming the key."""
     try:
-        return compose_backbone_preset(name)
+        bcfg = compose_backbone_preset(name)
     except ConfigError as exc:
         raise JudgeConfigError(f"eval.judge_backbone={name!r}: {exc}") from None
+    if not server:
+        return bcfg
+    try:
+        typed = OmegaConf.merge(OmegaConf.structured(bcfg), server)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "key", None) or "?"
+        raise JudgeConfigError(f"eval.judge_server.{key}: {exc}".splitlines()[0]) from None
+    out = OmegaConf.to_object(typed)
+    assert isinstance(out, BackboneConfig)
+    return out
 
 
 def judge_settings(cfg: DictConfig) -> tuple[JudgePreset, str | None, int]:
@@ -347,7 +376,7 @@ def build_judge(
         return Judge(main_backbone.get(), preset=str(cfg.backbone.name), judge_preset=preset.name, runs=runs)
     from memcore.llm.factory import build_backbone
 
-    bcfg = load_backbone_preset(name)
+    bcfg = load_backbone_preset(name, judge_server_overrides(cfg))
     judge_log_dir = Path(log_dir) / "judge"
     judge_log_dir.mkdir(parents=True, exist_ok=True)
     client = build_backbone(
@@ -361,10 +390,11 @@ def judge_run_info(cfg: DictConfig, *, check_key: bool = False) -> dict[str, Any
     prompt version, hash and source, runs. ``check_key``: fail now (one line) when the judge backbone
     needs an API key that is not in the environment, instead of after the answers."""
     preset, name, runs = judge_settings(cfg)
+    server = judge_server_overrides(cfg)  # checked even when unused (the judge is the run's backbone)
     if name is None:
         backbone, model = str(cfg.backbone.name), str(cfg.backbone.model)
     else:
-        bcfg = load_backbone_preset(name)
+        bcfg = load_backbone_preset(name, server)
         backbone, model = name, str(bcfg.model)
         if check_key and bcfg.api_key_required and bcfg.api_key_env and not os.environ.get(bcfg.api_key_env):
             raise JudgeConfigError(
