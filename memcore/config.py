@@ -126,6 +126,9 @@ class RunConfig:
     verbose: bool = False  # log every HTTP request of the LLM client (httpx / openai); off: warnings only
     table_note: str | None = None  # footnote under table.md and the printed table
     cache_llm: bool = True
+    # read the memories built by this backbone model (e.g. a stronger model retrieving over a small model's memory);
+    # nothing is built: a missing memory is an error before any work. null: the run's backbone builds its own
+    memory_backbone: str | None = None
     run_dir: str = ""
     backbone: BackboneConfig = field(default_factory=BackboneConfig)
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)

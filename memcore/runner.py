@@ -126,6 +126,8 @@ class Runner:
             len(done),
         )
 
+        if self._memory_from_other_backbone():  # this run never builds under another model's name
+            self._builder(None).require_snapshots(pending_convs, str(self.cfg.paths.snapshots))
         with contextlib.ExitStack() as resources:
             res = open_resources(
                 self.cfg,
@@ -274,13 +276,18 @@ class Runner:
             method_cfg,
             ablation,
             run_seed=int(self.cfg.seed),
-            backbone_model=str(self.cfg.backbone.model),
+            backbone_model=str(self.cfg.get("memory_backbone") or self.cfg.backbone.model),
+            load_only=self._memory_from_other_backbone(),
             embedder_cfg=ecfg,
             snapshots=Path(self.cfg.paths.snapshots),
             embedder_cache=Path(self.cfg.paths.cache) / "embeddings.sqlite",
             extras={"context_budget_tokens": int(self.cfg.backbone.context_budget_tokens)},
             pool=pool,
         )
+
+    def _memory_from_other_backbone(self) -> bool:
+        other = self.cfg.get("memory_backbone")
+        return bool(other) and str(other) != str(self.cfg.backbone.model)
 
     def _build_pool(self, n_convs: int) -> ProcessPoolExecutor | None:
         """Worker processes for builds that call no LLM (:func:`memcore.pipeline.build.worker_pool`)."""

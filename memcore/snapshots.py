@@ -156,12 +156,13 @@ class SnapshotStore:
         method: str,
         fields: dict[str, Any],
         make: Callable[[Path], MemorySystem],
-        build: Callable[[MemorySystem], dict[str, Any]],
+        build: Callable[[MemorySystem], dict[str, Any]] | None,
     ) -> SnapshotResult:
         """Load the snapshot for ``fields`` or build it.
 
         ``make(workdir)`` returns a fresh system; ``build(system)`` ingests + finalizes it and returns
-        extra manifest fields (e.g. ingest usage)."""
+        extra manifest fields (e.g. ingest usage). ``build`` None: load only; a missing or broken snapshot
+        raises :class:`SnapshotError`."""
         key = snapshot_key(fields)
         path = self.path_for(method, key)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -169,6 +170,8 @@ class SnapshotStore:
             try:
                 manifest = self.verify(path, key)
             except SnapshotError as exc:
+                if build is None:
+                    raise
                 log.warning("%s; rebuilding it", exc)
                 aside = path.with_name(f"{path.name}.bad-{int(time.time())}")
                 path.rename(aside)
@@ -178,6 +181,8 @@ class SnapshotStore:
                 system = make(self.scratch_dir(method, key))
                 system.load(path)
                 return SnapshotResult(system, path, True, manifest)
+            if build is None:
+                raise SnapshotError(f"no snapshot {path} to load (this run builds none)")
             # Under the lock no other builder of this key is alive: any tmp dir is a killed build's leftover.
             for stale in path.parent.glob(f"{path.name}.tmp-*"):
                 log.warning("removing %s, left by an interrupted build", stale)

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memcore.config import EmbedderConfig
+from memcore.config import ConfigError, EmbedderConfig
 from memcore.interfaces import BufferedIngest, LazyResource, MemorySystem, MethodContext, MethodSpec, StagedIngest
 from memcore.llm.usage import UsageTracker
 from memcore.seeding import derive_seed
-from memcore.snapshots import SnapshotError, SnapshotStore, construction_fields, snapshot_key
+from memcore.snapshots import MANIFEST, SnapshotError, SnapshotStore, construction_fields, snapshot_key
 from memcore.types import Conversation
 
 log = logging.getLogger(__name__)
@@ -222,6 +222,7 @@ class MemoryBuilder:
         embedder_cache: Path,
         extras: dict[str, Any],
         pool: ProcessPoolExecutor | None = None,
+        load_only: bool = False,
     ) -> None:
         self.spec = spec
         self.method_cfg = method_cfg
@@ -232,7 +233,8 @@ class MemoryBuilder:
         self.snapshots = snapshots
         self.embedder_cache = embedder_cache
         self.extras = extras
-        self.pool = pool
+        self.pool = None if load_only else pool
+        self.load_only = load_only
         self.store = SnapshotStore(snapshots)
 
     def fields(self, conversation: Conversation) -> dict[str, Any]:
@@ -246,6 +248,21 @@ class MemoryBuilder:
             conversation=conversation,
             seed=self.run_seed,
         )
+
+    def require_snapshots(self, conversations: list[Conversation], where: str) -> None:
+        """A ``load_only`` builder's check before any work: every conversation's memory has a finished snapshot,
+        else one ConfigError naming the missing ones and what to do."""
+        missing = [
+            c.conv_id
+            for c in conversations
+            if not (self.store.path_for(self.spec.name, snapshot_key(self.fields(c))) / MANIFEST).is_file()
+        ]
+        if missing:
+            raise ConfigError(
+                f"memory_backbone={self.backbone_model}: no {self.spec.name} memory built by that model (with this "
+                f"method config, ablation and seed) for {', '.join(missing)} under {where}; build it first with "
+                f"the backbone preset whose model is {self.backbone_model}, or drop memory_backbone"
+            )
 
     def build(
         self,
@@ -279,7 +296,9 @@ class MemoryBuilder:
             method=self.spec.name,
             fields=fields,
             make=make,
-            build=lambda system: build_memory(system, conversation, scope, on_turn=on_turn, on_ingested=on_ingested),
+            build=None
+            if self.load_only
+            else lambda system: build_memory(system, conversation, scope, on_turn=on_turn, on_ingested=on_ingested),
         )
         stats = {
             "snapshot": str(snap.path),

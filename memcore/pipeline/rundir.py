@@ -36,7 +36,7 @@ def result_fields(cfg: DictConfig, dataset_sha256: str) -> dict[str, Any]:
     }
     # ``item_ids`` only when set, so runs made before it existed still resume
     dataset = {k: v for k, v in c["dataset"].items() if k != "path" and not (k == "item_ids" and v is None)}
-    return {
+    out = {
         "method": c["method"],
         "ablation": c["ablation"],
         "backbone": backbone,
@@ -47,6 +47,9 @@ def result_fields(cfg: DictConfig, dataset_sha256: str) -> dict[str, Any]:
         "seed": c["seed"],
         "eval": _eval_fields(c["eval"]),
     }
+    if c.get("memory_backbone"):  # only when set, so runs made before it existed still resume
+        out["memory_backbone"] = c["memory_backbone"]
+    return out
 
 
 def _eval_fields(ev: dict[str, Any]) -> dict[str, Any]:
