@@ -174,7 +174,9 @@ class Runner:
             self.timings["conversations_s"] = time.perf_counter() - t0
             if errors:  # the cause, not a worker's "stopped" that it set off
                 raise next((e for e in errors if not isinstance(e, StopRequested | RunStopped)), errors[0])
-            return {"backbone_started": res.backbone.built, "embedder_loaded": res.embedder.built}
+            # a llama.cpp backbone whose every call the cache served was built but never started its server
+            started = res.backbone.built and getattr(res.backbone.get(), "started", True)
+            return {"backbone_started": bool(started), "embedder_loaded": res.embedder.built}
 
     def _process_conversation(
         self,

@@ -148,6 +148,18 @@ def test_memcore_llm_mode_end_to_end(tmp_path: Path) -> None:
     assert 1 <= stats["notes"] <= 6
     assert not _server_pids(run_dir), "the llama.cpp server outlived the run"
 
+    # The same run in a new run dir: its memory and every LLM reply come from the snapshot and the cache, so no
+    # llama.cpp server starts and the answers are the first run's.
+    again = tmp_path / "again"
+    _run(
+        _cmd(tmp_path, again, "method=memcore", "dataset=locomo", f"dataset.path={data}", "dataset.name=conv26-first6")
+    )
+    assert {r["item_id"]: r["answer"] for r in read_items(again / "items.jsonl")} == {
+        r["item_id"]: r["answer"] for r in items
+    }
+    assert json.loads((again / "cost.json").read_text())["resources"]["backbone_started"] is False
+    assert "starting llama.cpp server" not in (again / "cli.log").read_text()
+
 
 # make test-all only: 193 s on an idle 2-core machine put make test over 15 min (952 s on a fresh clone). make test
 # keeps the same SIGKILL-and-rerun through the CLI on the scripted backbone (test_reliability_resume.py); this one

@@ -235,3 +235,32 @@ def test_a_stopping_run_starts_no_new_call_and_no_fallback_swallows_the_refusal(
     with pytest.raises(StopRequested, match="ingest call not started"):
         complete_json(stack, MSGS, stage="ingest", validate=dict, fallback={}, fallback_kind="raw", prompt_version="v")
     assert len(inner.calls) == 1
+
+
+def test_a_deferred_transport_starts_on_the_first_request_the_cache_cannot_serve(tmp_path: Path) -> None:
+    from memcore.config import BackboneConfig
+    from memcore.llm.factory import DeferredTransport, extra_body_of
+
+    cfg = BackboneConfig(name="", model="m-1", thinking=False)
+    assert extra_body_of(cfg) == EXTRA  # so the keys below are the ones a FakeTransport's stack writes
+    cache = ResponseCache(tmp_path / "llm.sqlite")
+    build_stack(FakeTransport(), tracker=UsageTracker(), cache=cache).complete(MSGS, stage="answer")
+
+    starts: list[FakeTransport] = []
+
+    def start() -> Any:
+        starts.append(FakeTransport())
+        return starts[-1]
+
+    deferred = DeferredTransport(cfg, start)
+    stack = build_stack(deferred, tracker=UsageTracker(), cache=cache)
+    assert stack.complete(MSGS, stage="answer").cached and not starts and not stack.started  # a hit: nothing starts
+    others = [[{"role": "user", "content": f"q{i}"}] for i in range(8)]
+    threads = [threading.Thread(target=stack.complete, args=(m,), kwargs={"stage": "answer"}) for m in others]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(starts) == 1 and stack.started  # started once, under the lock, for 8 concurrent misses
+    assert len(starts[0].requests) == 8
+    assert stack.connection_kwargs()["model"] == "m-1"  # anything else is the started transport's

@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memcore.config import BackboneConfig, ConfigError, EmbedderConfig
-from memcore.interfaces import ChatBackbone, Embedder
+from memcore.interfaces import ChatBackbone, Completion, Embedder, Message
 from memcore.llm.backbone import MissingKeyError, OpenAITransport
 from memcore.llm.cache import ResponseCache
 from memcore.llm.embedders import CachedEmbedder, HashingEmbedder, MiniLMEmbedder, OpenAIEmbedder
@@ -52,9 +54,8 @@ def _llamacpp(
 ) -> tuple[str | None, str]:
     """Start a local llama.cpp server (registered on ``resources``); its URL and the placeholder key. A stop
     request ends a wait for the machine-wide server lock."""
-    gguf = resolve_gguf(cfg.model, cfg.gguf)
     server = LlamaCppServer(
-        gguf,
+        resolve_gguf(cfg.model, cfg.gguf),
         n_ctx=cfg.n_ctx,
         threads=cfg.server_threads,
         alias=cfg.model,
@@ -83,16 +84,58 @@ def _scripted(cfg: BackboneConfig, usage: UsageTracker) -> ChatBackbone:
 @dataclass(frozen=True)
 class BackboneKind:
     """How a ``backbone.kind`` is served: ``endpoint`` starts what it needs and returns (base URL, API key) for
-    the OpenAI transport; ``build`` (instead) returns a ready backbone that needs no server (``scripted``)."""
+    the OpenAI transport; ``build`` (instead) returns a ready backbone that needs no server (``scripted``).
+    ``deferred``: the endpoint starts on the first request the response cache cannot serve (or the first
+    caller that asks for the connection), not when the stack is built, so a fully cached run starts nothing;
+    ``precheck`` runs at build time instead, for the errors that should come before any work."""
 
     endpoint: (
         Callable[[BackboneConfig, contextlib.ExitStack, Path, StopCheck | None], tuple[str | None, str]] | None
     ) = None
     build: Callable[[BackboneConfig, UsageTracker], ChatBackbone] | None = None
+    deferred: bool = False
+    precheck: Callable[[BackboneConfig], object] | None = None
+
+
+class DeferredTransport:
+    """A transport made on first use by ``start()``: ``complete`` and any attribute beyond the ones the response
+    cache needs (``model``, ``name``, ``json_mode``, ``extra_body``, known from the config) start it, once, under
+    a lock. ``started`` says whether that happened."""
+
+    def __init__(self, cfg: BackboneConfig, start: Callable[[], OpenAITransport]) -> None:
+        self.model = cfg.model
+        self.name = cfg.name or cfg.model  # as OpenAITransport names itself
+        self.json_mode = cfg.json_mode
+        self.extra_body = extra_body_of(cfg)
+        self._start = start
+        self._transport: OpenAITransport | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def started(self) -> bool:
+        return self._transport is not None
+
+    def _get(self) -> OpenAITransport:
+        with self._lock:
+            if self._transport is None:
+                log.info("backbone %s: first request the cache cannot serve; starting it", self.name)
+                self._transport = self._start()
+            return self._transport
+
+    def complete(self, messages: Sequence[Message], **request: Any) -> Completion:
+        return self._get().complete(messages, **request)
+
+    def __getattr__(self, item: str) -> Any:
+        if item.startswith("_"):  # not set yet (during __init__, copy, pickle)
+            raise AttributeError(item)
+        return getattr(self._get(), item)
 
 
 BACKBONE_KINDS: Registry[BackboneKind] = Registry("backbone kind")
-BACKBONE_KINDS.add("llamacpp", BackboneKind(endpoint=_llamacpp))
+BACKBONE_KINDS.add(
+    "llamacpp",
+    BackboneKind(endpoint=_llamacpp, deferred=True, precheck=lambda cfg: resolve_gguf(cfg.model, cfg.gguf)),
+)
 BACKBONE_KINDS.add("openai_compatible", BackboneKind(endpoint=_openai_compatible))
 BACKBONE_KINDS.add("scripted", BackboneKind(build=_scripted))
 
@@ -106,31 +149,41 @@ def build_backbone(
     log_dir: Path,
     stop_requested: StopCheck | None = None,
 ) -> Metered:
-    """Start what the backbone needs (a llama.cpp server for ``llamacpp``), check it answers, return its stack:
-    transport → response cache (``cache``; never for ``scripted``) → usage metering into ``usage``. The server is
-    registered on ``resources`` and stops when the run ends. The caller adds the run's request limiter on top."""
+    """Start what the backbone needs (a llama.cpp server for ``llamacpp``: on its first request the cache cannot
+    serve, see :class:`BackboneKind`), check it answers, return its stack: transport → response cache (``cache``;
+    never for ``scripted``) → usage metering into ``usage``. The server is registered on ``resources`` and stops
+    when the run ends. The caller adds the run's request limiter on top."""
     if cfg.kind not in BACKBONE_KINDS:
         raise ConfigError(BACKBONE_KINDS.unknown(cfg.kind))
     kind = BACKBONE_KINDS.get(cfg.kind)
     if kind.build is not None:
         return kind.build(cfg, usage)  # type: ignore[return-value]
-    assert kind.endpoint is not None
-    base_url, api_key = kind.endpoint(cfg, resources, log_dir, stop_requested)
-    transport = OpenAITransport(
-        model=cfg.model,
-        base_url=base_url,
-        api_key=api_key,
-        name=cfg.name,
-        extra_body=extra_body_of(cfg),
-        json_mode=cfg.json_mode,
-        max_concurrency=cfg.max_concurrency,
-        timeout_s=cfg.timeout_s,
-        max_attempts=cfg.max_attempts,
-        backoff_cap_s=cfg.backoff_cap_s,
-        usage=usage,
-    )
-    transport.check_reachable()
-    return build_stack(transport, tracker=usage, cache=cache)
+    endpoint = kind.endpoint
+    assert endpoint is not None
+
+    def start() -> OpenAITransport:
+        base_url, api_key = endpoint(cfg, resources, log_dir, stop_requested)
+        transport = OpenAITransport(
+            model=cfg.model,
+            base_url=base_url,
+            api_key=api_key,
+            name=cfg.name,
+            extra_body=extra_body_of(cfg),
+            json_mode=cfg.json_mode,
+            max_concurrency=cfg.max_concurrency,
+            timeout_s=cfg.timeout_s,
+            max_attempts=cfg.max_attempts,
+            backoff_cap_s=cfg.backoff_cap_s,
+            usage=usage,
+        )
+        transport.check_reachable()
+        return transport
+
+    if kind.precheck is not None:
+        kind.precheck(cfg)
+    if kind.deferred and cache is not None:
+        return build_stack(DeferredTransport(cfg, start), tracker=usage, cache=cache)
+    return build_stack(start(), tracker=usage, cache=cache)
 
 
 def _minilm(cfg: EmbedderConfig) -> Embedder:
