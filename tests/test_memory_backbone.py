@@ -29,6 +29,8 @@ def test_a_run_reads_the_memory_another_model_built_and_builds_none(tmp_path: Pa
     assert result.n_items == 8
     stats = json.loads((tmp_path / "mixed" / "stats.json").read_text())
     assert [c["reused"] for c in stats["conversations"].values()] == [True]
+    assert json.loads((tmp_path / "mixed" / "metrics.json").read_text())["run"]["memory_backbone"] == "small"
+    assert "Memory: built by small (memory_backbone); backbone scripted retrieved" in result.table
     state = json.loads((tmp_path / "mixed" / "run_state.json").read_text())
     assert state["fields"]["memory_backbone"] == "small"
     assert "memory_backbone" not in json.loads((tmp_path / "small" / "run_state.json").read_text())["fields"]

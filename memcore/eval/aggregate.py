@@ -249,6 +249,12 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
         from memcore.eval.disclosure import evidence_line
 
         lines += ["", evidence_line(run["evidence"])]
+    if run.get("memory_backbone"):
+        lines += [
+            "",
+            f"Memory: built by {run['memory_backbone']} (memory_backbone); backbone {run.get('backbone')} retrieved "
+            "and answered over it.",
+        ]
     if has_judge and run.get("judge"):
         lines += ["", judge_line(run["judge"], metrics["overall"])]
     if ceiling:

@@ -46,6 +46,8 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
         "n_conversations": len(data.conversations),
         "answered": bool(cfg.eval.answer),
     }
+    if cfg.get("memory_backbone") and str(cfg.memory_backbone) != str(cfg.backbone.model):
+        metrics["run"]["memory_backbone"] = str(cfg.memory_backbone)  # built by another model than the one answering
     from memcore.eval.disclosure import evidence_disclosure
     from memcore.methods import get_method
 
