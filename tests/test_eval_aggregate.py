@@ -213,3 +213,15 @@ def test_format_table_prints_budget_recall() -> None:
     metrics = aggregate(ITEMS)
     metrics["recall_at_budget"] = {"500": {"recall": 0.25, "hit_rate": 0.5, "mean_tokens_used": 10.0, "n": 2}}
     assert "budgets (categories 1-4): 500 tok 25.00." in format_table(metrics, "t")
+
+
+def test_slice_line_names_the_conversations_the_cut_and_the_filters() -> None:
+    from memcore.eval.aggregate import slice_line
+
+    info = {"conversations": ["conv-26"], "max_sessions": 4, "n_items": 18, "categories": [1, 2], "item_ids": 18}
+    assert slice_line("locomo-llm", info) == (
+        "Slice: locomo-llm = conv-26 (first 4 sessions), 18 QA items; only categories 1, 2; "
+        "only the 18 named in dataset.item_ids."
+    )
+    whole = {"conversations": [f"conv-{i}" for i in range(10)], "max_sessions": None, "n_items": 1986}
+    assert slice_line("locomo", whole) == "Slice: locomo = conv-0, conv-1, conv-2, conv-3 and 6 more, 1,986 QA items."

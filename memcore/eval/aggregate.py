@@ -192,6 +192,19 @@ def _judge_cell(block: Mapping[str, Any]) -> str:
     return f"{100.0 * value:.2f}"
 
 
+def slice_line(name: str, info: Mapping[str, Any]) -> str:
+    """``Slice: locomo-llm = conv-26 (first 4 sessions), 18 QA items; only the 18 named in dataset.item_ids.``"""
+    convs = list(info.get("conversations") or [])
+    shown = ", ".join(convs[:4]) + (f" and {len(convs) - 4} more" if len(convs) > 4 else "")
+    cut = f" (first {info['max_sessions']} sessions)" if info.get("max_sessions") else ""
+    text = f"Slice: {name} = {shown}{cut}, {int(info.get('n_items') or 0):,} QA items"
+    if info.get("categories"):
+        text += f"; only categories {', '.join(str(c) for c in info['categories'])}"
+    if info.get("item_ids"):
+        text += f"; only the {info['item_ids']} named in dataset.item_ids"
+    return text + "."
+
+
 def format_table(metrics: Mapping[str, Any], title: str) -> str:
     """Markdown table of an :func:`aggregate` result: one row per category ("1 multi-hop (n=282)"), then the
     paper's overall (categories 1-5) and overall 1-4; columns in percent. With a judge: J (mean ± std over
@@ -245,6 +258,8 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
         from memcore.eval.disclosure import disclosure_line
 
         lines += ["", disclosure_line(run["answer"])]
+    if run.get("slice"):
+        lines += ["", slice_line(run.get("dataset", ""), run["slice"])]
     if run.get("evidence"):
         from memcore.eval.disclosure import evidence_line
 

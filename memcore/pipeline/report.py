@@ -28,6 +28,19 @@ class RunResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
+def slice_info(dataset: DictConfig, data: LoadedSlice) -> dict[str, Any]:
+    """What the run evaluated, beyond the slice's name: its conversations, the session cut, the QA count and the
+    item filters (``dataset.categories``, ``dataset.item_ids``), so a table over a subset says so."""
+    ids, cats = dataset.get("item_ids"), dataset.get("categories")
+    return {
+        "conversations": [c.conv_id for c in data.conversations if c.qa],  # those with an item to answer
+        "max_sessions": dataset.max_sessions,
+        "n_items": data.n_items,
+        "categories": [int(c) for c in cats] if cats else None,
+        "item_ids": len(ids) if ids else None,
+    }
+
+
 def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dict[str, Any]]) -> dict[str, Any]:
     """``metrics.json`` of a run over ``items`` (in dataset order): the aggregate scores, recall at the
     ``eval.token_budgets`` and at the first :data:`~memcore.eval.aggregate.RECALL_KS` notes, what ran (judge and answer disclosure included), the gold ceiling of the audit
@@ -46,6 +59,7 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
         "n_conversations": len(data.conversations),
         "answered": bool(cfg.eval.answer),
     }
+    metrics["run"]["slice"] = slice_info(cfg.dataset, data)
     if cfg.get("memory_backbone") and str(cfg.memory_backbone) != str(cfg.backbone.model):
         metrics["run"]["memory_backbone"] = str(cfg.memory_backbone)  # built by another model than the one answering
     from memcore.eval.disclosure import evidence_disclosure
