@@ -225,3 +225,36 @@ def test_slice_line_names_the_conversations_the_cut_and_the_filters() -> None:
     )
     whole = {"conversations": [f"conv-{i}" for i in range(10)], "max_sessions": None, "n_items": 1986}
     assert slice_line("locomo", whole) == "Slice: locomo = conv-0, conv-1, conv-2, conv-3 and 6 more, 1,986 QA items."
+
+
+def test_ier_refinement_compares_round_one_with_the_final_pool_by_hand() -> None:
+    from memcore.eval.aggregate import ier_line, ier_refinement
+
+    def item(cat: int, gold: list[str], final: list[str], round1: list[str] | None, stop: str = "sufficient") -> Any:
+        extra: dict[str, Any] = {"rounds_log": [{"round": 1}], "ier_stop": stop}
+        if round1 is not None:
+            extra["round1_dia_ids"] = round1
+        return {"category": cat, "evidence": gold, "retrieved_dia_ids": final, "extra": extra}
+
+    items = [
+        item(1, ["D1:1", "D1:2"], ["D1:1", "D1:2"], ["D1:1"]),  # refined: recall 0.5 → 1, hit 1 → 1
+        item(2, ["D2:1"], ["D2:1"], ["D3:3"]),  # refined: 0 → 1, hit 0 → 1
+        item(4, ["D4:1"], ["D9:9"], None),  # stopped at round 1: counted in n only
+        item(5, ["D5:1"], ["D5:1"], ["D0:0"]),  # category 5: left out
+        item(1, [], ["D1:1"], ["D1:1"]),  # no gold evidence: left out
+    ]
+    res = ier_refinement(items)
+    assert res == {
+        "n": 3,
+        "n_refined": 2,
+        "recall_round1": 0.25,
+        "recall_final": 1.0,
+        "hit_round1": 0.5,
+        "hit_final": 1.0,
+    }
+    assert ier_line(res) == (
+        "IER: refined 2 of 3 questions (categories 1-4 with gold evidence); on them recall 25.00 at round 1 → "
+        "100.00 after refinement, hit rate 50.00 → 100.00."
+    )
+    off = [item(1, ["D1:1"], ["D1:1"], None, stop="off")]
+    assert ier_refinement(off) is None and ier_refinement([{"category": 1, "evidence": ["D1:1"]}]) is None

@@ -62,6 +62,8 @@ def test_a_note_only_a_subquery_finds_reaches_the_top_k_of_a_large_memory(
     assert first_round["sufficient"] is False
     assert (_gold_rank(ev) is not None) is enters
     assert len(ev.notes) == 20
+    assert "D3:11" not in ev.extra["round1_dia_ids"]  # round 1's pool, kept beside the final one
+    assert ("D3:11" in [d for n in ev.notes for d in n.dia_ids]) is enters
 
 
 def test_without_ier_the_gold_note_is_not_retrieved(tmp_path: Path) -> None:
@@ -69,7 +71,7 @@ def test_without_ier_the_gold_note_is_not_retrieved(tmp_path: Path) -> None:
     mem, _, _ = build(conversation_of(garden_turns()), tmp_path, llm=MemCoReLLM(ier_plan=plan), abl="wo_ier")
     ev = mem.retrieve(GOLD_QUESTION)
     assert ev.rounds == 1 and _gold_rank(ev) is None
-    assert ev.extra["ier_stop"] == "off"
+    assert ev.extra["ier_stop"] == "off" and "round1_dia_ids" not in ev.extra  # one round: the pool is round 1's
 
 
 def test_fuse_rounds_reserved_slots_hand_computed() -> None:

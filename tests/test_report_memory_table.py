@@ -68,7 +68,11 @@ def test_totals_over_conversations_hand_computed() -> None:
     row = table.rows[0]
     assert row[3] == "30 → 15" and row[4] == "2.00"
     assert row[6] == "7 / 4 / 15"  # merges / edges / notes created (appends + linked appends)
-    assert "sufficient 4" in row[-1]
+    assert "sufficient 4" in row[-2]
+    assert row[-1] == "–"  # a run made before metrics.json had ier_refinement
+    refined = _run(stats)
+    refined.run.metrics["ier_refinement"] = {"n": 4, "n_refined": 2, "recall_round1": 0.25, "recall_final": 0.75}
+    assert memory_table([refined]).rows[0][-1] == "2 of 4: 25.0 → 75.0"  # type: ignore[union-attr]
 
 
 def test_runs_without_a_memcore_memory_are_left_out() -> None:

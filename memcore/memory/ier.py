@@ -44,6 +44,7 @@ class RefinedPool:
     log: list[dict[str, Any]] = field(default_factory=list)
     fallbacks: list[str] = field(default_factory=list)
     stop: str = "max_rounds"
+    first: list[int] = field(default_factory=list)  # round 1's ranking (the pool without refinement)
 
 
 def subquery_key(text: str) -> str:
@@ -181,7 +182,7 @@ class Refiner:
             if not added:
                 stop = "no_new_evidence"
                 break
-        return RefinedPool(pool, scores, channels, rounds, plan, log, fallbacks, stop)
+        return RefinedPool(pool, scores, channels, rounds, plan, log, fallbacks, stop, first.ranked)
 
     def _rule(self, plan: QueryPlan, first: RoundResult, pool: list[int], issued: set[str]) -> list[QueryPlan]:
         pooled_kw = {k for n in pool for k in self.kindex.note_keywords.get(n, [])}

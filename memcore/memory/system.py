@@ -283,6 +283,8 @@ class MemCoRe:
             "channel_counts": dict(by_channel),
             "fallbacks": pool.fallbacks,
         }
+        if pool.rounds > 1:  # what refinement changed: the source turns of round 1's top k, beside the final ones
+            extra["round1_dia_ids"] = sorted({d for nid in pool.first[:k] for d in self.store.notes[nid].source_ids})
         return Evidence(notes=notes, rounds=pool.rounds, extra=extra)
 
     # ------------------------------------------------------------------ persistence

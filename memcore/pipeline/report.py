@@ -13,7 +13,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from memcore.data.slice import LoadedSlice
-from memcore.eval.aggregate import aggregate, budget_recall, format_table, k_recall
+from memcore.eval.aggregate import aggregate, budget_recall, format_table, ier_refinement, k_recall
 from memcore.itemlog import read_items
 from memcore.llm.usage import updates_while_answering
 
@@ -49,6 +49,9 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
     if cfg.eval.token_budgets:
         metrics["recall_at_budget"] = budget_recall(items, list(cfg.eval.token_budgets))
     metrics["recall_at_k"] = k_recall(items)
+    refinement = ier_refinement(items)
+    if refinement is not None:
+        metrics["ier_refinement"] = refinement
     metrics["run"] = {
         "method": method,
         "ablation": str(cfg.ablation.name),

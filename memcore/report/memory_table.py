@@ -68,6 +68,10 @@ def memory_summary(run: RunData) -> dict[str, Any] | None:
     }
 
 
+def _pct(value: float | None) -> float | None:
+    return None if value is None else 100.0 * value
+
+
 def _num(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
@@ -82,6 +86,12 @@ def memory_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
             continue
         g = m["gate"]
         stops = ", ".join(f"{k} {v}" for k, v in m["ier_stops"].items()) or "–"
+        ref = s.run.metrics.get("ier_refinement") or {}  # runs made before it: "–"
+        refined = (
+            f"{ref['n_refined']} of {ref['n']}: {_num(_pct(ref['recall_round1']), 1)} → {_num(_pct(ref['recall_final']), 1)}"
+            if ref.get("n_refined")
+            else (f"0 of {ref['n']}" if ref else "–")
+        )
         rows.append(
             [
                 s.run.method_label,
@@ -97,6 +107,7 @@ def memory_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
                 _num(None if m["near_dup_rate"] is None else 100 * m["near_dup_rate"], 1),
                 _num(m["ier_rounds_mean"]),
                 stops,
+                refined,
             ]
         )
         records.append(
@@ -109,6 +120,7 @@ def memory_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
                 **{f"gate_{k}": v for k, v in g.items()},
                 **{f"relation_{k}": v for k, v in m["relations"].items()},
                 **{f"ier_stop_{k}": v for k, v in m["ier_stops"].items()},
+                **{f"ier_refinement_{k}": v for k, v in ref.items()},
             }
         )
     if not rows:
@@ -129,6 +141,7 @@ def memory_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
             "near-dup % in top K",
             "IER rounds / q",
             "IER stops",
+            "refined: recall round 1 → final",
         ],
         rows=rows,
         records=records,
@@ -138,5 +151,7 @@ def memory_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
             "label≠strength: gate replies whose strength lay outside their label's range (the label decided).",
             "near-dup: share of the top-K notes whose cosine with a higher-ranked note is >= 0.9.",
             "IER rounds / q counts the first retrieval (I_max = 3 allows 2 refinements).",
+            "refined: questions of categories 1-4 with gold evidence that IER refined, of all such questions, and"
+            " their evidence recall % in round 1's pool and in the final one.",
         ],
     )
