@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Issue 14: MemCoRe's LLM-mode rows at K_final = 5 (eval.budget=5) on conv-26 of locomo-llm, answers included,
+# over the memory llm_ablation.sh built with the 0.5B model. At K = 20 every conv-26 note (16) is retrieved, so the
+# retrieval ablations differ only in note order; at K = 5 they differ in what the answerer reads, and IER's
+# judge sees 5 notes. Then IER with a judge that can say "insufficient": the 1.5B model retrieves over the
+# 0.5B model's memory (memory_backbone), retrieval only, on the first 20 questions of categories 1-4.
+#
+#   MEMCORE_RESULTS=<root> experiments/measure/llm_ablation_k5.sh [overrides...]   # e.g. backbone.server_threads=1
+#
+# Then: python -m experiments.measure.ier_verdicts --on <root>/runs/ier_strong_judge_k5/.../none \
+#         --off <root>/runs/ier_strong_judge_k5/.../wo_ier       (the judge against the gold, recall before/after)
+#       memcore-report <root>/runs/llm_ablation_k5 <root>/runs/llm_ablation_k5_noier --layout ablation --out <dir>
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+RUN=".venv/bin/memcore-run"
+SMALL=qwen2.5-coder-0.5b-instruct-q4_k_m
+C=(dataset=locomo-llm 'dataset.conversations=[conv-26]' protocol=amem progress=false print_table=false method=memcore eval.budget=5 "$@")
+log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
+run() { log "start: $*"; "$RUN" "${C[@]}" "$@"; log "done ($?): $*"; }
+run backbone=local-small experiment_name=llm_ablation_k5 ablation=none     # IER on: judge + answer per question
+run backbone=local-small experiment_name=llm_ablation_k5 ablation=wo_ier
+# IER stops at round 1 on every question with the 0.5B judge, so the retrieval ablations run with IER off
+# (each costs only its answers); the IER-off full model is the row they are compared with.
+for a in none wo_keyword wo_topic wo_neighbor wo_merge; do
+  run backbone=local-small experiment_name=llm_ablation_k5_noier ablation.ier=false ablation=$a
+done
+IDS='["conv-26#0","conv-26#1","conv-26#2","conv-26#3","conv-26#4","conv-26#5","conv-26#6","conv-26#7","conv-26#8","conv-26#9","conv-26#10","conv-26#11","conv-26#12","conv-26#13","conv-26#14","conv-26#31","conv-26#82","conv-26#83","conv-26#84","conv-26#85"]'
+for a in none wo_ier; do
+  run backbone=local memory_backbone=$SMALL eval.answer=false "dataset.item_ids=$IDS" experiment_name=ier_strong_judge_k5 ablation=$a
+done
+log "all runs finished"
