@@ -225,6 +225,9 @@ def test_slice_line_names_the_conversations_the_cut_and_the_filters() -> None:
     )
     whole = {"conversations": [f"conv-{i}" for i in range(10)], "max_sessions": None, "n_items": 1986}
     assert slice_line("locomo", whole) == "Slice: locomo = conv-0, conv-1, conv-2, conv-3 and 6 more, 1,986 QA items."
+    assert slice_line("locomo-quick", {"conversations": ["conv-26"], "max_sessions": 1, "n_items": 4}) == (
+        "Slice: locomo-quick = conv-26 (session 1), 4 QA items."
+    )
 
 
 def test_ier_refinement_compares_round_one_with_the_final_pool_by_hand() -> None:
@@ -255,6 +258,10 @@ def test_ier_refinement_compares_round_one_with_the_final_pool_by_hand() -> None
     assert ier_line(res) == (
         "IER: refined 2 of 3 questions (categories 1-4 with gold evidence); on them recall 25.00 at round 1 → "
         "100.00 after refinement, hit rate 50.00 → 100.00."
+    )
+    none_refined = ier_refinement([item(1, ["D1:1"], ["D1:1"], None)])
+    assert ier_line(none_refined) == (  # type: ignore[arg-type]
+        "IER: refined 0 of 1 questions (categories 1-4 with gold evidence); every question stopped after round 1."
     )
     off = [item(1, ["D1:1"], ["D1:1"], None, stop="off")]
     assert ier_refinement(off) is None and ier_refinement([{"category": 1, "evidence": ["D1:1"]}]) is None

@@ -203,7 +203,7 @@ def ier_line(info: Mapping[str, Any]) -> str:
     """``IER: refined 5 of 35 questions (categories 1-4 with gold evidence); on them recall 40.00 → 60.00 …``"""
     text = f"IER: refined {info['n_refined']} of {info['n']} questions (categories 1-4 with gold evidence)"
     if not info["n_refined"]:
-        return text + "; every other question stopped after round 1."
+        return text + "; every question stopped after round 1."
     return (
         f"{text}; on them recall {_pct(info['recall_round1'])} at round 1 → {_pct(info['recall_final'])} after "
         f"refinement, hit rate {_pct(info['hit_round1'])} → {_pct(info['hit_final'])}."
@@ -233,7 +233,8 @@ def slice_line(name: str, info: Mapping[str, Any]) -> str:
     """``Slice: locomo-llm = conv-26 (first 4 sessions), 18 QA items; only the 18 named in dataset.item_ids.``"""
     convs = list(info.get("conversations") or [])
     shown = ", ".join(convs[:4]) + (f" and {len(convs) - 4} more" if len(convs) > 4 else "")
-    cut = f" (first {info['max_sessions']} sessions)" if info.get("max_sessions") else ""
+    n_sessions = info.get("max_sessions")
+    cut = "" if not n_sessions else (" (session 1)" if n_sessions == 1 else f" (first {n_sessions} sessions)")
     text = f"Slice: {name} = {shown}{cut}, {int(info.get('n_items') or 0):,} QA items"
     if info.get("categories"):
         text += f"; only categories {', '.join(str(c) for c in info['categories'])}"
