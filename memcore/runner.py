@@ -24,7 +24,7 @@ from memcore.itemlog import ItemWriter, read_items
 from memcore.llm.scoped import ScopedBackbone
 from memcore.llm.usage import UsageTracker
 from memcore.methods import get_method
-from memcore.pipeline.build import MemoryBuilder, worker_pool
+from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, worker_pool
 from memcore.pipeline.predict import predict
 from memcore.pipeline.progress import StageBars
 from memcore.pipeline.report import RunResult, write_report
@@ -126,7 +126,7 @@ class Runner:
             len(done),
         )
 
-        if self._memory_from_other_backbone():  # this run never builds under another model's name
+        if other_memory_backbone(self.cfg):  # this run never builds under another model's name
             self._builder(None).require_snapshots(pending_convs, str(self.cfg.paths.snapshots))
         with contextlib.ExitStack() as resources:
             res = open_resources(
@@ -278,18 +278,14 @@ class Runner:
             method_cfg,
             ablation,
             run_seed=int(self.cfg.seed),
-            backbone_model=str(self.cfg.get("memory_backbone") or self.cfg.backbone.model),
-            load_only=self._memory_from_other_backbone(),
+            backbone_model=other_memory_backbone(self.cfg) or str(self.cfg.backbone.model),
+            load_only=other_memory_backbone(self.cfg) is not None,
             embedder_cfg=ecfg,
             snapshots=Path(self.cfg.paths.snapshots),
             embedder_cache=Path(self.cfg.paths.cache) / "embeddings.sqlite",
             extras={"context_budget_tokens": int(self.cfg.backbone.context_budget_tokens)},
             pool=pool,
         )
-
-    def _memory_from_other_backbone(self) -> bool:
-        other = self.cfg.get("memory_backbone")
-        return bool(other) and str(other) != str(self.cfg.backbone.model)
 
     def _build_pool(self, n_convs: int) -> ProcessPoolExecutor | None:
         """Worker processes for builds that call no LLM (:func:`memcore.pipeline.build.worker_pool`)."""

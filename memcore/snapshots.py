@@ -120,6 +120,10 @@ class SnapshotStore:
     def path_for(self, method: str, key: str) -> Path:
         return self.root / method / key
 
+    def exists(self, method: str, key: str) -> bool:
+        """Whether a finished snapshot (one with a manifest) is stored under ``key``; not verified."""
+        return (self.path_for(method, key) / MANIFEST).is_file()
+
     def scratch_dir(self, method: str, key: str) -> Path:
         """A per-process working dir for a memory built or loaded under ``key`` (e.g. mem0's databases),
         kept apart from the snapshots so concurrent processes never share one. Scratch dirs of the same

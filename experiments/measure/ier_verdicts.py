@@ -16,13 +16,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memcore.itemlog import read_items
+
 
 def _read(run: Path) -> dict[str, dict[str, Any]]:
     path = Path(run) / "items.jsonl"
     if not path.is_file():
         raise SystemExit(f"error: {path} not found: pass a run directory holding items.jsonl")
-    rows = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
-    return {r["item_id"]: r for r in rows}
+    return {r["item_id"]: r for r in read_items(path)}
 
 
 def round1_verdict(item: Mapping[str, Any]) -> bool | None:

@@ -26,7 +26,7 @@ from memcore.config import ConfigError, EmbedderConfig
 from memcore.interfaces import BufferedIngest, LazyResource, MemorySystem, MethodContext, MethodSpec, StagedIngest
 from memcore.llm.usage import UsageTracker
 from memcore.seeding import derive_seed
-from memcore.snapshots import MANIFEST, SnapshotError, SnapshotStore, construction_fields, snapshot_key
+from memcore.snapshots import SnapshotError, SnapshotStore, construction_fields, snapshot_key
 from memcore.types import Conversation
 
 log = logging.getLogger(__name__)
@@ -193,6 +193,13 @@ def worker_pool(
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
 
+def other_memory_backbone(cfg: Any) -> str | None:
+    """``memory_backbone`` when it names another model than the run's backbone (the run then reads that model's
+    memories and builds none), else None."""
+    other = cfg.get("memory_backbone")
+    return str(other) if other and str(other) != str(cfg.backbone.model) else None
+
+
 @dataclass
 class BuiltMemory:
     """A conversation's memory, ready to answer, and its ``stats.json`` entry (snapshot path, whether it was
@@ -253,9 +260,7 @@ class MemoryBuilder:
         """A ``load_only`` builder's check before any work: every conversation's memory has a finished snapshot,
         else one ConfigError naming the missing ones and what to do."""
         missing = [
-            c.conv_id
-            for c in conversations
-            if not (self.store.path_for(self.spec.name, snapshot_key(self.fields(c))) / MANIFEST).is_file()
+            c.conv_id for c in conversations if not self.store.exists(self.spec.name, snapshot_key(self.fields(c)))
         ]
         if missing:
             raise ConfigError(

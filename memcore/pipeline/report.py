@@ -16,6 +16,7 @@ from memcore.data.slice import LoadedSlice
 from memcore.eval.aggregate import aggregate, budget_recall, format_table, ier_refinement, k_recall
 from memcore.itemlog import read_items
 from memcore.llm.usage import updates_while_answering
+from memcore.pipeline.build import other_memory_backbone
 
 
 @dataclass
@@ -63,8 +64,9 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
         "answered": bool(cfg.eval.answer),
     }
     metrics["run"]["slice"] = slice_info(cfg.dataset, data)
-    if cfg.get("memory_backbone") and str(cfg.memory_backbone) != str(cfg.backbone.model):
-        metrics["run"]["memory_backbone"] = str(cfg.memory_backbone)  # built by another model than the one answering
+    memory_backbone = other_memory_backbone(cfg)
+    if memory_backbone:
+        metrics["run"]["memory_backbone"] = memory_backbone  # built by another model than the one answering
     from memcore.eval.disclosure import evidence_disclosure
     from memcore.methods import get_method
 
