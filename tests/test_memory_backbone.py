@@ -9,6 +9,7 @@ import pytest
 
 from memcore.config import ConfigError
 from memcore.llm.scripted import ScriptedBackbone
+from memcore.pipeline.rundir import result_fields
 from memcore.runner import run_config
 from tests.fakes import AMemMem0RunnerLLM
 
@@ -39,3 +40,12 @@ def test_a_run_reads_the_memory_another_model_built_and_builds_none(tmp_path: Pa
         run_config(compose([*strong, "memory_backbone=tiny"]), tmp_path / "none", backbone_override=backbone)
     assert not (tmp_path / "none" / "items.jsonl").exists()
     assert backbone.calls_by_stage()["ingest"] == built
+
+
+def test_memory_backbone_naming_the_runs_own_model_is_the_same_run(compose) -> None:
+    plain = compose([*BASE, "backbone.model=small"])
+    own = compose([*BASE, "backbone.model=small", "memory_backbone=small"])
+    other = compose([*BASE, "backbone.model=small", "memory_backbone=strong"])
+    assert result_fields(own, "sha") == result_fields(plain, "sha")
+    assert "memory_backbone" not in result_fields(own, "sha")
+    assert result_fields(other, "sha")["memory_backbone"] == "strong"

@@ -13,6 +13,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memcore.llm.cache import stable_hash
+from memcore.pipeline.build import other_memory_backbone
 from memcore.pipeline.report import write_json
 from memcore.redact import redact_config
 
@@ -47,8 +48,10 @@ def result_fields(cfg: DictConfig, dataset_sha256: str) -> dict[str, Any]:
         "seed": c["seed"],
         "eval": _eval_fields(c["eval"]),
     }
-    if c.get("memory_backbone"):  # only when set, so runs made before it existed still resume
-        out["memory_backbone"] = c["memory_backbone"]
+    # only when it names another model, so runs made before it existed (or naming their own model) still resume
+    memory_backbone = other_memory_backbone(cfg)
+    if memory_backbone:
+        out["memory_backbone"] = memory_backbone
     return out
 
 
