@@ -22,7 +22,7 @@ from memcore.data.slice import LoadedSlice, load_slice
 from memcore.interfaces import LazyResource, MethodSpec, SelfAnsweringMemory
 from memcore.itemlog import ItemWriter, read_items
 from memcore.llm.scoped import ScopedBackbone
-from memcore.llm.usage import UsageTracker
+from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.methods import get_method
 from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, worker_pool
 from memcore.pipeline.predict import predict
@@ -220,21 +220,24 @@ class Runner:
         def one(item: QAItem) -> None:
             if self._stop.is_set():  # a fatal error elsewhere (e.g. the backbone is down): rerun resumes here
                 return
+            spent = UsageTracker()  # this item's calls, kept in its record: a resumed run's cost stays whole
             try:
-                prediction = predict(
-                    system,
-                    item,
-                    res.answerer,
-                    budget=self.cfg.eval.budget,
-                    answer=bool(self.cfg.eval.answer),
-                    method=self.spec.name,
-                )
-                record = score_item(item, prediction, protocol, audited=data.audited.get(item.item_id), judge=judge)
+                with usage_scope(spent):
+                    prediction = predict(
+                        system,
+                        item,
+                        res.answerer,
+                        budget=self.cfg.eval.budget,
+                        answer=bool(self.cfg.eval.answer),
+                        method=self.spec.name,
+                    )
+                    record = score_item(item, prediction, protocol, audited=data.audited.get(item.item_id), judge=judge)
             except StopRequested:
                 return  # the run is stopping (Ctrl-C or a failure elsewhere): the rerun answers this item
             except BaseException:
                 self._stop.set()
                 raise
+            record.usage = item_usage(spent)
             writer.write(record.to_json())
             bars.qa(1)
 

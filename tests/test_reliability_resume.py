@@ -58,3 +58,6 @@ def test_sigkill_then_rerun_matches_uninterrupted(
         assert 1 <= before < RESUME_ITEMS
         assert cost["memory_build"]["snapshots_reused"] == 1  # the finished snapshot was reused
         assert cost["usage"]["by_stage"]["answer"]["calls"] == RESUME_ITEMS - before  # only the missing items
+        # the items killed mid-answer were redone, so the records count exactly one answer call each
+        assert cost["items_usage"]["by_stage"]["answer"]["calls"] == RESUME_ITEMS
+        assert cost["per_question"]["answer"] == 1.0

@@ -215,3 +215,43 @@ def updates_while_answering(ingest_stage: dict[str, Any], conversations: Iterabl
     per-conversation stats (``reused``, ``ingest_usage``); a reused snapshot's build is not in the run's usage."""
     builds = [(c.get("ingest_usage") or {}).get("total") or {} for c in conversations if not c.get("reused")]
     return usage_minus(ingest_stage, builds)
+
+
+#: The per-stage counters an item record keeps (no latencies, so a record is the same on every machine).
+ITEM_USAGE_KEYS: tuple[str, ...] = (
+    "calls",
+    "cached_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "parse_retries",
+    "parse_failures",
+)
+
+
+def item_usage(tracker: UsageTracker) -> dict[str, dict[str, int]]:
+    """What one QA item spent, per stage (``retrieve``, ``answer``, ``judge``, and ``ingest`` for a memory update
+    made while answering it): :data:`ITEM_USAGE_KEYS` of the calls ``tracker`` saw. Stages without a call are left
+    out."""
+    stages = tracker.to_json()["by_stage"]
+    return {name: {k: int(s[k]) for k in ITEM_USAGE_KEYS} for name, s in stages.items() if s["calls"]}
+
+
+def sum_item_usage(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The usage of a whole run from its item records, across every invocation that answered some of them (a
+    resumed run's ``cost.json → usage`` holds only the last invocation's calls). ``n_items`` counts all records,
+    ``n_items_with_usage`` those that carry ``usage`` (records written before it existed do not)."""
+    by_stage: dict[str, dict[str, int]] = {}
+    n = n_with = 0
+    for rec in records:
+        n += 1
+        usage = rec.get("usage")
+        if usage is None:
+            continue
+        n_with += 1
+        for stage, counters in usage.items():
+            acc = by_stage.setdefault(stage, dict.fromkeys(ITEM_USAGE_KEYS, 0))
+            for k in ITEM_USAGE_KEYS:
+                acc[k] += int(counters.get(k, 0))
+    for acc in by_stage.values():
+        acc["llm_calls"] = acc["calls"] - acc["cached_calls"]
+    return {"by_stage": dict(sorted(by_stage.items())), "n_items": n, "n_items_with_usage": n_with}

@@ -11,7 +11,8 @@ from typing import Any
 
 #: Version of the record layout below; bump it with every change of keys or of their meaning.
 #: 1: ``record_version``, ``answer_raw`` and ``prompt_hash`` added (records without them are version 0).
-RECORD_VERSION = 1
+#: 2: ``usage`` added: the item's LLM calls and tokens per stage (:func:`memcore.llm.usage.item_usage`).
+RECORD_VERSION = 2
 
 
 @dataclass
@@ -41,7 +42,8 @@ class ItemRecord:
     """One answered (or retrieval-only) QA item. ``answer`` is ``None`` when ``eval.answer=false``;
     ``answer_raw`` is the backbone's reply before post-processing and ``prompt_hash`` the digest of the answer
     request (both ``None`` when the harness did not ask); ``audited`` holds the scores against the audit's gold
-    when the overlay is on; ``judge`` the judge's per-run labels."""
+    when the overlay is on; ``judge`` the judge's per-run labels; ``usage`` the LLM calls and tokens spent on the
+    item, per stage (``None`` in records written before version 2)."""
 
     item_id: str
     conv_id: str
@@ -63,6 +65,7 @@ class ItemRecord:
     judge: dict[str, Any] | None = None
     answer_raw: str | None = None
     prompt_hash: str | None = None
+    usage: dict[str, dict[str, int]] | None = None
     record_version: int = RECORD_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -96,6 +99,8 @@ class ItemRecord:
             out["audited"] = self.audited.to_json()
         if self.judge is not None:
             out["judge"] = self.judge
+        if self.usage is not None:
+            out["usage"] = self.usage
         return out
 
     @classmethod
@@ -127,5 +132,6 @@ class ItemRecord:
             judge=rec.get("judge"),
             answer_raw=rec.get("answer_raw"),
             prompt_hash=rec.get("prompt_hash"),
+            usage=rec.get("usage"),
             record_version=int(rec.get("record_version", 0)),
         )

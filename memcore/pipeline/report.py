@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -15,8 +16,10 @@ from omegaconf import DictConfig
 from memcore.data.slice import LoadedSlice
 from memcore.eval.aggregate import aggregate, budget_recall, format_table, ier_refinement, k_recall
 from memcore.itemlog import read_items
-from memcore.llm.usage import updates_while_answering
+from memcore.llm.usage import sum_item_usage, updates_while_answering
 from memcore.pipeline.build import other_memory_backbone
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -107,10 +110,14 @@ def run_cost(
     *,
     wall_s: dict[str, float],
     built: dict[str, bool],
+    items: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """``cost.json``: LLM calls and tokens by stage, the memory build's cost per turn, calls per question and
     the estimated spend at the backbone's prices. Calls count what the method needs, cached or not (a warm
-    cache must not make a method look cheaper); ``llm_calls_uncached`` is what this run actually sent."""
+    cache must not make a method look cheaper); ``llm_calls_uncached`` is what this run actually sent.
+
+    ``usage`` is this invocation's; ``items_usage`` sums the item records (``items``), so it covers every
+    invocation of a resumed run, and calls per question come from it when every item carries its usage."""
     b = cfg.backbone
     totals = [v["ingest_usage"].get("total", {}) for v in conv_stats.values()]
     build_turns = sum(v["turns"] for v in conv_stats.values())
@@ -120,6 +127,9 @@ def run_cost(
     build_completion = sum(t.get("completion_tokens", 0) for t in totals)
     updates = updates_while_answering(usage["by_stage"].get("ingest", {}), conv_stats.values())
     prices = (float(b.price_in_per_mtok), float(b.price_out_per_mtok))
+    items_usage = sum_item_usage(items or [])
+    whole = items_usage["by_stage"] if items and items_usage["n_items_with_usage"] == len(items) else None
+    qa_stages = whole if whole is not None else usage["by_stage"]
     return {
         "backbone": {
             "name": str(b.name),
@@ -140,10 +150,11 @@ def run_cost(
             "snapshots_reused": sum(1 for v in conv_stats.values() if v["reused"]),
             "snapshots_built": sum(1 for v in conv_stats.values() if not v["reused"]),
         },
+        "items_usage": items_usage,
         "per_question": {
             stage: round(calls / n_items, 4) if n_items else None
             for stage, calls in (
-                *((s, usage["by_stage"].get(s, {}).get("calls", 0)) for s in ("retrieve", "answer", "judge")),
+                *((s, qa_stages.get(s, {}).get("calls", 0)) for s in ("retrieve", "answer", "judge")),
                 ("memory_update", updates["calls"]),
             )
         },
@@ -191,7 +202,8 @@ def write_report(
     items = sorted((r for r in items if r["item_id"] in order), key=lambda r: order[r["item_id"]])
     metrics = run_metrics(cfg, method, data, items)
     wall = {"total": time.perf_counter() - t_start, **timings}
-    cost = run_cost(cfg, usage, conv_stats, data.n_items, wall_s=wall, built=built)
+    conv_stats = {**earlier_conversation_stats(run_dir, data), **conv_stats}
+    cost = run_cost(cfg, usage, conv_stats, data.n_items, wall_s=wall, built=built, items=items)
     metrics["parse_failures"] = cost["usage"]["parse_failures_by_kind"]
     stats = {"conversations": conv_stats, "method": method, "data_cleaning": data.cleaning}
     title = f"{method} / {cfg.ablation.name} / {cfg.backbone.name} / {cfg.dataset.name} ({cfg.protocol.name} protocol)"
@@ -203,6 +215,24 @@ def write_report(
     write_json(run_dir / "stats.json", stats)
     (run_dir / "table.md").write_text(table + "\n" + cost_lines(cost) + "\n")
     return RunResult(run_dir, metrics, cost, len(items), table, stats)
+
+
+def earlier_conversation_stats(run_dir: Path, data: LoadedSlice) -> dict[str, Any]:
+    """The ``stats.json`` entries an earlier invocation of this run wrote for the slice's conversations. A resumed
+    run processes only the conversations with items left, so without these a rerun would drop the others' memory
+    stats (and the build cost read from them)."""
+    path = run_dir / "stats.json"
+    if not path.is_file():
+        return {}
+    try:
+        earlier = json.loads(path.read_text()).get("conversations") or {}
+    except json.JSONDecodeError as exc:  # derived data, rewritten below: say so and go on
+        log.warning(
+            "%s: not valid JSON (%s); the conversations this invocation did not process lose their stats", path, exc
+        )
+        return {}
+    ids = {c.conv_id for c in data.conversations}
+    return {k: v for k, v in earlier.items() if k in ids}
 
 
 def write_json(path: Path, obj: Any) -> None:

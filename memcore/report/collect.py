@@ -181,6 +181,19 @@ def qa_time_ingest(run: RunData) -> dict[str, int]:
     return updates_while_answering(ingest if convs else {}, convs)
 
 
+def qa_stage_usage(run: RunData) -> dict[str, dict[str, Any]]:
+    """Usage per QA stage (every stage but ``ingest``) of the whole run: ``cost.json → items_usage`` when every
+    item carries its usage (it then covers every invocation of a resumed run), else ``usage``, which holds only
+    the last invocation's calls (runs made before items kept their usage)."""
+    items_usage = run.cost.get("items_usage") or {}
+    n = int(run.metrics.get("n_items") or 0)
+    if n and items_usage.get("n_items_with_usage") == n:
+        stages = items_usage.get("by_stage") or {}
+    else:
+        stages = (run.cost.get("usage") or {}).get("by_stage") or {}
+    return {name: st for name, st in stages.items() if name != "ingest"}
+
+
 def load_run(path: Path) -> RunData:
     """Load one run dir (must hold ``metrics.json``)."""
     path = Path(path)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memcore.report.collect import ReportInputError, RunData, load_runs, qa_time_ingest
+from memcore.report.collect import ReportInputError, RunData, load_runs, qa_stage_usage, qa_time_ingest
 
 LOCOMO_TURNS = 5882
 LOCOMO_QUESTIONS = 1986
@@ -73,7 +73,7 @@ def measured_rates(
     for conv in convs.values():
         for stage in ((conv.get("ingest_usage") or {}).get("by_stage") or {}).values():
             build = [a + b for a, b in zip(build, _stage_totals(stage, **kw))]
-    by_stage = (run.cost.get("usage") or {}).get("by_stage") or {}
+    by_stage = qa_stage_usage(run)
     n = len(run.items) or int(run.metrics.get("n_items") or 0)
     if n == 0:
         raise ReportInputError(f"{run.path}: no QA items; cannot estimate per-question cost.")

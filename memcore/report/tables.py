@@ -19,7 +19,7 @@ from typing import Any
 from memcore.eval.aggregate import RECALL_KS, category_name, k_recall
 from memcore.eval.bootstrap import bootstrap_ci
 from memcore.eval.disclosure import evidence_cell
-from memcore.report.collect import RunData, qa_time_ingest
+from memcore.report.collect import RunData, qa_stage_usage, qa_time_ingest
 from memcore.report.reference import PAPER_DATASET, PAPER_PROTOCOL, PaperNumbers
 
 CATEGORIES: tuple[int, ...] = (1, 2, 3, 4, 5)
@@ -99,12 +99,11 @@ def metric_cis(
 
 def usage_totals(run: RunData) -> dict[str, int]:
     """Memory-build and QA calls, tokens and parse fallbacks of one run, cached calls included, plus the
-    ingested turns. QA = every stage but ``ingest``, plus the ingest-stage calls made while answering
-    (memory updates, :func:`qa_time_ingest`). Build figures come from ``stats.json`` (a reused snapshot
+    ingested turns. QA = every stage but ``ingest`` (:func:`qa_stage_usage`: the whole run's, from the item
+    records), plus the ingest-stage calls made while answering (memory updates, :func:`qa_time_ingest`). Build figures come from ``stats.json`` (a reused snapshot
     keeps its original build's usage), else from ``cost.json → memory_build``."""
     convs = run.stats.get("conversations") or {}
-    by_stage = (run.cost.get("usage") or {}).get("by_stage") or {}
-    qa = [st for name, st in by_stage.items() if name != "ingest"]
+    qa = list(qa_stage_usage(run).values())
     if convs:
         totals = [(c.get("ingest_usage") or {}).get("total") or {} for c in convs.values()]
         build_calls = sum(int(t.get("calls", 0)) for t in totals)
