@@ -155,17 +155,20 @@ def test_ablation_table_deltas_vs_full_and_paper(tmp_path: Path, paper) -> None:
     lines = md.splitlines()
     wo = lines.index(next(line for line in lines if "memcore [wo_ier]" in line))
     # ours: F1 30, recall 50; 10 points below the full model on both
+    # F1, F1 1-4, BLEU-1, recall, hit; then ΔF1, ΔF1 1-4, Δrecall with their paired intervals (every item -10)
     assert (
-        "| ours | 30.00 [30.00, 30.00] | 30.00 [30.00, 30.00] | 50.00 [50.00, 50.00] | 100.00 [100.00, 100.00] | -10.00 | -10.00 |"
+        "| ours | 30.00 [30.00, 30.00] | 30.00 [30.00, 30.00] | 30.00 [30.00, 30.00] | 50.00 [50.00, 50.00] "
+        "| 100.00 [100.00, 100.00] | -10.00 [-10.00, -10.00] | -10.00 [-10.00, -10.00] | -10.00 [-10.00, -10.00] |"
         in lines[wo]
     )
-    # paper wo_ier 32.94 / 30.86 / 46.29 / 51.26; vs the paper's full model: F1 -5.68, recall -15.93
-    assert "| paper | 32.94 | 30.86 | 46.29 | 51.26 | -5.68 | -15.93 |" in lines[wo + 1]
-    assert "| Δ ours−paper | -2.94 | -0.86 | +3.71 | +48.74 |" in lines[wo + 2]
+    # paper wo_ier 32.94 / 30.86 / 46.29 / 51.26 (no F1 1-4); vs the paper's full model: F1 -5.68, recall -15.93
+    assert "| paper | 32.94 | – | 30.86 | 46.29 | 51.26 | -5.68 |  | -15.93 |" in lines[wo + 1]
+    assert "| Δ ours−paper | -2.94 | – | -0.86 | +3.71 | +48.74 |" in lines[wo + 2]
     full_row = next(line for line in lines if "| qwen3-8b | memcore | ours |" in line)
     assert "(full) | (full)" in full_row
     recs = {r["ablation"]: r for r in csv.DictReader(io.StringIO(table.to_csv()))}
     assert recs["wo_ier"]["f1_vs_full"] == "-10.0000" and recs["wo_ier"]["recall_paper_vs_full"] == "-15.9300"
+    assert recs["wo_ier"]["f1_no_adv_vs_full_ci_low"] == "-10.0000" and recs["wo_ier"]["recall_vs_full_n_paired"] == "4"
     assert recs["none"]["recall_paper"] == "62.2200"
 
 
@@ -375,3 +378,19 @@ def test_report_prints_the_judge_probe_beside_j(tmp_path: Path, capsys) -> None:
     assert "| mem0-judge | m (local-small) | 100.0 [" in (out / "judge_probe.md").read_text()
     assert report_main([*args, "--probe", str(tmp_path / "absent.json")]) == 0  # no probe file: no probe table
     assert "Judge leniency probe" not in capsys.readouterr().out
+
+
+def test_paired_delta_interval_by_hand() -> None:
+    from memcore.eval.bootstrap import paired_delta_ci
+
+    def item(qid: str, f1: float, cat: int = 4) -> dict[str, Any]:
+        return {"item_id": qid, "category": cat, "scores": {"f1": f1}}
+
+    full = [item("a", 0.5), item("b", 0.0), item("c", 1.0), item("x", 0.2, cat=5)]
+    ablated = [item("b", 1.0), item("a", 0.5), item("z", 0.9)]  # paired by id: differences 0 (a) and +1 (b)
+    d, low, high, n = paired_delta_ci(ablated, full, "f1", categories=(1, 2, 3, 4))
+    # resampled means are 0, 0.5 or 1 with probability 1/4, 1/2, 1/4: the 95% interval is [0, 1]
+    assert (d, low, high, n) == (0.5, 0.0, 1.0, 2)
+    assert paired_delta_ci(ablated, full, "f1", categories=(5,)) is None  # no item pairs
+    with pytest.raises(ValueError, match="n_boot"):
+        paired_delta_ci(ablated, full, "f1", n_boot=0)

@@ -78,3 +78,42 @@ def bootstrap_ci(
     stats = stats[np.isfinite(stats)]
     low, high = np.percentile(stats, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return float(low), float(high)
+
+
+def paired_delta_ci(
+    items: Sequence[Mapping[str, Any]],
+    reference: Sequence[Mapping[str, Any]],
+    metric: str,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    categories: Sequence[int] = ALL_CATEGORIES,
+) -> tuple[float, float, float, int] | None:
+    """``(delta, low, high, n)``: the mean per-item difference of ``metric`` (``items`` minus ``reference``, paired
+    by ``item_id``) over the ``n`` items of ``categories`` with a value in both, and its percentile interval from
+    resampling those items with replacement; None when no item pairs.
+
+    Items, not conversations, are resampled: an ablation is usually measured on a slice of one or two
+    conversations, where a conversation-level interval collapses to a point. Pairing removes what the two runs
+    share per item, but items of one conversation are not independent, so the interval is narrower than a
+    conversation-level one would be on many conversations. Deterministic for a given ``seed``."""
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}.")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}.")
+    wanted = {int(c) for c in categories}
+    ref = {r["item_id"]: metric_value(r, metric) for r in reference if int(r["category"]) in wanted}
+    diffs = []
+    for it in items:
+        if int(it["category"]) not in wanted:
+            continue
+        a, b = metric_value(it, metric), ref.get(it["item_id"])
+        if a is not None and b is not None:
+            diffs.append(a - b)
+    if not diffs:
+        return None
+    d = np.asarray(diffs, dtype=float)
+    draws = np.random.default_rng(seed).integers(0, len(d), size=(n_boot, len(d)))
+    low, high = np.percentile(d[draws].mean(axis=1), [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(d.mean()), float(low), float(high), len(d)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memcore.eval.aggregate import RECALL_KS, category_name, k_recall
-from memcore.eval.bootstrap import bootstrap_ci
+from memcore.eval.bootstrap import bootstrap_ci, paired_delta_ci
 from memcore.eval.disclosure import evidence_cell
 from memcore.report.collect import RunData, qa_stage_usage, qa_time_ingest
 from memcore.report.reference import PAPER_DATASET, PAPER_PROTOCOL, PaperNumbers
@@ -203,6 +203,30 @@ def fmt_cost(key: str, value: float | None) -> str:
     if key == "tokens_per_conv":
         return f"{value:,.0f}"
     return f"{value:,.1f}"
+
+
+#: The changes against the full model the ablation table prints, with a paired interval.
+DELTA_KEYS: tuple[str, ...] = ("f1", "f1_no_adv", "recall")
+
+
+def paired_deltas(s: RunSummary, full: RunSummary) -> dict[str, tuple[float, float, float, int] | None]:
+    """Per :data:`DELTA_KEYS`: (delta, low, high, n) in percent points of ``s`` minus ``full``, paired per item
+    (:func:`~memcore.eval.bootstrap.paired_delta_ci`), or None when the runs share no item with a value."""
+    out: dict[str, tuple[float, float, float, int] | None] = {}
+    for key in DELTA_KEYS:
+        metric, cats = (
+            (key[: -len(NO_ADV_SUFFIX)], CATEGORIES[:4]) if key.endswith(NO_ADV_SUFFIX) else (key, CATEGORIES)
+        )
+        ci = paired_delta_ci(s.run.items, full.run.items, metric, n_boot=s.n_boot, alpha=s.alpha, categories=cats)
+        out[key] = None if ci is None else (100.0 * ci[0], 100.0 * ci[1], 100.0 * ci[2], ci[3])
+    return out
+
+
+def fmt_delta_ci(value: float | None, ci: tuple[float, float, float, int] | None) -> str:
+    """``+2.80 [-3.10, +8.90]``: a change and its paired interval (the change alone without one)."""
+    if value is None or ci is None:
+        return fmt_delta(value)
+    return f"{value:+.2f} [{ci[1]:+.2f}, {ci[2]:+.2f}]"
 
 
 def delta(a: float | None, b: float | None) -> float | None:
@@ -428,8 +452,12 @@ def _common_notes(
 
 
 def _ci_label(summaries: Sequence[RunSummary]) -> str:
+    return f"{_level(summaries)}% CI"
+
+
+def _level(summaries: Sequence[RunSummary]) -> str:
     alpha = summaries[0].alpha if summaries else 0.05
-    return f"{100 * (1 - alpha):.0f}% CI"
+    return f"{100 * (1 - alpha):.0f}"
 
 
 def _setting_lead(s: RunSummary, vary: Sequence[str]) -> list[str]:
@@ -633,12 +661,13 @@ def ablation_table(
     reference_backbone: str | None = None,
     title: str = "Ablations (F1, BLEU-1, evidence recall, hit rate)",
 ) -> Table:
-    """The paper's ablation layout, plus each metric's change against the full model (ablation ``none``)."""
-    keys = list(ABLATION_KEYS)
+    """The paper's ablation layout (plus F1 over categories 1-4), and the change of F1, F1 1-4 and recall against
+    the full model (ablation ``none``) with a paired per-item interval (:func:`paired_deltas`)."""
+    keys = ["f1", "f1_no_adv", *ABLATION_KEYS[1:]]
     vary = _varying(summaries)
     columns = ["Backbone", "Method", *[a.capitalize() for a in vary], "Source"]
     columns += [f"{KEY_LABELS[k]} ({_ci_label(summaries)})" for k in keys]
-    columns += ["ΔF1 vs full", "ΔRecall vs full"]
+    columns += [f"Δ{KEY_LABELS[k]} vs full (paired {_level(summaries)}% CI)" for k in DELTA_KEYS]
     columns += [COST_LABELS[k] for k in COST_KEYS]
     rows: list[list[str]] = []
     records: list[dict[str, Any]] = []
@@ -656,23 +685,34 @@ def ablation_table(
             k: delta(paper_row.get(k), paper_full.get(k)) if paper_row and paper_full else None for k in keys
         }
         is_full = full is s
-        tail_ours = ["(full)" if is_full else fmt_delta(ours_vs_full[k]) for k in ("f1", "recall")]
+        paired = paired_deltas(s, full) if full is not None and not is_full else {}
+        tail_ours = ["(full)" if is_full else fmt_delta_ci(ours_vs_full[k], paired.get(k)) for k in DELTA_KEYS]
         tail_ours += [fmt_cost(k, s.cost.get(k)) for k in COST_KEYS]
         lead = _setting_lead(s, vary)
         paper_label = f"paper ({reference_backbone})" if reference_backbone else "paper"
-        block = _source_rows(s, keys, paper_row, paper_label, lead, tail_ours, [""] * (2 + len(COST_KEYS)), keys)
+        blank_tail = [""] * (len(DELTA_KEYS) + len(COST_KEYS))
+        block = _source_rows(s, keys, paper_row, paper_label, lead, tail_ours, blank_tail, keys)
         if paper_row is not None:  # the paper row's own change against the paper's full model
             paper_idx = next(i for i, row in enumerate(block) if row[len(lead)] == paper_label)
-            for j, k in enumerate(("f1", "recall")):
+            for j, k in ((DELTA_KEYS.index(k), k) for k in ("f1", "recall")):
                 block[paper_idx][len(lead) + 1 + len(keys) + j] = (
                     "(full)" if s.run.ablation == "none" else fmt_delta(paper_vs_full[k])
                 )
         rows += block
         rec = _base_record(s)
         _metric_record(rec, s, keys, paper_row, {"vs_full": ours_vs_full, "paper_vs_full": paper_vs_full})
+        for k in DELTA_KEYS:
+            ci = paired.get(k)
+            rec[f"{k}_vs_full_ci_low"], rec[f"{k}_vs_full_ci_high"] = (None, None) if ci is None else ci[1:3]
+            rec[f"{k}_vs_full_n_paired"] = None if ci is None else ci[3]
         records.append(rec)
     notes = _common_notes(summaries, reference_backbone, flagged, any_paper)
-    notes.append("Δ vs full: the ablation minus the full model (ablation none) of the same backbone, method and data.")
+    notes.append(
+        "Δ vs full: the ablation minus the full model (ablation none) of the same backbone, method and data; "
+        f"[low, high] = {_level(summaries)}% percentile bootstrap of the mean per-item difference over the items both "
+        "runs answered (items resampled, paired by item id; items of one conversation share a memory, so this is "
+        "narrower than a conversation-level interval). An interval that contains 0 does not show a difference."
+    )
     return Table(title, columns, rows, notes, records, text_columns=3 + len(vary))
 
 
