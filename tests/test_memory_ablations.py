@@ -144,3 +144,24 @@ def test_llm_ier_rounds_follow_the_judge(tmp_path: Path) -> None:
     assert ev.extra["rounds_log"][1]["sub_queries"][0]["entities"] == ["guitar band"]
     assert any("tagC" in n.text for n in ev.notes)  # the sub-query's evidence entered the pool
     assert mem.stats()["retrieval"]["ier_rounds"] == {2: 1}
+
+
+def test_llm_ier_answer_first_prompt_is_opt_in_and_read_the_same_way(tmp_path: Path) -> None:
+    plan = [
+        {
+            "answer": "",
+            "sufficient": False,
+            "missing": "x",
+            "sub_queries": [{"query": "guitar band songs", "entities": ["guitar band"]}],
+        },
+        {"answer": "Rex", "sufficient": True, "missing": "", "sub_queries": []},
+    ]
+    mem, backbone, _ = build(
+        conversation_of(TOPIC_TURNS), tmp_path, llm=MemCoReLLM(ier_plan=plan), ier_prompt="answer_first"
+    )
+    ev = mem.retrieve("What is the name of the dog?")
+    assert ev.rounds == 2 and any("tagC" in n.text for n in ev.notes)
+    assert backbone is not None
+    judge = [m[1]["content"] for _, m in backbone.calls if "Retrieved notes" in m[1]["content"]]
+    assert len(judge) == 2 and all("Step 1: answer the question from these notes alone" in p for p in judge)
+    assert '"sufficient": true' not in judge[0]  # the format example shows no verdict to copy

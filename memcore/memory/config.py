@@ -18,6 +18,7 @@ from memcore.schema import POS, TEMPERATURE, UNIT, Rule, build_keys, check_rules
 JUDGES = ("llm", "embedding")
 EVIDENCE_TEXT = ("raw", "context", "both")
 GATE_FORMS = ("scale", "binary")
+IER_PROMPTS = ("v2", "answer_first")
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class MemCoReConfig:
     ier_subquery_weight: float = 1.0
     ier_reserved: int = 2
     ier_judge_tokens: int = knob(3000, rule=POS)
+    ier_prompt: Literal["v2", "answer_first"] = knob("v2", rule=Rule(choices=IER_PROMPTS))
     evidence_text: Literal["raw", "context", "both"] = knob("both", rule=Rule(choices=EVIDENCE_TEXT))
     ann_threshold: int = knob(200_000, rule=POS)
     index: Literal["auto", "flat", "ivf", "hnsw"] = knob("auto", rule=Rule(choices=INDEX_KINDS))

@@ -31,6 +31,7 @@ from memcore.memory.config import MemCoReConfig, Switches
 from memcore.memory.keywords import KeywordIndex, normalise_keywords
 from memcore.memory.retrieval import Decomposer, QueryPlan, Retriever, RoundResult, cheap_plan
 from memcore.prompts import ier as IER_PROMPT
+from memcore.prompts import ier_answer_first as IER_ANSWER_FIRST_PROMPT
 from memcore.text import count_tokens, truncate_to_tokens
 
 
@@ -199,13 +200,14 @@ class Refiner:
 
     def _llm_judge(self, query: str, pool: list[int], searched: list[str]) -> tuple[bool, list[QueryPlan], str | None]:
         assert self.backbone is not None
+        prompt = IER_ANSWER_FIRST_PROMPT if self.cfg.ier_prompt == "answer_first" else IER_PROMPT
         res = complete_json(
             self.backbone,
             [
-                {"role": "system", "content": IER_PROMPT.SYSTEM},
+                {"role": "system", "content": prompt.SYSTEM},
                 {
                     "role": "user",
-                    "content": IER_PROMPT.USER.format(
+                    "content": prompt.USER.format(
                         question=query,
                         evidence=self.listing(pool),
                         searched="; ".join(f'"{q}"' for q in searched),
@@ -217,7 +219,7 @@ class Refiner:
             validate=_validate_ier(self.cfg.ier_max_subqueries),
             fallback=(True, []),
             fallback_kind="ier:stop_refining",
-            prompt_version=IER_PROMPT.VERSION,
+            prompt_version=prompt.VERSION,
             temperature=self.cfg.temperature,
             max_tokens=self.cfg.max_tokens,
             seed=self.seed,
