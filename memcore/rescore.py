@@ -31,7 +31,7 @@ from memcore.config import CONFIG_DIR, ConfigError
 from memcore.data.slice import load_slice
 from memcore.eval.aggregate import format_table
 from memcore.itemlog import ItemWriter, read_items
-from memcore.llm.usage import UsageTracker
+from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.pipeline.record import ItemRecord
 from memcore.pipeline.report import RunResult, run_metrics, write_json
 from memcore.pipeline.resources import open_resources
@@ -137,16 +137,24 @@ def rescore(
         items: list[dict[str, Any]] = []
         for rec in records:
             item = by_id[rec.item_id]
-            original, audited_scores, judge_record = score_variants(
-                item,
-                rec.answer,
-                rec.retrieved_dia_ids,
-                new_protocol,
-                audited=data.audited.get(rec.item_id),
-                judge=res.judge if cfg.eval.judge else None,
+            spent = UsageTracker()
+            with usage_scope(spent):
+                original, audited_scores, judge_record = score_variants(
+                    item,
+                    rec.answer,
+                    rec.retrieved_dia_ids,
+                    new_protocol,
+                    audited=data.audited.get(rec.item_id),
+                    judge=res.judge if cfg.eval.judge else None,
+                )
+            # the record's usage: how its answer was made, plus this judging in place of the original's
+            spent_all = (
+                None if rec.usage is None else {k: v for k, v in rec.usage.items() if k != "judge"} | item_usage(spent)
             )
             items.append(
-                dataclasses.replace(rec, original=original, audited=audited_scores, judge=judge_record).to_json()
+                dataclasses.replace(
+                    rec, original=original, audited=audited_scores, judge=judge_record, usage=spent_all
+                ).to_json()
             )
             writer.write(items[-1])
     order = {q.item_id: i for i, q in enumerate(q for c in data.conversations for q in c.qa)}

@@ -75,6 +75,10 @@ def test_rescoring_with_the_judge_grades_every_logged_answer(finished_run: Path,
     judged = [r for r in items if "judge" in r["scores"]]
     assert judged and all(r["scores"]["judge"] == 1.0 for r in judged)
     assert result.metrics["run"]["rescored"]["judge_calls"] == len(judged)
+    source = {r["item_id"]: r for r in read_items(finished_run / "items.jsonl")}
+    for r in judged:  # each record's usage: the source's answer calls, plus this judging
+        assert r["usage"]["judge"]["calls"] == 1
+        assert r["usage"]["answer"] == source[r["item_id"]]["usage"]["answer"]
     assert result.metrics["run"]["judge"]["judge_preset"] == "judge-v1"
 
 
