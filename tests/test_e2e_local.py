@@ -91,6 +91,8 @@ def test_end_to_end_local_backbone(tmp_path: Path, method: str) -> None:
     cost = json.loads((run_dir / "cost.json").read_text())
     answer = cost["usage"]["by_stage"]["answer"]
     assert answer["calls"] == 8 and answer["prompt_tokens"] > 0 and answer["completion_tokens"] > 0
+    assert all(r["usage"]["answer"]["calls"] == 1 for r in items)  # each item keeps its own calls
+    assert cost["items_usage"]["by_stage"]["answer"]["calls"] == 8
     assert cost["resources"]["backbone_started"] is True
     if method == "full_context":
         assert all(r["recall"] == 1.0 for r in items if r["recall"] is not None)  # the slice fits the budget

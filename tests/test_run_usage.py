@@ -44,9 +44,10 @@ def test_item_usage_and_its_sum_by_hand() -> None:
 
 
 @pytest.mark.usefixtures("locomo_path")
+@pytest.mark.parametrize("concurrency", [1, 4])  # items answered in parallel threads keep their own calls
 @pytest.mark.parametrize("method", ["memcore", "amem", "mem0-two-phase", "memgpt", "fluxmem", "full_context"])
-def test_the_items_usage_is_every_qa_call_of_the_run(method: str, tmp_path: Path) -> None:
-    run_config(compose_run(tmp_path, [*SLICE, f"method={method}"]), tmp_path / "run")
+def test_the_items_usage_is_every_qa_call_of_the_run(method: str, concurrency: int, tmp_path: Path) -> None:
+    run_config(compose_run(tmp_path, [*SLICE, f"method={method}", f"concurrency={concurrency}"]), tmp_path / "run")
     cost = json.loads((tmp_path / "run" / "cost.json").read_text())
     items = read_items(tmp_path / "run" / "items.jsonl")
     assert all("usage" in r for r in items) and cost["items_usage"]["n_items_with_usage"] == len(items) == 4
