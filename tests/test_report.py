@@ -392,5 +392,8 @@ def test_paired_delta_interval_by_hand() -> None:
     # resampled means are 0, 0.5 or 1 with probability 1/4, 1/2, 1/4: the 95% interval is [0, 1]
     assert (d, low, high, n) == (0.5, 0.0, 1.0, 2)
     assert paired_delta_ci(ablated, full, "f1", categories=(5,)) is None  # no item pairs
+    many = [item(f"q{i}", (i % 3) / 2) for i in range(30)]
+    other = [item(f"q{i}", (i % 5) / 4) for i in range(30)]
+    assert paired_delta_ci(many, other, "f1") == paired_delta_ci(many[::-1], other, "f1")  # file order is irrelevant
     with pytest.raises(ValueError, match="n_boot"):
         paired_delta_ci(ablated, full, "f1", n_boot=0)

@@ -97,23 +97,24 @@ def paired_delta_ci(
     Items, not conversations, are resampled: an ablation is usually measured on a slice of one or two
     conversations, where a conversation-level interval collapses to a point. Pairing removes what the two runs
     share per item, but items of one conversation are not independent, so the interval is narrower than a
-    conversation-level one would be on many conversations. Deterministic for a given ``seed``."""
+    conversation-level one would be on many conversations. Deterministic for a given ``seed``, whatever the order
+    of ``items``."""
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}.")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}.")
     wanted = {int(c) for c in categories}
     ref = {r["item_id"]: metric_value(r, metric) for r in reference if int(r["category"]) in wanted}
-    diffs = []
+    diffs: dict[str, float] = {}
     for it in items:
         if int(it["category"]) not in wanted:
             continue
         a, b = metric_value(it, metric), ref.get(it["item_id"])
         if a is not None and b is not None:
-            diffs.append(a - b)
+            diffs[str(it["item_id"])] = a - b
     if not diffs:
         return None
-    d = np.asarray(diffs, dtype=float)
+    d = np.asarray([diffs[k] for k in sorted(diffs)], dtype=float)  # item order, so file order does not matter
     draws = np.random.default_rng(seed).integers(0, len(d), size=(n_boot, len(d)))
     low, high = np.percentile(d[draws].mean(axis=1), [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return float(d.mean()), float(low), float(high), len(d)
