@@ -255,3 +255,14 @@ def sum_item_usage(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     for acc in by_stage.values():
         acc["llm_calls"] = acc["calls"] - acc["cached_calls"]
     return {"by_stage": dict(sorted(by_stage.items())), "n_items": n, "n_items_with_usage": n_with}
+
+
+def whole_run_stages(
+    items_usage: dict[str, Any], n_items: int, invocation_stages: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Usage per stage of the whole run: ``items_usage`` (:func:`sum_item_usage`) when all ``n_items`` items carry
+    their usage, else ``invocation_stages`` (``UsageTracker.to_json()["by_stage"]`` of the last invocation, all a
+    run made before items kept their usage has)."""
+    if n_items and items_usage.get("n_items_with_usage") == n_items:
+        return items_usage.get("by_stage") or {}
+    return invocation_stages

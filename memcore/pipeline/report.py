@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 from memcore.data.slice import LoadedSlice
 from memcore.eval.aggregate import aggregate, budget_recall, format_table, ier_refinement, k_recall
 from memcore.itemlog import read_items
-from memcore.llm.usage import sum_item_usage, updates_while_answering
+from memcore.llm.usage import sum_item_usage, updates_while_answering, whole_run_stages
 from memcore.pipeline.build import other_memory_backbone
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ def run_cost(
     *,
     wall_s: dict[str, float],
     built: dict[str, bool],
-    items: list[dict[str, Any]] | None = None,
+    items: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """``cost.json``: LLM calls and tokens by stage, the memory build's cost per turn, calls per question and
     the estimated spend at the backbone's prices. Calls count what the method needs, cached or not (a warm
@@ -127,9 +127,8 @@ def run_cost(
     build_completion = sum(t.get("completion_tokens", 0) for t in totals)
     updates = updates_while_answering(usage["by_stage"].get("ingest", {}), conv_stats.values())
     prices = (float(b.price_in_per_mtok), float(b.price_out_per_mtok))
-    items_usage = sum_item_usage(items or [])
-    whole = items_usage["by_stage"] if items and items_usage["n_items_with_usage"] == len(items) else None
-    qa_stages = whole if whole is not None else usage["by_stage"]
+    items_usage = sum_item_usage(items)
+    qa_stages = whole_run_stages(items_usage, len(items), usage["by_stage"])
     return {
         "backbone": {
             "name": str(b.name),

@@ -14,7 +14,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from memcore.itemlog import read_items
-from memcore.llm.usage import updates_while_answering
+from memcore.llm.usage import updates_while_answering, whole_run_stages
 
 METRICS = "metrics.json"
 # Runs moved aside by overwrite=true are named <dir>.old-<time>; they are history, not results.
@@ -185,12 +185,11 @@ def qa_stage_usage(run: RunData) -> dict[str, dict[str, Any]]:
     """Usage per QA stage (every stage but ``ingest``) of the whole run: ``cost.json → items_usage`` when every
     item carries its usage (it then covers every invocation of a resumed run), else ``usage``, which holds only
     the last invocation's calls (runs made before items kept their usage)."""
-    items_usage = run.cost.get("items_usage") or {}
-    n = int(run.metrics.get("n_items") or 0)
-    if n and items_usage.get("n_items_with_usage") == n:
-        stages = items_usage.get("by_stage") or {}
-    else:
-        stages = (run.cost.get("usage") or {}).get("by_stage") or {}
+    stages = whole_run_stages(
+        run.cost.get("items_usage") or {},
+        int(run.metrics.get("n_items") or 0),
+        (run.cost.get("usage") or {}).get("by_stage") or {},
+    )
     return {name: st for name, st in stages.items() if name != "ingest"}
 
 

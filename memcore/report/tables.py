@@ -100,8 +100,9 @@ def metric_cis(
 def usage_totals(run: RunData) -> dict[str, int]:
     """Memory-build and QA calls, tokens and parse fallbacks of one run, cached calls included, plus the
     ingested turns. QA = every stage but ``ingest`` (:func:`qa_stage_usage`: the whole run's, from the item
-    records), plus the ingest-stage calls made while answering (memory updates, :func:`qa_time_ingest`). Build figures come from ``stats.json`` (a reused snapshot
-    keeps its original build's usage), else from ``cost.json → memory_build``."""
+    records), plus the ingest-stage calls made while answering (memory updates, :func:`qa_time_ingest`). Build
+    figures come from ``stats.json`` (a reused snapshot keeps its original build's usage), else from
+    ``cost.json → memory_build``."""
     convs = run.stats.get("conversations") or {}
     qa = list(qa_stage_usage(run).values())
     if convs:
