@@ -313,3 +313,20 @@ def test_a_failure_stops_the_other_items_calls_and_the_run_reports_the_failure(t
         run_config(compose(overrides), tmp_path / "run", backbone_override=ScriptedBackbone(failing), stop=stop)
     assert calls in (3, 4)  # calls 1, 2 (and 4 if it started before the failure); none after it; 8 items
     assert len(read_items(tmp_path / "run" / "items.jsonl")) == calls - 1
+
+
+def test_a_knob_added_at_its_old_behaviour_does_not_stop_an_older_run_from_resuming(tmp_path) -> None:
+    from memcore.llm.cache import stable_hash
+    from memcore.pipeline.rundir import RUN_STATE, guard_run_dir, without_added_defaults
+
+    recorded = {"method": {"name": "memcore", "k_final": 20}, "seed": 0}  # written before method.ier_prompt existed
+    (tmp_path / RUN_STATE).write_text(json.dumps({"result_hash": stable_hash(recorded), "fields": recorded}))
+    now = {"method": {"name": "memcore", "k_final": 20, "ier_prompt": "v2"}, "seed": 0}
+    guard_run_dir(tmp_path, without_added_defaults(now), overwrite=False, resume=True)
+    # a run recorded while the key was still written at its default is the same run too
+    (tmp_path / RUN_STATE).write_text(json.dumps({"result_hash": stable_hash(now), "fields": now}))
+    guard_run_dir(tmp_path, without_added_defaults(now), overwrite=False, resume=True)
+    other = {"method": {"name": "memcore", "k_final": 20, "ier_prompt": "answer_first"}, "seed": 0}
+    assert without_added_defaults(other) == other
+    with pytest.raises(RunConflictError, match="changed: method"):
+        guard_run_dir(tmp_path, without_added_defaults(other), overwrite=False, resume=True)

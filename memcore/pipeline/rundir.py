@@ -21,6 +21,13 @@ log = logging.getLogger(__name__)
 
 RUN_STATE = "run_state.json"
 
+# Result-affecting keys added after runs were recorded, with the value that reproduces those runs. At that value
+# a key is left out of the result fields, so a run recorded before the key existed still resumes; at any other
+# value it counts. Add an entry whenever a new knob's default keeps the old behaviour.
+ADDED_KEY_DEFAULTS: dict[tuple[str, str], Any] = {
+    ("method", "ier_prompt"): "v2",
+}
+
 
 class RunConflictError(RuntimeError):
     """The run dir holds results made under a different result-affecting config."""
@@ -52,6 +59,16 @@ def result_fields(cfg: DictConfig, dataset_sha256: str) -> dict[str, Any]:
     memory_backbone = other_memory_backbone(cfg)
     if memory_backbone:
         out["memory_backbone"] = memory_backbone
+    return without_added_defaults(out)
+
+
+def without_added_defaults(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` without the :data:`ADDED_KEY_DEFAULTS` keys that hold their old-behaviour value."""
+    out = dict(fields)
+    for (group, key), value in ADDED_KEY_DEFAULTS.items():
+        sub = out.get(group)
+        if isinstance(sub, dict) and key in sub and sub[key] == value:
+            out[group] = {k: v for k, v in sub.items() if k != key}
     return out
 
 
@@ -72,7 +89,9 @@ def guard_run_dir(run_dir: Path, fields: dict[str, Any], *, overwrite: bool, res
     digest = stable_hash(fields)
     if state_path.exists():
         old = json.loads(state_path.read_text())
-        if old.get("result_hash") != digest:
+        # a run recorded while an added key was still written at its default is the same run
+        same = old.get("result_hash") == digest or stable_hash(without_added_defaults(old.get("fields", {}))) == digest
+        if not same:
             if overwrite:
                 aside = run_dir.with_name(f"{run_dir.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
                 log.warning("overwrite=true: moving the previous run to %s", aside)
