@@ -87,3 +87,27 @@ def test_a_resumed_run_keeps_the_whole_runs_cost(tmp_path: Path) -> None:
     stats = json.loads((run_dir / "stats.json").read_text())
     assert stats["conversations"].keys() == first_stats["conversations"].keys()
     assert usage_totals(load_run(run_dir)) == first_totals
+
+
+@pytest.mark.usefixtures("locomo_path")
+def test_a_run_resumed_across_the_item_usage_change_reports_the_rate_of_the_items_it_knows(tmp_path: Path) -> None:
+    from memcore.report.tables import unit_costs
+
+    cfg = compose_run(tmp_path, [*SLICE, "method=amem"])
+    run_dir = tmp_path / "run"
+    run_config(cfg, run_dir)
+    full = json.loads((run_dir / "cost.json").read_text())
+    full_rate = unit_costs(load_run(run_dir))["calls_per_question"]
+    assert full_rate and full["per_question"]["answer"] == 1.0
+
+    records = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+    for rec in records[:2]:  # two items written before items kept their usage
+        del rec["usage"]
+    (run_dir / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records[:2]))
+    run_config(cfg, run_dir)  # this invocation answers the other two, with usage
+    resumed = json.loads((run_dir / "cost.json").read_text())
+    assert resumed["items_usage"]["n_items_with_usage"] == 2 and resumed["items_usage"]["n_items"] == 4
+    # two of four items known: their rate, not their calls spread over all four (0.5 answer calls per question)
+    assert resumed["per_question"]["answer"] == 1.0
+    assert resumed["per_question"]["retrieve"] == full["per_question"]["retrieve"]
+    assert unit_costs(load_run(run_dir))["calls_per_question"] == pytest.approx(full_rate)

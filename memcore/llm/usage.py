@@ -259,10 +259,15 @@ def sum_item_usage(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 def whole_run_stages(
     items_usage: dict[str, Any], n_items: int, invocation_stages: dict[str, Any]
-) -> dict[str, dict[str, Any]]:
-    """Usage per stage of the whole run: ``items_usage`` (:func:`sum_item_usage`) when all ``n_items`` items carry
-    their usage, else ``invocation_stages`` (``UsageTracker.to_json()["by_stage"]`` of the last invocation, all a
-    run made before items kept their usage has)."""
-    if n_items and items_usage.get("n_items_with_usage") == n_items:
-        return items_usage.get("by_stage") or {}
-    return invocation_stages
+) -> tuple[dict[str, dict[str, Any]], int]:
+    """Usage per stage of the whole run, and how many of its ``n_items`` questions that usage covers.
+
+    ``items_usage`` (:func:`sum_item_usage`) when any item carries its usage: it covers those items exactly, over
+    every invocation that answered them (a run resumed across the change that added item usage has some items
+    without it; dividing their sum by all items would undercount). Else ``invocation_stages``
+    (``UsageTracker.to_json()["by_stage"]`` of the last invocation, all a run made before items kept their usage
+    has), taken to cover all ``n_items``."""
+    n_with = int(items_usage.get("n_items_with_usage") or 0)
+    if n_with:
+        return items_usage.get("by_stage") or {}, n_with
+    return invocation_stages, n_items

@@ -128,7 +128,7 @@ def run_cost(
     updates = updates_while_answering(usage["by_stage"].get("ingest", {}), conv_stats.values())
     prices = (float(b.price_in_per_mtok), float(b.price_out_per_mtok))
     items_usage = sum_item_usage(items)
-    qa_stages = whole_run_stages(items_usage, len(items), usage["by_stage"])
+    qa_stages, n_questions = whole_run_stages(items_usage, len(items), usage["by_stage"])
     return {
         "backbone": {
             "name": str(b.name),
@@ -151,11 +151,11 @@ def run_cost(
         },
         "items_usage": items_usage,
         "per_question": {
-            stage: round(calls / n_items, 4) if n_items else None
-            for stage, calls in (
-                *((s, qa_stages.get(s, {}).get("calls", 0)) for s in ("retrieve", "answer", "judge")),
-                ("memory_update", updates["calls"]),
-            )
+            **{
+                stage: round(qa_stages.get(stage, {}).get("calls", 0) / n_questions, 4) if n_questions else None
+                for stage in ("retrieve", "answer", "judge")
+            },
+            "memory_update": round(updates["calls"] / n_items, 4) if n_items else None,
         },
         "wall_s": {k: round(v, 3) for k, v in wall_s.items()},
         "resources": built,

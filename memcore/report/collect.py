@@ -181,16 +181,17 @@ def qa_time_ingest(run: RunData) -> dict[str, int]:
     return updates_while_answering(ingest if convs else {}, convs)
 
 
-def qa_stage_usage(run: RunData) -> dict[str, dict[str, Any]]:
-    """Usage per QA stage (every stage but ``ingest``) of the whole run: ``cost.json → items_usage`` when every
-    item carries its usage (it then covers every invocation of a resumed run), else ``usage``, which holds only
-    the last invocation's calls (runs made before items kept their usage)."""
-    stages = whole_run_stages(
+def qa_stage_usage(run: RunData) -> tuple[dict[str, dict[str, Any]], int]:
+    """Usage per QA stage (every stage but ``ingest``) of the whole run, and the number of questions it covers
+    (:func:`~memcore.llm.usage.whole_run_stages`): ``cost.json → items_usage`` when items carry their usage (it
+    then covers every invocation of a resumed run), else ``usage``, which holds only the last invocation's calls
+    (runs made before items kept their usage)."""
+    stages, n_questions = whole_run_stages(
         run.cost.get("items_usage") or {},
         int(run.metrics.get("n_items") or 0),
         (run.cost.get("usage") or {}).get("by_stage") or {},
     )
-    return {name: st for name, st in stages.items() if name != "ingest"}
+    return {name: st for name, st in stages.items() if name != "ingest"}, n_questions
 
 
 def load_run(path: Path) -> RunData:

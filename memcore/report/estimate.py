@@ -73,16 +73,19 @@ def measured_rates(
     for conv in convs.values():
         for stage in ((conv.get("ingest_usage") or {}).get("by_stage") or {}).values():
             build = [a + b for a, b in zip(build, _stage_totals(stage, **kw))]
-    by_stage = qa_stage_usage(run)
+    by_stage, covered = qa_stage_usage(run)
     n = len(run.items) or int(run.metrics.get("n_items") or 0)
     if n == 0:
         raise ReportInputError(f"{run.path}: no QA items; cannot estimate per-question cost.")
-    qa = {s: _stage_totals(by_stage.get(s) or {}, **kw) for s in QA_STAGES}
+    # per question: the QA stages over the questions their usage covers, memory updates over all of them
+    scale = n / covered if covered else 0.0
+    qa = {s: [v * scale for v in _stage_totals(by_stage.get(s) or {}, **kw)] for s in QA_STAGES}
     qa["memory_update"] = _stage_totals(qa_time_ingest(run), **kw)  # e.g. FluxMem's consolidation
     if answer_completion is not None:
-        qa["answer"] = _stage_totals(
+        answer = _stage_totals(
             by_stage.get("answer") or {}, first_attempts_only=first_attempts_only, completion_per_call=answer_completion
         )
+        qa["answer"] = [v * scale for v in answer]
     ctx = [float(r.get("context_tokens") or 0) for r in run.items]
     return Rates(
         calls_per_turn=build[0] / turns if turns else 0.0,

@@ -104,7 +104,8 @@ def usage_totals(run: RunData) -> dict[str, int]:
     figures come from ``stats.json`` (a reused snapshot keeps its original build's usage), else from
     ``cost.json → memory_build``."""
     convs = run.stats.get("conversations") or {}
-    qa = list(qa_stage_usage(run).values())
+    stages, _ = qa_stage_usage(run)
+    qa = list(stages.values())
     if convs:
         totals = [(c.get("ingest_usage") or {}).get("total") or {} for c in convs.values()]
         build_calls = sum(int(t.get("calls", 0)) for t in totals)
@@ -732,11 +733,26 @@ def unit_costs(run: RunData) -> dict[str, float | None]:
     judge), cached calls included, and the JSON-parse fallbacks counted in both."""
     u = usage_totals(run)
     turns, questions = u["turns"], int(run.metrics.get("n_items") or 0)
+    # the QA stages cover the questions whose usage is known (all of them but in a run resumed across the change
+    # that added item usage); memory updates made while answering come from every conversation's stats
+    stages, covered = qa_stage_usage(run)
+    update = qa_time_ingest(run)
+
+    def per_question(stage_total: int, update_total: int) -> float | None:
+        if not questions:
+            return None
+        return (stage_total / covered if covered else 0.0) + update_total / questions
+
     return {
         "calls_per_turn": u["build_calls"] / turns if turns else None,
         "tokens_per_turn": u["build_tokens"] / turns if turns else None,
-        "calls_per_question": u["qa_calls"] / questions if questions else None,
-        "tokens_per_question": u["qa_tokens"] / questions if questions else None,
+        "calls_per_question": per_question(
+            sum(int(st.get("calls", 0)) for st in stages.values()), int(update.get("calls", 0))
+        ),
+        "tokens_per_question": per_question(
+            sum(int(st.get("prompt_tokens", 0)) + int(st.get("completion_tokens", 0)) for st in stages.values()),
+            int(update.get("prompt_tokens", 0)) + int(update.get("completion_tokens", 0)),
+        ),
         "parse_fallbacks": float(u["parse_fallbacks"]),
         "wall_s": (run.cost.get("wall_s") or {}).get("total"),
     }
