@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from omegaconf import DictConfig
 
 from memcore.itemlog import read_items
 from memcore.llm.usage import ITEM_USAGE_KEYS, UsageTracker, item_usage, sum_item_usage
 from memcore.report.collect import load_run
-from memcore.report.tables import usage_totals
+from memcore.report.tables import unit_costs, usage_totals
 from memcore.runner import run_config
 from tests.support import compose_run
 
@@ -58,12 +60,17 @@ def test_the_items_usage_is_every_qa_call_of_the_run(method: str, concurrency: i
         assert {k: got[k] for k in ITEM_USAGE_KEYS} == {k: want[k] for k in ITEM_USAGE_KEYS}, stage
 
 
-@pytest.mark.usefixtures("locomo_path")
-def test_a_resumed_run_keeps_the_whole_runs_cost(tmp_path: Path) -> None:
+def _amem_run(tmp_path: Path) -> tuple[DictConfig, Path, dict[str, Any]]:
+    """A complete A-MEM run on the slice: its config, run dir and ``cost.json``."""
     cfg = compose_run(tmp_path, [*SLICE, "method=amem"])
     run_dir = tmp_path / "run"
     run_config(cfg, run_dir)
-    first_cost = json.loads((run_dir / "cost.json").read_text())
+    return cfg, run_dir, json.loads((run_dir / "cost.json").read_text())
+
+
+@pytest.mark.usefixtures("locomo_path")
+def test_a_resumed_run_keeps_the_whole_runs_cost(tmp_path: Path) -> None:
+    cfg, run_dir, first_cost = _amem_run(tmp_path)
     first_stats = json.loads((run_dir / "stats.json").read_text())
     first_totals = usage_totals(load_run(run_dir))
     assert first_cost["per_question"]["answer"] == 1.0
@@ -91,12 +98,7 @@ def test_a_resumed_run_keeps_the_whole_runs_cost(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("locomo_path")
 def test_a_run_resumed_across_the_item_usage_change_reports_the_rate_of_the_items_it_knows(tmp_path: Path) -> None:
-    from memcore.report.tables import unit_costs
-
-    cfg = compose_run(tmp_path, [*SLICE, "method=amem"])
-    run_dir = tmp_path / "run"
-    run_config(cfg, run_dir)
-    full = json.loads((run_dir / "cost.json").read_text())
+    cfg, run_dir, full = _amem_run(tmp_path)
     full_rate = unit_costs(load_run(run_dir))["calls_per_question"]
     assert full_rate and full["per_question"]["answer"] == 1.0
 

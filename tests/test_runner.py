@@ -13,6 +13,8 @@ import pytest
 
 from memcore.config import ConfigError
 from memcore.itemlog import read_items
+from memcore.llm.cache import stable_hash
+from memcore.pipeline.rundir import RUN_STATE, guard_run_dir, without_added_defaults
 from memcore.runner import RunConflictError, run_config
 from memcore.stopflag import StopFlag
 
@@ -315,10 +317,7 @@ def test_a_failure_stops_the_other_items_calls_and_the_run_reports_the_failure(t
     assert len(read_items(tmp_path / "run" / "items.jsonl")) == calls - 1
 
 
-def test_a_knob_added_at_its_old_behaviour_does_not_stop_an_older_run_from_resuming(tmp_path) -> None:
-    from memcore.llm.cache import stable_hash
-    from memcore.pipeline.rundir import RUN_STATE, guard_run_dir, without_added_defaults
-
+def test_a_knob_added_at_its_old_behaviour_does_not_stop_an_older_run_from_resuming(tmp_path: Path) -> None:
     recorded = {"method": {"name": "memcore", "k_final": 20}, "seed": 0}  # written before method.ier_prompt existed
     (tmp_path / RUN_STATE).write_text(json.dumps({"result_hash": stable_hash(recorded), "fields": recorded}))
     now = {"method": {"name": "memcore", "k_final": 20, "ier_prompt": "v2"}, "seed": 0}

@@ -100,12 +100,11 @@ def metric_cis(
 def usage_totals(run: RunData) -> dict[str, int]:
     """Memory-build and QA calls, tokens and parse fallbacks of one run, cached calls included, plus the
     ingested turns. QA = every stage but ``ingest`` (:func:`qa_stage_usage`: the whole run's, from the item
-    records), plus the ingest-stage calls made while answering (memory updates, :func:`qa_time_ingest`). Build
-    figures come from ``stats.json`` (a reused snapshot keeps its original build's usage), else from
-    ``cost.json → memory_build``."""
+    records; ``qa_questions`` is how many questions they cover), plus the ingest-stage calls made while answering
+    (memory updates, :func:`qa_time_ingest`; also given alone as ``update_*``). Build figures come from
+    ``stats.json`` (a reused snapshot keeps its original build's usage), else from ``cost.json → memory_build``."""
     convs = run.stats.get("conversations") or {}
-    stages, _ = qa_stage_usage(run)
-    qa = list(stages.values())
+    stages, covered = qa_stage_usage(run)
     if convs:
         totals = [(c.get("ingest_usage") or {}).get("total") or {} for c in convs.values()]
         build_calls = sum(int(t.get("calls", 0)) for t in totals)
@@ -116,15 +115,23 @@ def usage_totals(run: RunData) -> dict[str, int]:
         build_calls = int(mb.get("llm_calls") or 0)
         build_tokens = int(mb.get("prompt_tokens") or 0) + int(mb.get("completion_tokens") or 0)
         build_fallbacks = 0
-    qa.append(qa_time_ingest(run))
+    update = qa_time_ingest(run)
+    qa = [*stages.values(), update]
     return {
         "turns": sum(int(c.get("turns", 0)) for c in convs.values()),
         "build_calls": build_calls,
         "build_tokens": build_tokens,
         "qa_calls": sum(int(st.get("calls", 0)) for st in qa),
-        "qa_tokens": sum(int(st.get("prompt_tokens", 0)) + int(st.get("completion_tokens", 0)) for st in qa),
+        "qa_tokens": sum(_tokens(st) for st in qa),
+        "qa_questions": covered,
+        "update_calls": int(update.get("calls", 0)),
+        "update_tokens": _tokens(update),
         "parse_fallbacks": build_fallbacks + sum(int(st.get("parse_failures", 0)) for st in qa),
     }
+
+
+def _tokens(stage: dict[str, Any]) -> int:
+    return int(stage.get("prompt_tokens", 0)) + int(stage.get("completion_tokens", 0))
 
 
 def cost_summary(run: RunData) -> dict[str, float | None]:
@@ -733,26 +740,20 @@ def unit_costs(run: RunData) -> dict[str, float | None]:
     judge), cached calls included, and the JSON-parse fallbacks counted in both."""
     u = usage_totals(run)
     turns, questions = u["turns"], int(run.metrics.get("n_items") or 0)
-    # the QA stages cover the questions whose usage is known (all of them but in a run resumed across the change
-    # that added item usage); memory updates made while answering come from every conversation's stats
-    stages, covered = qa_stage_usage(run)
-    update = qa_time_ingest(run)
 
-    def per_question(stage_total: int, update_total: int) -> float | None:
+    def per_question(kind: str) -> float | None:
+        # the QA stages over the questions whose usage is known (all of them but in a run resumed across the
+        # change that added item usage); memory updates made while answering over every question
         if not questions:
             return None
-        return (stage_total / covered if covered else 0.0) + update_total / questions
+        stage_total = u[f"qa_{kind}"] - u[f"update_{kind}"]
+        return (stage_total / u["qa_questions"] if u["qa_questions"] else 0.0) + u[f"update_{kind}"] / questions
 
     return {
         "calls_per_turn": u["build_calls"] / turns if turns else None,
         "tokens_per_turn": u["build_tokens"] / turns if turns else None,
-        "calls_per_question": per_question(
-            sum(int(st.get("calls", 0)) for st in stages.values()), int(update.get("calls", 0))
-        ),
-        "tokens_per_question": per_question(
-            sum(int(st.get("prompt_tokens", 0)) + int(st.get("completion_tokens", 0)) for st in stages.values()),
-            int(update.get("prompt_tokens", 0)) + int(update.get("completion_tokens", 0)),
-        ),
+        "calls_per_question": per_question("calls"),
+        "tokens_per_question": per_question("tokens"),
         "parse_fallbacks": float(u["parse_fallbacks"]),
         "wall_s": (run.cost.get("wall_s") or {}).get("total"),
     }
