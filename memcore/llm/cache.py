@@ -122,6 +122,16 @@ class SQLiteKV:
                 self.hits += 1
         return None if row is None else bytes(row[0])
 
+    def peek(self, key: str) -> bytes | None:
+        """The stored value, without counting a hit or a miss."""
+        row = self.conn.execute(f"SELECT v FROM {self.table} WHERE k=?", (key,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def items(self) -> Iterator[tuple[str, bytes]]:
+        """Every ``(key, value)`` pair, in key order."""
+        for key, value in self.conn.execute(f"SELECT k, v FROM {self.table} ORDER BY k"):
+            yield str(key), bytes(value)
+
     def put(self, key: str, value: bytes) -> None:
         for attempt in range(5):
             try:
@@ -133,14 +143,16 @@ class SQLiteKV:
                 log.warning("cache write retry %d on %s: %s", attempt + 1, self.path, exc)
                 time.sleep(0.5 * (attempt + 1))
 
-    def put_many(self, items: list[tuple[str, bytes]]) -> None:
-        """Write many pairs in one transaction (one fsync instead of one per row)."""
+    def put_many(self, items: list[tuple[str, bytes]], *, replace: bool = True) -> None:
+        """Write many pairs in one transaction (one fsync instead of one per row); ``replace=False`` keeps a value
+        already stored under a key."""
         if not items:
             return
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         for attempt in range(5):
             try:
                 with self._txn():
-                    self.conn.executemany(f"INSERT OR REPLACE INTO {self.table} (k, v) VALUES (?, ?)", items)
+                    self.conn.executemany(f"{verb} INTO {self.table} (k, v) VALUES (?, ?)", items)
                 return
             except sqlite3.OperationalError as exc:
                 if attempt == 4:
