@@ -108,3 +108,21 @@ def test_agreement_scores() -> None:
     assert abs(s["cohen_kappa"] - 5 / 9) < 1e-9  # po = 3/4, pe = (1*1 + 1*0 + 2*3) / 16 = 7/16
     order = ga.balanced_order([{"label": lab, "i": i} for i, lab in enumerate(["novel"] * 5 + ["redundant"] * 2)])
     assert [p["label"] for p in order[:3]] == ["redundant", "novel", "redundant"]
+
+
+def test_agreement_script_takes_a_backbone_preset(tmp_path: Path, locomo_path: Path, capsys) -> None:
+    """``--backbone <preset>`` composes the preset like ``backbone=<name>`` and names the files by its model; the
+    scripted preset answers no gate JSON, so every pair takes the counted append fallback."""
+    from experiments.benchmarks import gate_agreement as ga
+
+    ckpt = tmp_path / "rows.jsonl"
+    ga.main(["--backbone", "scripted", "--limit", "3", "--out-dir", str(tmp_path), "--checkpoint", str(ckpt)])
+    payload = json.loads(next(tmp_path.glob("gate_agreement_scripted_*.json")).read_text())
+    assert payload["model"] == "scripted" and payload["pairs_judged"] == 3
+    assert payload["parse_failures"] == 3 and {r["action"] for r in payload["rows"]} == {"append"}
+    assert len(ckpt.read_text().splitlines()) == 3
+
+    with pytest.raises(SystemExit) as exc:
+        ga.main(["--backbone", "gpt-5-nano", "--out-dir", str(tmp_path)])
+    assert exc.value.code == 2
+    assert "error: --backbone gpt-5-nano" in capsys.readouterr().err

@@ -16,6 +16,8 @@ its own, and the gate's own ``Constructor.judge`` renders the prompt: ``Speaker:
     python -m experiments.benchmarks.gate_agreement --model qwen2.5-coder-0.5b-instruct-q4_k_m
     # the old gate, from a worktree of 6caa7ed:
     PYTHONPATH=/tmp/memcore-gate-v1 python experiments/benchmarks/gate_agreement.py --model ...
+    # a stronger backbone from configs/backbone/ (needs its server or key):
+    python -m experiments.benchmarks.gate_agreement --backbone qwen3-8b --limit 60
 
 Writes ``results/benchmarks/gate_agreement_<model>_<gate version>.json`` and appends a row to
 ``results/benchmarks/gate_agreement.md``. Needs the LoCoMo data file (turn text is read from it) and the
@@ -152,12 +154,11 @@ def judge_pair(backbone: Any, new: Any, cand: Any, cosine: float, gate_form: str
 
 
 # ---------------------------------------------------------------------------------------------- run
-def start_backbone(model: str, stack: contextlib.ExitStack, log_dir: Path, threads: int | None) -> Any:
+def local_backbone_config(model: str, threads: int | None) -> Any:
+    """The ``BackboneConfig`` of a llama.cpp server on the assembled GGUF ``model`` (the ``--model`` path)."""
     from memcore.config import BackboneConfig
-    from memcore.llm.factory import build_backbone
-    from memcore.llm.usage import UsageTracker
 
-    cfg = BackboneConfig(
+    return BackboneConfig(
         name="local",
         kind="llamacpp",
         model=model,
@@ -167,6 +168,12 @@ def start_backbone(model: str, stack: contextlib.ExitStack, log_dir: Path, threa
         prompt_cache_mb=256,
         max_concurrency=1,
     )
+
+
+def start_backbone(cfg: Any, stack: contextlib.ExitStack, log_dir: Path) -> Any:
+    from memcore.llm.factory import build_backbone
+    from memcore.llm.usage import UsageTracker
+
     return build_backbone(cfg, cache=None, usage=UsageTracker(), resources=stack, log_dir=log_dir)
 
 
@@ -241,6 +248,12 @@ def main(argv: list[str] | None = None) -> None:
         default="qwen2.5-coder-0.5b-instruct-q4_k_m",
         help="local GGUF name, or 'embedding' for the cheap gate (s = pre-screen cosine; no LLM)",
     )
+    ap.add_argument(
+        "--backbone",
+        default=None,
+        help="a backbone preset of configs/backbone/ (gpt-4o-mini, qwen3-8b, ...) instead of --model's local GGUF;"
+        " rows and files are named by the preset's model",
+    )
     ap.add_argument("--pairs", type=Path, default=PAIRS)
     ap.add_argument("--limit", type=int, default=0, help="the first N pairs of the label-balanced order only")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: all cores)")
@@ -259,6 +272,16 @@ def main(argv: list[str] | None = None) -> None:
     import memcore
     from memcore.data import load_locomo, resolve_locomo_path
 
+    bcfg = None
+    if args.backbone:
+        from memcore.config import ConfigError, load_backbone_preset
+
+        try:
+            bcfg = load_backbone_preset(args.backbone)
+        except ConfigError as exc:
+            print(f"error: --backbone {args.backbone}: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        args.model = str(bcfg.model).replace("/", "_")  # names the checkpoint and result files
     version = gate_version(args.gate_form)
     mode = "cosine, no LLM" if args.model == "embedding" else "dated" if judges_dates() else "undated"
     print(f"memcore from {Path(next(iter(memcore.__path__)))}; gate prompt {version}; render {mode}", flush=True)
@@ -283,7 +306,19 @@ def main(argv: list[str] | None = None) -> None:
         ckpt.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as tmp, ckpt.open("a") as fh:
             cheap = args.model == "embedding"
-            backbone = None if cheap else start_backbone(args.model, stack, Path(tmp), args.threads)
+            if cheap:
+                backbone = None
+            else:
+                from memcore.llm.backbone import BackboneError
+                from memcore.llm.local_model import ModelNotFoundError
+                from memcore.llm.local_server import LocalServerError
+
+                cfg = bcfg if bcfg is not None else local_backbone_config(args.model, args.threads)
+                try:
+                    backbone = start_backbone(cfg, stack, Path(tmp))
+                except (BackboneError, ModelNotFoundError, LocalServerError) as exc:
+                    print(f"error: backbone {cfg.name!r}: {exc}".splitlines()[0], file=sys.stderr)
+                    raise SystemExit(2) from None
             for i, p in enumerate(todo, start=1):
                 t0 = time.perf_counter()
                 new = make_note(turns[(p["sample_id"], p["new"])], 1)
