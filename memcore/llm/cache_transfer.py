@@ -45,10 +45,6 @@ class ImportCounts:
     same: int
     conflicts: int
 
-    @property
-    def total(self) -> int:
-        return self.added + self.same + self.conflicts
-
 
 def _decoded(raw: bytes) -> dict[str, Any]:
     value = json.loads(raw.decode("utf-8"))
