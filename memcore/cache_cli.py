@@ -18,13 +18,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcore.llm.cache import ResponseCache
+from memcore.llm.cache import RESPONSE_CACHE_FILE, ResponseCache
 from memcore.llm.cache_transfer import CacheTransferError, export_cache, import_cache
 
 
 def default_cache_path() -> Path:
     """The response cache ``memcore-run`` uses with the default ``paths`` config."""
-    return Path(os.environ.get("MEMCORE_RESULTS") or "results") / "cache" / "llm.sqlite"
+    return Path(os.environ.get("MEMCORE_RESULTS") or "results") / "cache" / RESPONSE_CACHE_FILE
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -177,6 +177,9 @@ class SQLiteKV:
         return {"hits": self.hits, "misses": self.misses}
 
 
+RESPONSE_CACHE_FILE = "llm.sqlite"  # the response cache's file name under a run's ``paths.cache``
+
+
 class ResponseCache:
     """Chat responses keyed on model + messages + sampling params + prompt version."""
 
@@ -187,19 +190,30 @@ class ResponseCache:
     def key(payload: dict[str, Any]) -> str:
         return stable_hash(payload)
 
+    @staticmethod
+    def encode(value: dict[str, Any]) -> bytes:
+        """The stored bytes of a reply."""
+        return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+    @staticmethod
+    def decode(raw: bytes) -> dict[str, Any] | None:
+        """The reply stored as ``raw``, or None when it is JSON of another shape (no object with ``text``);
+        raises ``ValueError`` (UnicodeDecodeError, JSONDecodeError) when ``raw`` is not UTF-8 JSON."""
+        value = json.loads(raw.decode("utf-8"))
+        return value if isinstance(value, dict) and "text" in value else None
+
     def get(self, key: str) -> dict[str, Any] | None:
         raw = self.kv.get(key)
         if raw is None:
             return None
         try:
-            value = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            return self.decode(raw)
+        except ValueError:
             log.warning("cache entry %s is unreadable; ignoring it and calling the model", key[:12])
             return None
-        return value if isinstance(value, dict) and "text" in value else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        self.kv.put(key, json.dumps(value, ensure_ascii=False).encode("utf-8"))
+        self.kv.put(key, self.encode(value))
 
     def stats(self) -> dict[str, int]:
         return self.kv.stats()

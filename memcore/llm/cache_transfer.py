@@ -46,11 +46,12 @@ class ImportCounts:
     conflicts: int
 
 
-def _decoded(raw: bytes) -> dict[str, Any]:
-    value = json.loads(raw.decode("utf-8"))
-    if not isinstance(value, dict) or "text" not in value:
-        raise ValueError("not a stored reply")
-    return value
+def _stored_reply(raw: bytes) -> dict[str, Any] | None:
+    """:meth:`ResponseCache.decode`, with None also for bytes that are not UTF-8 JSON."""
+    try:
+        return ResponseCache.decode(raw)
+    except ValueError:
+        return None
 
 
 def export_cache(cache: ResponseCache, out: Path) -> int:
@@ -60,10 +61,11 @@ def export_cache(cache: ResponseCache, out: Path) -> int:
     rows: list[tuple[str, dict[str, Any]]] = []
     unreadable = 0
     for key, raw in cache.kv.items():
-        try:
-            rows.append((key, _decoded(raw)))
-        except (UnicodeDecodeError, ValueError):
+        value = _stored_reply(raw)
+        if value is None:
             unreadable += 1
+        else:
+            rows.append((key, value))
     if unreadable:
         log.warning("left out %d unreadable cache entries of %s", unreadable, cache.kv.path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -125,13 +127,8 @@ def import_cache(cache: ResponseCache, path: Path) -> ImportCounts:
     for key, value in rows:
         raw = cache.kv.peek(key)
         if raw is None:
-            new.append((key, json.dumps(value, ensure_ascii=False).encode("utf-8")))
-            continue
-        try:
-            local = _decoded(raw)
-        except (UnicodeDecodeError, ValueError):
-            local = None
-        if local == value:
+            new.append((key, ResponseCache.encode(value)))
+        elif _stored_reply(raw) == value:
             same += 1
         else:
             conflicts += 1

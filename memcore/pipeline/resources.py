@@ -12,7 +12,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memcore.interfaces import LazyResource
-from memcore.llm.cache import ResponseCache
+from memcore.llm.cache import RESPONSE_CACHE_FILE, ResponseCache
 from memcore.llm.limiter import RequestLimiter
 from memcore.llm.usage import UsageTracker
 from memcore.stopflag import StopCheck
@@ -41,7 +41,7 @@ def open_resources(
     """The resources of ``cfg``'s run; servers and clients they start are closed with ``stack``. Overrides
     replace the configured backbone (still behind the request limiter) or embedder (tests, benchmarks).
     ``stop_requested`` (the run's stop flag) ends a server start that queues for the machine-wide lock."""
-    cache = ResponseCache(Path(cfg.paths.cache) / "llm.sqlite") if cfg.cache_llm else None
+    cache = ResponseCache(Path(cfg.paths.cache) / RESPONSE_CACHE_FILE) if cfg.cache_llm else None
     backbone = LazyResource(lambda: _backbone(cfg, run_dir, usage, cache, stack, backbone_override, stop_requested))
     embedder = LazyResource(lambda: embedder_override if embedder_override is not None else _embedder(cfg))
     answerer = LazyResource(lambda: _answerer(cfg, backbone.get()))
