@@ -6,6 +6,13 @@ MODEL   ?= qwen2.5-coder-1.5b-instruct-q4_k_m
 RUN_MODEL ?= qwen2.5-coder-0.5b-instruct-q4_k_m
 CI_MODEL ?= qwen2.5-coder-0.5b-instruct-q4_k_m
 ARGS    ?=
+# llama-cpp-python is compiled from source (PyPI has no CPU wheel). Pinned to the version verified on this kind of
+# machine, and built portably: a native build (-march=native) enables the AMX / AVX-512 kernels a CPU reports, and
+# on virtualized Intel CPUs with AMX its worker threads die with a general protection fault on the first forward
+# pass (issue 26). AVX2/FMA/F16C run on every x86-64 machine of the last decade. --no-cache-dir: a wheel cached by
+# an earlier native build would otherwise be reused whatever CMAKE_ARGS say.
+LLAMA_CPP_VERSION ?= 0.3.36
+LLAMA_CMAKE_ARGS  ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 
 .PHONY: install model run test test-all test-fast lint format clean-cache
 
@@ -14,7 +21,12 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	# CPU torch first: an unpinned torch would pull a multi-GB CUDA build
 	$(BIN)/pip install --quiet torch==2.13.0
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --no-cache-dir 'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)'
 	$(BIN)/pip install --quiet -e '.[local,mem0,dev]'
+	# A one-token completion on the freshly built server (the 0.5B model, assembled here): a build that crashes
+	# says so now, in one line, instead of as connection errors ten minutes into a run.
+	$(BIN)/python scripts/get_local_model.py --model $(CI_MODEL) >/dev/null
+	$(BIN)/python -m memcore.llm.selfcheck --model $(CI_MODEL)
 	touch $@
 
 install: $(VENV)/.installed
@@ -33,6 +45,7 @@ run:
 ## Unit tests + the real end-to-end runs (llama.cpp on the small model, MiniLM, a LoCoMo slice). CI runs this.
 test: install
 	$(BIN)/python scripts/get_local_model.py --model $(CI_MODEL)
+	$(BIN)/python -m memcore.llm.selfcheck --model $(CI_MODEL)
 	@t0=$$(date +%s); $(BIN)/pytest -q --runslow -m "not slow or e2e" $(ARGS); rc=$$?; \
 	echo "make test: tests $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 

@@ -13,7 +13,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from json import JSONDecodeError
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,10 @@ class BackboneError(RuntimeError):
 
 class MissingKeyError(BackboneError):
     pass
+
+
+class ServerExitedError(BackboneError):
+    """The server this run started has exited: retrying against its closed port cannot succeed."""
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:
@@ -66,6 +70,7 @@ class OpenAITransport:
         backoff_base_s: float = 1.0,
         backoff_cap_s: float = 30.0,
         usage: UsageSink | None = None,
+        exit_reason: Callable[[], str | None] | None = None,
     ) -> None:
         import openai
 
@@ -82,6 +87,16 @@ class OpenAITransport:
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self._usage = usage
+        self._exit_reason = exit_reason
+
+    def _raise_if_server_exited(self) -> None:
+        """For a server the run owns: a connection failure after it exited ends the call at once, with how it died."""
+        reason = self._exit_reason() if self._exit_reason is not None else None
+        if reason is not None:
+            raise ServerExitedError(
+                f"{reason}. Nothing more can be answered; rerun the same command to resume (finished items are "
+                "kept). A crash on the first completion means a bad llama.cpp build: rerun `make install`."
+            )
 
     def connection_kwargs(self) -> dict[str, Any]:
         """``base_url``, ``model`` and ``api_key`` for an in-process client that must reach the same
@@ -143,7 +158,10 @@ class OpenAITransport:
                 t0 = time.perf_counter()
                 try:
                     resp = self._client.chat.completions.create(**kwargs)
-                except (oa.APIConnectionError, oa.APITimeoutError, oa.RateLimitError, oa.InternalServerError) as exc:
+                except (oa.APIConnectionError, oa.APITimeoutError) as exc:
+                    self._raise_if_server_exited()
+                    last = f"{type(exc).__name__}: {redact(str(exc), self._secrets)}"
+                except (oa.RateLimitError, oa.InternalServerError) as exc:
                     last = f"{type(exc).__name__}: {redact(str(exc), self._secrets)}"
                 except (JSONDecodeError, oa.APIResponseValidationError) as exc:
                     # A 200 whose body is cut or not the completion schema (a proxy or server dying mid-reply).

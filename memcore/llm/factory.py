@@ -49,11 +49,21 @@ def extra_body_of(cfg: BackboneConfig) -> dict:
     return body
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the transport sends requests. ``exit_reason`` (for a server the harness owns) returns None while the
+    server runs and one line saying how it died once it has exited, so a dead server fails the next call at once."""
+
+    base_url: str | None
+    api_key: str
+    exit_reason: Callable[[], str | None] | None = None
+
+
 def _llamacpp(
     cfg: BackboneConfig, resources: contextlib.ExitStack, log_dir: Path, stop_requested: StopCheck | None
-) -> tuple[str | None, str]:
-    """Start a local llama.cpp server (registered on ``resources``); its URL and the placeholder key. A stop
-    request ends a wait for the machine-wide server lock."""
+) -> Endpoint:
+    """Start a local llama.cpp server (registered on ``resources``); its URL, the placeholder key and its exit
+    check. A stop request ends a wait for the machine-wide server lock."""
     server = LlamaCppServer(
         resolve_gguf(cfg.model, cfg.gguf),
         n_ctx=cfg.n_ctx,
@@ -65,14 +75,16 @@ def _llamacpp(
         stop_requested=stop_requested,
     )
     resources.enter_context(server)
-    return server.base_url, "sk-no-key-required"
+    return Endpoint(server.base_url, "sk-no-key-required", server.exit_reason)
 
 
 def _openai_compatible(
     cfg: BackboneConfig, resources: contextlib.ExitStack, log_dir: Path, stop_requested: StopCheck | None
-) -> tuple[str | None, str]:
+) -> Endpoint:
     """A remote OpenAI-compatible endpoint: the configured URL and the key from its environment variable."""
-    return cfg.base_url, read_api_key(cfg.api_key_env, required=cfg.api_key_required, what=f"backbone {cfg.name}")
+    return Endpoint(
+        cfg.base_url, read_api_key(cfg.api_key_env, required=cfg.api_key_required, what=f"backbone {cfg.name}")
+    )
 
 
 def _scripted(cfg: BackboneConfig, usage: UsageTracker) -> ChatBackbone:
@@ -83,15 +95,13 @@ def _scripted(cfg: BackboneConfig, usage: UsageTracker) -> ChatBackbone:
 
 @dataclass(frozen=True)
 class BackboneKind:
-    """How a ``backbone.kind`` is served: ``endpoint`` starts what it needs and returns (base URL, API key) for
+    """How a ``backbone.kind`` is served: ``endpoint`` starts what it needs and returns its :class:`Endpoint` for
     the OpenAI transport; ``build`` (instead) returns a ready backbone that needs no server (``scripted``).
     ``deferred``: the endpoint starts on the first request the response cache cannot serve (or the first
     caller that asks for the connection), not when the stack is built, so a fully cached run starts nothing;
     ``precheck`` runs at build time instead, for the errors that should come before any work."""
 
-    endpoint: (
-        Callable[[BackboneConfig, contextlib.ExitStack, Path, StopCheck | None], tuple[str | None, str]] | None
-    ) = None
+    endpoint: Callable[[BackboneConfig, contextlib.ExitStack, Path, StopCheck | None], Endpoint] | None = None
     build: Callable[[BackboneConfig, UsageTracker], ChatBackbone] | None = None
     deferred: bool = False
     precheck: Callable[[BackboneConfig], object] | None = None
@@ -162,11 +172,12 @@ def build_backbone(
     assert endpoint is not None
 
     def start() -> OpenAITransport:
-        base_url, api_key = endpoint(cfg, resources, log_dir, stop_requested)
+        where = endpoint(cfg, resources, log_dir, stop_requested)
         transport = OpenAITransport(
             model=cfg.model,
-            base_url=base_url,
-            api_key=api_key,
+            base_url=where.base_url,
+            api_key=where.api_key,
+            exit_reason=where.exit_reason,
             name=cfg.name,
             extra_body=extra_body_of(cfg),
             json_mode=cfg.json_mode,

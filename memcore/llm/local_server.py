@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +22,33 @@ log = logging.getLogger(__name__)
 
 class LocalServerError(RuntimeError):
     pass
+
+
+def describe_exit(returncode: int) -> str:
+    """"killed by SIGSEGV" / "exited with code 3" for a server (or its guard) exit status. The guard reports a
+    child that died of signal N as 128 + N, the shell's convention; a negative code is a signal on the guard."""
+    signum = -returncode if returncode < 0 else (returncode - 128 if 128 < returncode < 128 + 65 else 0)
+    if signum:
+        try:
+            return f"killed by {signal.Signals(signum).name}"
+        except ValueError:
+            return f"killed by signal {signum}"
+    return f"exited with code {returncode}"
+
+
+def log_tail(path: Path | None, lines: int = 5) -> str:
+    """The last ``lines`` non-empty lines of ``path`` joined by " | ", or "" when unreadable."""
+    if path is None:
+        return ""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 8192))
+            text = fh.read().decode(errors="replace")
+    except OSError:
+        return ""
+    kept = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return " | ".join(kept[-lines:])
 
 
 class ServerWaitCancelled(StopRequested):
@@ -151,9 +179,7 @@ class LlamaCppServer:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 self.stop()
-                raise LocalServerError(
-                    f"the llama.cpp server exited with code {self.proc.returncode} while starting; see {self.log_path or 'its output'}."
-                )
+                raise LocalServerError(f"the llama.cpp server {self._death_note()} while starting")
             if self.healthy():
                 log.info("llama.cpp server ready in %.1fs", self.startup_timeout_s - (deadline - time.monotonic()))
                 return self
@@ -194,6 +220,25 @@ class LlamaCppServer:
                 )
                 next_note = time.monotonic() + 600
         _owner_file(self._lock_path).write_text(f"{os.getpid()}\n")
+
+    def exit_reason(self, wait_s: float = 1.0) -> str | None:
+        """None while the server process runs; once it has exited, one line saying how (signal or code), where
+        its log is and the log's last lines. Waits up to ``wait_s`` for an exit in progress: the guard notices its
+        child's death within half a second, and a refused connection usually comes first."""
+        if self.proc is None:
+            return None
+        deadline = time.monotonic() + wait_s
+        while self.proc.poll() is None:
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+        return f"the local llama.cpp server {self._death_note()}"
+
+    def _death_note(self) -> str:
+        assert self.proc is not None and self.proc.returncode is not None
+        where = f"; its log is {self.log_path}" if self.log_path is not None else ""
+        tail = log_tail(self.log_path)
+        return describe_exit(self.proc.returncode) + where + (f" (last lines: {tail})" if tail else "")
 
     def healthy(self) -> bool:
         try:

@@ -38,7 +38,9 @@ def main(argv: list[str]) -> int:
     while True:
         code = child.poll()
         if code is not None:
-            return code
+            # A child killed by signal N reports -N; exit as the shell would (128 + N), so whoever started the
+            # guard can still tell a segfault from an error exit.
+            return 128 - code if code < 0 else code
         if os.getppid() != parent:  # re-parented: whoever started us is gone
             stop(0)
         time.sleep(0.5)
