@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import os
@@ -12,8 +13,25 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
+ITEMS = "items.jsonl"
+#: An archived run's items (``memcore-archive``): the same lines, gzipped.
+ITEMS_GZ = "items.jsonl.gz"
+
+
 class ItemLogError(RuntimeError):
     pass
+
+
+def read_run_items(run_dir: Path) -> list[dict[str, Any]]:
+    """A run dir's item records: ``items.jsonl`` (a live run) or, when absent, ``items.jsonl.gz`` (archived)."""
+    live = run_dir / ITEMS
+    if live.exists():
+        return read_items(live)
+    packed = run_dir / ITEMS_GZ
+    if not packed.exists():
+        return []
+    with gzip.open(packed, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
 
 
 def read_items(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:

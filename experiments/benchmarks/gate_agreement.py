@@ -15,7 +15,7 @@ its own, and the gate's own ``Constructor.judge`` renders the prompt: ``Speaker:
 
     python -m experiments.benchmarks.gate_agreement --model qwen2.5-coder-0.5b-instruct-q4_k_m
     # the old gate, from a worktree of 6caa7ed:
-    PYTHONPATH=/tmp/memcore-gate-v1 python experiments/benchmarks/gate_agreement.py --model ...
+    PYTHONPATH=<worktree of 6caa7ed> python experiments/benchmarks/gate_agreement.py --model ...
     # a stronger backbone from configs/backbone/ (needs its server or key):
     python -m experiments.benchmarks.gate_agreement --backbone qwen3-8b --limit 60
 
@@ -345,7 +345,12 @@ def main(argv: list[str] | None = None) -> None:
         "model": args.model,
         "gate_version": version,
         "render": mode,
-        "memcore_path": str(Path(next(iter(memcore.__path__)))),
+        # Which checkout ran (this repo's, or another worktree's), without naming the machine's paths.
+        "memcore_path": (
+            "memcore"
+            if Path(next(iter(memcore.__path__))).resolve() == (REPO / "memcore").resolve()
+            else "<another worktree>/memcore"
+        ),
         "pairs_file": str(args.pairs.relative_to(REPO) if args.pairs.is_relative_to(REPO) else args.pairs),
         "pairs_total": len(all_pairs),
         "pairs_judged": len(rows),

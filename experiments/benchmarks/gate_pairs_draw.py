@@ -10,7 +10,7 @@ same/different session, seeded, and printed with speaker, session date and text 
 Only references (sample_id, dia_ids), ranks and cosines are written; turn text is read from the data file at
 run time and never stored. Labels and rationales are added by hand to ``tests/data/gate_pairs.jsonl``.
 
-    python -m experiments.benchmarks.gate_pairs_draw --out /tmp/gate_pool.jsonl --sample 120 --show   # what was run
+    python -m experiments.benchmarks.gate_pairs_draw --out <tmp>/gate_pool.jsonl --sample 120 --show   # what was run
 """
 
 from __future__ import annotations

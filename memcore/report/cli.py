@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcore.report.collect import ReportInputError, load_runs
+from memcore.report.collect import ReportInputError, display_path, load_runs
 from memcore.report.memory_table import memory_table
 from memcore.report.reference import ReferenceError, default_reference_dir, load_paper_numbers
 from memcore.report.tables import Table, ablation_table, detail_table, main_table, summarize_run
@@ -147,7 +147,7 @@ def run_report(args: argparse.Namespace) -> list[Path]:
             summaries, paper, out / "plots", reference_backbone=args.reference_backbone, budgets=budgets
         )
     runs_list = out / "runs.txt"
-    runs_list.write_text("".join(f"{r.path}\n" for r in runs))
+    runs_list.write_text("".join(f"{display_path(r.path)}\n" for r in runs))
     written.append(runs_list)
     return written
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from memcore.itemlog import read_items
+from memcore.itemlog import read_run_items
 from memcore.llm.usage import updates_while_answering, whole_run_stages
 
 METRICS = "metrics.json"
@@ -54,6 +54,20 @@ def find_run_dirs(paths: Sequence[str | Path], *, include_old: bool = False) -> 
         for h in hits:
             found.setdefault(h.resolve(), None)
     return sorted(found)
+
+
+def display_path(path: Path) -> str:
+    """How a report names a run dir without naming the machine: relative to the working directory when inside
+    it, else ``<root>/runs/…`` from the results' ``runs`` dir down, else ``<elsewhere>/<name>``."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        pass
+    parts = path.parts
+    if "runs" in parts:
+        return str(Path("<root>", *parts[len(parts) - 1 - parts[::-1].index("runs") :]))
+    return f"<elsewhere>/{path.name}"
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -155,7 +169,7 @@ class RunData:
     @property
     def items(self) -> list[dict[str, Any]]:
         if self._items is None:
-            self._items = read_items(self.path / "items.jsonl")
+            self._items = read_run_items(self.path)
         return self._items
 
     def audited_items(self) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from memcore.eval.aggregate import budget_recall, category_name
-from memcore.report.collect import RunData
+from memcore.report.collect import RunData, display_path
 from memcore.report.reference import PaperNumbers
 from memcore.report.tables import CATEGORIES, RunSummary, full_model_of, paper_ablation_row
 
@@ -234,7 +234,7 @@ def plot_recall_vs_budget(
                     r.ablation,
                     r.dataset,
                     *["" if c[b] is None else f"{c[b]:.4f}" for b in budgets],
-                    r.path,
+                    display_path(r.path),
                 ]
             )
     plt = _pyplot()

@@ -19,7 +19,7 @@ from typing import Any
 from memcore.eval.aggregate import RECALL_KS, category_name, k_recall
 from memcore.eval.bootstrap import bootstrap_ci, paired_delta_ci
 from memcore.eval.disclosure import evidence_cell
-from memcore.report.collect import RunData, qa_stage_usage, qa_time_ingest
+from memcore.report.collect import RunData, display_path, qa_stage_usage, qa_time_ingest
 from memcore.report.reference import PAPER_DATASET, PAPER_PROTOCOL, PaperNumbers
 
 CATEGORIES: tuple[int, ...] = (1, 2, 3, 4, 5)
@@ -386,7 +386,7 @@ def _metric_record(
         rec[k] = s.cost.get(k)
     if s.audited is not None:
         rec["n_items_audited_changed"] = s.n_audited_changed
-    rec["run_dir"] = str(s.run.path)
+    rec["run_dir"] = display_path(s.run.path)
 
 
 def _source_rows(

@@ -1,0 +1,167 @@
+"""Committed runs: a finished run dir packed small enough for git, and the check that its numbers follow from its items.
+
+``memcore-archive RUN… --out results/measured/NAME/runs`` copies each run's ``metrics.json``, ``cost.json``,
+``stats.json`` and ``config.yaml`` and gzips its ``items.jsonl`` (byte-stable: no name or time in the gzip header).
+Paths of the machine that made the run (the results root, the data file, the run dir) are replaced by placeholders,
+so nothing committed names a machine. ``memcore-archive --verify DIR…`` recomputes each archived run's metrics from
+its items with the run's own config and the LoCoMo file, and fails on any difference: a committed number is one a
+reader can re-derive. ``memcore-report`` reads archived runs like live ones (``items.jsonl.gz``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import logging
+import shutil
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from memcore.itemlog import ITEMS_GZ, read_run_items
+from memcore.report.collect import ReportInputError, find_run_dirs
+
+log = logging.getLogger(__name__)
+
+COPIED = ("metrics.json", "cost.json", "stats.json")
+#: Config keys that hold a machine's paths, and what the archive writes instead. ``dataset.path`` and
+#: ``eval.audit_path`` become null: the harness then finds the data as on any machine (``$MEMCORE_DATA`` or the
+#: default location), and the data's sha256 is checked by ``scripts/get_locomo.py``.
+PATH_KEYS: dict[str, str | None] = {
+    "paths.root": "<root>",
+    "dataset.path": None,
+    "eval.audit_path": None,
+    "run_dir": "<run>",
+}
+#: The metrics keys whose values must follow from the items (the rest describe the machine or the run's timing).
+DERIVED_KEYS = (
+    "overall",
+    "overall_no_adv",
+    "by_category",
+    "n_items",
+    "recall_at_budget",
+    "recall_at_k",
+    "ier_refinement",
+    "audited",
+)
+
+
+def _scrub_config(run_dir: Path) -> str:
+    """``config.yaml`` with machine paths replaced (see :data:`PATH_KEYS`); Hydra's own block dropped."""
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    for key, value in PATH_KEYS.items():
+        if OmegaConf.select(cfg, key, default="__absent__") != "__absent__":
+            OmegaConf.update(cfg, key, value, merge=False, force_add=False)
+    if "hydra" in cfg:
+        del cfg["hydra"]
+    return OmegaConf.to_yaml(cfg, resolve=False)
+
+
+def _scrub_text(text: str, run_dir: Path, roots: Iterable[Path]) -> str:
+    """Replace the run dir and the results roots (absolute paths) by placeholders in a JSON text."""
+    for path, mark in ((run_dir.resolve(), "<run>"), *((r.resolve(), "<root>") for r in roots)):
+        text = text.replace(str(path), mark)
+    return text
+
+
+def _results_root(run_dir: Path) -> list[Path]:
+    """The results root the run's config names (``paths.root``), when it is an absolute path."""
+    cfg_path = run_dir / "config.yaml"
+    if not cfg_path.is_file():
+        return []
+    root = OmegaConf.select(OmegaConf.load(cfg_path), "paths.root", default=None)
+    return [Path(root)] if isinstance(root, str) and root.startswith("/") else []
+
+
+def archive_run(run_dir: Path, out_dir: Path, *, roots: Sequence[Path] = ()) -> Path:
+    """Pack one finished run dir into ``out_dir`` (created; an existing archive there is replaced). The run dir,
+    its config's results root and ``roots`` are written as ``<run>`` / ``<root>``."""
+    run_dir = Path(run_dir)
+    items = read_run_items(run_dir)
+    if not (run_dir / "metrics.json").is_file() or not items:
+        raise ReportInputError(f"{run_dir}: not a finished run (needs metrics.json and items); rerun it to finish.")
+    roots = [*roots, *_results_root(run_dir)]
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name in COPIED:
+        src = run_dir / name
+        if src.is_file():
+            (tmp / name).write_text(_scrub_text(src.read_text(), run_dir, roots))
+    if (run_dir / "config.yaml").is_file():
+        (tmp / "config.yaml").write_text(_scrub_text(_scrub_config(run_dir), run_dir, roots))
+    lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in items)
+    with open(tmp / ITEMS_GZ, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", filename="", mtime=0) as gz:
+        gz.write(_scrub_text(lines, run_dir, roots).encode("utf-8"))
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+    return out_dir
+
+
+def archive_name(run_dir: Path) -> Path:
+    """Where a run goes inside the archive: its path below the results' ``runs`` dir (experiment / dataset /
+    backbone / protocol / method / ablation, as the run config lays it out), else its own name."""
+    parts = run_dir.resolve().parts
+    if "runs" in parts:
+        return Path(*parts[len(parts) - parts[::-1].index("runs") :])
+    return Path(run_dir.name)
+
+
+def rederive(run_dir: Path) -> list[str]:
+    """Recompute an (archived or live) run's metrics from its items and config; the keys that differ (empty when
+    every derived number of ``metrics.json`` follows from the items)."""
+    from memcore.data.slice import load_slice
+    from memcore.pipeline.report import run_metrics
+
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    data = load_slice(cfg.dataset, audited=bool(cfg.eval.audited), audit_path=cfg.eval.audit_path)
+    by_id = {r["item_id"]: r for r in read_run_items(run_dir)}
+    order = [q.item_id for c in data.conversations for q in c.qa if q.item_id in by_id]
+    again = run_metrics(cfg, str(metrics["run"]["method"]), data, [by_id[i] for i in order])
+    return [k for k in DERIVED_KEYS if _canon(metrics.get(k)) != _canon(again.get(k))]
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="memcore-archive", description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", help="run dirs, sweep dirs or globs (with --verify: archived runs)")
+    p.add_argument("--out", type=Path, default=None, help="directory that receives one folder per run")
+    p.add_argument("--root", type=Path, action="append", default=[], help="a results root to replace by <root>")
+    p.add_argument("--verify", action="store_true", help="recompute each run's metrics from its items and compare")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        dirs = find_run_dirs(args.runs)
+    except ReportInputError as exc:
+        print(f"memcore-archive: {exc}", file=sys.stderr)
+        return 2
+    if args.verify:
+        bad = 0
+        for d in dirs:
+            diff = rederive(d)
+            bad += bool(diff)
+            print(f"{'DIFFERS' if diff else 'ok     '} {d}" + (f": {', '.join(diff)}" if diff else ""))
+        print(f"{len(dirs) - bad} of {len(dirs)} runs re-derive from their items")
+        return 1 if bad else 0
+    if args.out is None:
+        print("memcore-archive: --out DIR is required (or --verify)", file=sys.stderr)
+        return 2
+    for d in dirs:
+        print(archive_run(d, args.out / archive_name(d), roots=args.root))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
