@@ -25,8 +25,9 @@ class LocalServerError(RuntimeError):
 
 
 def describe_exit(returncode: int) -> str:
-    """How a server (or its guard) exited: "killed by SIGSEGV" or "exited with code 3" for its exit status (or its guard) exit status. The guard reports a
-    child that died of signal N as 128 + N, the shell's convention; a negative code is a signal on the guard."""
+    """How a server exited, from its guard's exit status: "killed by SIGSEGV" or "exited with code 3". The guard
+    reports a child that died of signal N as 128 + N, the shell's convention; a negative code is a signal on the
+    guard itself."""
     signum = -returncode if returncode < 0 else (returncode - 128 if 128 < returncode < 128 + 65 else 0)
     if signum:
         try:
