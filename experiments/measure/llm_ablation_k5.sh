@@ -38,4 +38,9 @@ IDS='["conv-26#0","conv-26#1","conv-26#2","conv-26#3","conv-26#4","conv-26#5","c
 for a in none wo_ier; do
   run backbone=local memory_backbone=$SMALL eval.answer=false "dataset.item_ids=$IDS" experiment_name=${TAG/llm_ablation_k5/ier_strong_judge_k5} ablation=$a
 done
+# What a reader needs to re-derive the tables (issue 28): every run's items, and the replies that replay it.
+ROOT="${MEMCORE_RESULTS:-results}"
+.venv/bin/memcore-archive "$ROOT/runs/$TAG" "$ROOT/runs/${TAG}_noier" "$ROOT/runs/${TAG}_ref" --out results/measured/llm_ablation_k5/runs
+.venv/bin/memcore-archive --verify results/measured/llm_ablation_k5/runs
+.venv/bin/memcore-cache export --out "results/measured/cache/$TAG.jsonl.gz"
 log "all runs finished"
