@@ -10,7 +10,8 @@ For the best candidate with s ≥ τ_m (and pre-screen cosine ≥ ``merge_min_co
 it (raws kept, context re-synthesised with each turn's date, re-embedded, keywords and dia_ids unioned); every
 other candidate with s ≥ τ_l gets a weighted typed edge (Supports | Conflicts | Related_To) to the note that
 now holds the new turn; the strongest link with s ≥ strong_link updates that neighbour's context (LLM mode
-only; the neighbour records the new turn's dia_ids as ``linked_sources``). Otherwise the note is appended.
+only; the rewrite sees only the new turn, and the neighbour records that one turn's dia_id in
+``linked_sources``, never the other turns of a note it was merged into). Otherwise the note is appended.
 
 Switches: ``update`` off → plain Append (no gate at all); ``merge`` off → a redundant candidate no longer
 merges (the note is appended; link-range candidates still link); ``link`` off → no edges and no neighbour
@@ -351,7 +352,7 @@ class Constructor:
         ]
         if strong and self.backbone is not None and self.sw.denoise:
             best = max(strong, key=lambda j: (j.strength, -j.nid))
-            self._update_neighbour(self.store.notes[best.nid], note, best.edge)
+            self._update_neighbour(self.store.notes[best.nid], turn_raw, ing.context, best.edge)
         return note
 
     def _merge(self, target: Note, turn_raw: RawTurn, ing: IngestResult) -> Note:
@@ -387,12 +388,18 @@ class Constructor:
         self.kindex.set_note(target.nid, target.keywords)
         return target
 
-    def _update_neighbour(self, neighbour: Note, new: Note, edge: str) -> None:
+    def _update_neighbour(self, neighbour: Note, turn_raw: RawTurn, context: str, edge: str) -> None:
+        """Rewrite ``neighbour``'s context with the new turn's facts. The rewrite sees only that turn (its
+        dated context ``context``), not the note now holding it (after a merge that note carries up to
+        ``merge_max_turns`` turns), and credits only that turn's dia_id in ``linked_sources``."""
         assert self.backbone is not None
         if not neighbour.denoised:
             return
         user = MERGE_PROMPT.LINK_USER.format(
-            old=neighbour.dated_context(), new=new.dated_context(), edge=edge, max_words=MERGED_CONTEXT_MAX_WORDS
+            old=neighbour.dated_context(),
+            new=f"({turn_raw.time}) {context}",
+            edge=edge,
+            max_words=MERGED_CONTEXT_MAX_WORDS,
         )
         res = complete_json(
             self.backbone,
@@ -412,6 +419,6 @@ class Constructor:
             return
         neighbour.context = res.value
         neighbour.updates += 1
-        neighbour.linked_sources = list(dict.fromkeys([*neighbour.linked_sources, *new.dia_ids]))
+        neighbour.linked_sources = list(dict.fromkeys([*neighbour.linked_sources, turn_raw.dia_id]))
         self.counters.neighbour_updates += 1
         self.store.set_vector(neighbour.nid, self.embedder.encode([neighbour.context])[0])
