@@ -6,8 +6,8 @@ complementary [τ_l, τ_m), unrelated < τ_l) and when they disagree **the label
 moved to the nearest end of the label's range (``resolve_label``) and the disagreement is counted; a reply
 without a known label is judged by its strength alone.
 
-For the best candidate with s ≥ τ_m (and pre-screen cosine ≥ ``merge_min_cosine``) the new note is merged into
-it (raws kept, context re-synthesised with each turn's date, re-embedded, keywords and dia_ids unioned); every
+For the best candidate with s ≥ τ_m (and pre-screen cosine ≥ ``merge_min_cosine``; on tied strengths the
+nearest by pre-screen cosine, then the oldest) the new note is merged into it (raws kept, context re-synthesised with each turn's date, re-embedded, keywords and dia_ids unioned); every
 other candidate with s ≥ τ_l gets a weighted typed edge (Supports | Conflicts | Related_To) to the note that
 now holds the new turn; the strongest link with s ≥ strong_link updates that neighbour's context (LLM mode
 only; the rewrite sees only the new turn, and the neighbour records that one turn's dia_id in
@@ -17,7 +17,9 @@ Switches: ``update`` off → plain Append (no gate at all); ``merge`` off → a 
 merges (the note is appended; link-range candidates still link); ``link`` off → no edges and no neighbour
 update; ``denoise`` off → contexts stay raw (merges concatenate raws; no neighbour rewrite, since c = r).
 A candidate that already holds ``merge_max_turns`` turns is linked instead of merged, so notes stay small;
-such an edge joins near-duplicates and is marked ``merge_cap`` (neighbour expansion ignores it).
+such an edge joins near-duplicates and is marked ``merge_cap`` (neighbour expansion ignores it). The other
+redundant candidates beside the merge target are near-duplicates too: their edges are marked ``duplicate``,
+which neighbour expansion and the neighbour update ignore as well.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class Decision:
     target: int | None
     links: list[Judgement]
     capped: set[int] = field(default_factory=set)  # link targets that were merge candidates but full (merge_cap)
+    duplicates: set[int] = field(default_factory=set)  # redundant candidates beside the merge target (duplicate)
 
 
 @dataclass
@@ -289,7 +292,9 @@ class Constructor:
         target: Judgement | None = None
         links: list[Judgement] = []
         capped: set[int] = set()
-        for j in sorted(judgements, key=lambda j: (-j.strength, j.nid)):
+        duplicates: set[int] = set()
+        # strongest first; on tied strengths the nearest candidate (pre-screen cosine), then the oldest
+        for j in sorted(judgements, key=lambda j: (-j.strength, -j.cosine, j.nid)):
             if j.strength >= self.cfg.tau_merge:
                 if not self.sw.merge:
                     continue  # redundant, but Merge is ablated: appended instead, without an edge
@@ -303,14 +308,16 @@ class Constructor:
                 if target is None:
                     self.counters.merge_cap_redirects += 1
                     capped.add(j.nid)
+                else:
+                    duplicates.add(j.nid)  # another near-duplicate of the turn the target now holds
                 links.append(j)
             elif j.strength >= self.cfg.tau_link:
                 links.append(j)
         if not self.sw.link:
-            links, capped = [], set()
+            links, capped, duplicates = [], set(), set()
         if target is not None:
-            return Decision("merge", target.nid, links, capped)
-        return Decision("link" if links else "append", None, links, capped)
+            return Decision("merge", target.nid, links, capped, duplicates)
+        return Decision("link" if links else "append", None, links, capped, duplicates)
 
     # ------------------------------------------------------------------ apply
     def add(self, turn_raw: RawTurn, ing: IngestResult, vec: np.ndarray | None = None) -> Note:
@@ -340,18 +347,21 @@ class Constructor:
                 self.counters.linked_appends += 1
             else:
                 self.counters.appends += 1
+        near_duplicates = decision.capped | decision.duplicates
         for j in decision.links:
-            origin = "merge_cap" if j.nid in decision.capped else "gate"
+            origin = (
+                "merge_cap" if j.nid in decision.capped else "duplicate" if j.nid in decision.duplicates else "gate"
+            )
             if j.nid != note.nid and self.store.add_edge(note.nid, j.nid, j.strength, j.edge, origin):
                 self.counters.links += 1
                 self.counters.edge_types[j.edge] += 1
         strong = [
             j
             for j in decision.links
-            if j.strength >= self.cfg.strong_link and j.nid != note.nid and j.nid not in decision.capped
+            if j.strength >= self.cfg.strong_link and j.nid != note.nid and j.nid not in near_duplicates
         ]
         if strong and self.backbone is not None and self.sw.denoise:
-            best = max(strong, key=lambda j: (j.strength, -j.nid))
+            best = max(strong, key=lambda j: (j.strength, j.cosine, -j.nid))
             self._update_neighbour(self.store.notes[best.nid], turn_raw, ing.context, best.edge)
         return note
 

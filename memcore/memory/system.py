@@ -125,6 +125,7 @@ class MemCoRe:
                 temperature=self.cfg.temperature,
                 max_tokens=self.cfg.max_tokens,
                 seed=self.seed,
+                resolve_dates=self.cfg.resolve_dates,
             )
             self._constructor = self.constructor_class(
                 store=self.store,
