@@ -70,7 +70,11 @@ def test_a_chunk_without_a_usable_reply_is_split_down_to_per_turn_calls() -> Non
     # per chunk of 3: batch (2 attempts) -> [1 turn: per-turn call] + [2 turns: batch (2 attempts) -> 2 per-turn]
     assert backbone.calls_by_stage() == {"ingest": 14}
     assert len(mem.store) == 6
-    assert mem.store.notes[0].context == "Alice: I adopted a puppy named Rex last week. (single)"
+    # the relative date resolved in code (issue 28); the fake echoes the annotated turn
+    assert (
+        mem.store.notes[0].context
+        == "Alice: I adopted a puppy named Rex last week [= the week of 24 April 2023]. (single)"
+    )
     assert mem.store.notes[0].denoised and "rex" in mem.store.notes[0].keywords
     construction = mem.stats()["construction"]
     assert construction["fallbacks"] == {"ingest_batch:split": 4}

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from experiments.measure.ier_verdicts import ier_verdicts, main
+from experiments.measure.ier_verdicts import ier_verdicts, main, round1_verdict
 
 
 def _item(item_id: str, recall: float | None, *, verdict: bool | None = None, rounds: int = 1, cat: int = 1) -> Any:
@@ -51,3 +51,11 @@ def test_the_command_writes_markdown_and_json(tmp_path: Path, capsys: Any) -> No
     assert main(["--on", str(tmp_path / "on"), "--off", str(tmp_path / "off"), "--out", str(tmp_path / "v.md")]) == 0
     assert "| sufficient | 1 | 1 |" in capsys.readouterr().out
     assert json.loads((tmp_path / "v.json").read_text())["n"] == 4
+
+
+def test_an_unparsed_judge_reply_is_no_verdict() -> None:
+    """Issue 28: an unparseable reply is logged ``judge: "unparsed"`` with ``sufficient`` false (the coverage rule
+    stood in); it is neither a "sufficient" nor an "insufficient" verdict of the judge."""
+    unparsed = {"extra": {"rounds_log": [{"round": 1, "judge": "unparsed", "sufficient": False}]}}
+    assert round1_verdict(unparsed) is None
+    assert round1_verdict({"extra": {"rounds_log": [{"round": 1, "sufficient": False}]}}) is False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from memcore.memory.ingestion import clean_text
@@ -51,13 +52,19 @@ def test_wo_update_every_turn_its_own_note(tmp_path: Path) -> None:
     assert all(n.denoised for n in mem.store.notes)  # denoising untouched
 
 
+def _unannotated(text: str) -> str:
+    return re.sub(r" \[= [^\]]*\]", "", text)
+
+
 def test_wo_denoise_context_is_raw(tmp_path: Path) -> None:
     mem, _, _ = build(CONV, tmp_path, abl="wo_denoise")
     assert counts(mem) == (1, 2, 4)  # the gate works as before
     merged = mem.store.notes[0]
-    assert merged.context == "\n".join(clean_text(r.render()) for r in merged.raws)
+    # c = r, with the relative dates resolved in code (resolve_dates, issue 28): "last week [= the week of …]"
+    assert "last week [= the week of 24 April 2023]" in merged.context
+    assert _unannotated(merged.context) == "\n".join(clean_text(r.render()) for r in merged.raws)
     for note in mem.store.notes[1:]:
-        assert note.context == clean_text(note.raws[0].render())
+        assert _unannotated(note.context) == clean_text(note.raws[0].render())
         assert not note.denoised
     assert mem.stats()["construction"]["neighbour_updates"] == 0  # c = r: nothing rewrites a context
     # keywords still come from ingestion

@@ -53,12 +53,29 @@ def test_unparseable_decompose_and_ier_fall_back(tmp_path: Path) -> None:
     llm = MemCoReLLM(garbage=["decompose", "ier"])
     mem, backbone, _ = build(conv, tmp_path, llm=llm)
     ev = mem.retrieve(QUESTIONS[0])
-    assert ev.rounds == 1  # stop refining
-    assert ev.extra["fallbacks"] == ["decompose:statistical_plan", "ier:stop_refining"]
+    # the judge's reply did not parse: not "sufficient"; the coverage rule finds every entity covered, so
+    # refinement stops, under its own stop reason
+    assert ev.rounds == 1
+    assert ev.extra["ier_stop"] == "judge_unparsed"
+    assert ev.extra["rounds_log"][0]["judge"] == "unparsed" and ev.extra["rounds_log"][0]["sufficient"] is False
+    assert ev.extra["fallbacks"] == ["decompose:statistical_plan", "ier:rule_subqueries"]
     assert ev.notes  # the statistical plan still retrieves
-    assert mem.stats()["retrieval"]["fallbacks"] == {"decompose:statistical_plan": 1, "ier:stop_refining": 1}
+    assert mem.stats()["retrieval"]["fallbacks"] == {"decompose:statistical_plan": 1, "ier:rule_subqueries": 1}
+    assert mem.stats()["retrieval"]["ier_stops"] == {"judge_unparsed": 1}
     assert backbone is not None
-    assert backbone.usage.parse_failures()["retrieve"] == {"decompose:statistical_plan": 1, "ier:stop_refining": 1}
+    assert backbone.usage.parse_failures()["retrieve"] == {"decompose:statistical_plan": 1, "ier:rule_subqueries": 1}
+
+
+def test_unparseable_ier_judge_refines_with_the_coverage_rule(tmp_path: Path) -> None:
+    """At K = 2 the pool covers "walks" but not "watercolors": with the judge's reply unparseable the cheap
+    coverage rule issues the uncovered entity as the sub-query of round 2 (counted as ier:rule_subqueries)."""
+    mem, _, _ = build(conversation_of(TOPIC_TURNS), tmp_path, llm=MemCoReLLM(garbage=["ier"]))
+    ev = mem.retrieve("What about walks and watercolors?", budget=2)
+    log = ev.extra["rounds_log"]
+    assert log[0]["judge"] == "unparsed" and log[0]["sufficient"] is False
+    assert ev.rounds == 2 and [sq["query"] for sq in log[1]["sub_queries"]] == ["watercolors"]
+    assert ev.extra["fallbacks"] == ["ier:rule_subqueries"]
+    assert ev.extra["ier_stop"] != "sufficient"
 
 
 def test_cheap_mode_makes_zero_backbone_calls(tmp_path: Path) -> None:

@@ -13,32 +13,41 @@ import pytest
 from memcore.llm.embedders import HashingEmbedder
 from memcore.memory.config import MemCoReConfig, Switches
 from memcore.memory.construction import Judgement, resolve_label
-from memcore.memory.ier import fuse_rounds, subquery_key
+from memcore.memory.ier import fuse_rounds, fuse_rounds_detail, subquery_key
+from memcore.memory.judge_view import MIN_NOTE_TOKENS, note_view, per_note_budget, rank_turns
 from memcore.memory.keywords import KeywordIndex
-from memcore.memory.notes import NoteStore, RawTurn, VectorMatrix
+from memcore.memory.notes import Note, NoteStore, RawTurn, VectorMatrix
 from memcore.memory.retrieval import RetrievalIndex, Retriever
 from memcore.memory.topics import Topics
+from memcore.text import count_tokens
 from tests.fakes import MemCoReLLM
 from tests.support import build, conversation_of
 
 VEGETABLES = ["carrots", "potatoes", "onions", "beans", "peppers", "tomatoes", "lettuce", "spinach", "radishes"]
 
 
-def garden_turns(n: int = 110) -> list[str]:
-    """``n`` turns that all mention the garden, then one gold turn that shares no word with the question."""
+def garden_turns(n: int = 110, *, word: str = "plot") -> list[str]:
+    """``n`` turns that all mention the garden, then one gold turn that shares no word with the question. With
+    ``word`` = "plot" (4 letters: never a keyword of the fake ingest) only the topic channel finds the turns for
+    the question; with "garden" both channels find every one of them."""
     turns = [
-        f"garden diary {i}: my garden rows of {VEGETABLES[i % len(VEGETABLES)]} grew {i} centimetres" for i in range(n)
+        f"garden diary {i}: my {word} rows of {VEGETABLES[i % len(VEGETABLES)]} grew {i} centimetres" for i in range(n)
     ]
     return [*turns, "zebra xylophone quartzite"]
 
 
-GOLD_QUESTION = "What grows in the garden rows?"
+GOLD_QUESTION = "What grows in the plot rows?"
 SUBQUERY = {"query": "xylophone quartzite", "entities": ["xylophone", "quartzite"]}
 
 
 def _gold_rank(ev: Any) -> int | None:
     ids = [d for n in ev.notes for d in n.dia_ids]
     return ids.index("D3:11") if "D3:11" in ids else None
+
+
+def _dual(ev: Any) -> list[str]:
+    """The notes of the final pool both channels found, the gold note (a sub-query's) left out."""
+    return [n.note_id for n in ev.notes if {"topic", "keyword"} <= set(n.channels) and "D3:11" not in n.dia_ids]
 
 
 @pytest.mark.parametrize(("weight", "reserved", "enters"), [(0.5, 0, False), (0.5, 2, True), (1.0, 2, True)])
@@ -60,10 +69,26 @@ def test_a_note_only_a_subquery_finds_reaches_the_top_k_of_a_large_memory(
     assert ev.rounds == 2
     first_round = ev.extra["rounds_log"][0]
     assert first_round["sufficient"] is False
+    assert _dual(ev) == []  # only the topic channel found the question's notes: none is protected but its best
     assert (_gold_rank(ev) is not None) is enters
     assert len(ev.notes) == 20
     assert "D3:11" not in ev.extra["round1_dia_ids"]  # round 1's pool, kept beside the final one
     assert ("D3:11" in [d for n in ev.notes for d in n.dia_ids]) is enters
+    if reserved:
+        assert ev.extra["rounds_log"][1]["reserved_lifted"] == 1
+
+
+def test_reservations_never_evict_notes_both_channels_found(tmp_path: Path) -> None:
+    """Every note of the question's top 20 was found by both channels: a sub-query's reservation evicts none
+    of them, so the gold note (only the sub-query finds it) stays out and refinement stops (no new evidence)."""
+    plan = [{"sufficient": False, "sub_queries": [SUBQUERY]}, {"sufficient": True, "sub_queries": []}]
+    mem, _, _ = build(conversation_of(garden_turns(word="garden")), tmp_path, llm=MemCoReLLM(ier_plan=plan))
+    ev = mem.retrieve("What grows in the garden rows?")
+    assert len(_dual(ev)) == 20
+    assert _gold_rank(ev) is None
+    assert ev.extra["ier_stop"] == "no_new_evidence"
+    assert ev.extra["rounds_log"][1]["reserved_lifted"] == 0
+    assert ev.extra["rounds_log"][1]["protected_kept"] > 0  # the sub-query's RRF shares alone would evict some
 
 
 def test_without_ier_the_gold_note_is_not_retrieved(tmp_path: Path) -> None:
@@ -169,6 +194,27 @@ def test_merge_min_cosine_turns_a_low_cosine_redundant_verdict_into_a_link(tmp_p
     assert c["merges"] == 0 and c["merge_cosine_redirects"] == 1 and c["links"] == 1
 
 
+def test_a_link_update_after_a_merge_credits_only_the_new_turn(tmp_path: Path) -> None:
+    """Turn 3 merges into note 0 (turns 1 and 3) and strongly links note 1. The rewrite of note 1 sees only turn 3
+    and credits only D1:3: before issue 28 it saw the merged note and credited D1:1 as well, a turn whose facts
+    it never carried into note 1."""
+
+    def strength(new: str, cand: str) -> float:
+        if "dup" not in new:
+            return 0.1
+        return 0.9 if "tagA" in cand else 0.65
+
+    turns = ["tagA: I adopted a dog named Rex", "tagB: my painting class meets on Mondays", "tagA dup: Rex is a beagle"]
+    llm = MemCoReLLM(strength=strength)
+    mem, _, _ = build(conversation_of(turns), tmp_path, llm=llm)
+    merged, linked = mem.store.notes[0], mem.store.notes[1]
+    assert merged.dia_ids == ("D1:1", "D1:3") and merged.context.startswith("MERGED")
+    assert linked.updates == 1 and linked.linked_sources == ["D1:3"]
+    assert linked.source_ids == ("D1:2", "D1:3")
+    rewrite = llm.prompts_of("link_update")[0].split("New related note:", 1)[1]
+    assert "Rex is a beagle" in rewrite and "MERGED" not in rewrite and "adopted" not in rewrite
+
+
 def test_link_update_records_the_new_turns_dia_id_as_provenance(tmp_path: Path) -> None:
     reply = MemCoReLLM(verdict={"relation": "complementary", "strength": 0.65, "edge": "Supports"})
     mem, _, _ = build(conversation_of(["I adopted a dog named Rex", "Rex is a beagle"]), tmp_path, llm=reply)
@@ -270,3 +316,100 @@ def test_binary_gate_form_maps_its_answers_to_a_relation(
 def test_resolve_label_without_a_strength_takes_the_middle_of_the_range() -> None:
     assert resolve_label(None, "redundant", 0.7, 0.5) == (pytest.approx(0.85), "redundant", False)
     assert resolve_label(None, "unrelated", 0.7, 0.5) == (pytest.approx(0.25), "unrelated", False)
+
+
+# ------------------------------------------------------------------ IER fusion: reservations (issue 28)
+def _top(ranked: list[tuple[int, float]], k: int) -> list[int]:
+    return [n for n, _ in ranked[:k]]
+
+
+def test_fusion_at_k5_three_subqueries_keeps_the_questions_protected_notes() -> None:
+    """K = 5, one judge reply with three sub-queries, 2 reserved slots each. Before issue 28 the six reservations
+    filled the whole top 5 (note 1, the question's best, evicted). Now: notes 1 (best) and 2 (both channels) stay,
+    at most K // 2 = 2 slots are reserved (round-robin: each sub-query's best first), the fused rest fills one."""
+    lists = {
+        "q": list(range(1, 31)),
+        "r2.0": [101, 102, 103],
+        "r2.1": [201, 202],
+        "r2.2": [301, 302],
+    }
+    detail = fuse_rounds_detail(lists, k=60, weight=0.5, reserved=2, k_final=5, protected=[1, 2])
+    assert _top(detail.ranked, 5) == [1, 2, 3, 101, 201]  # 3: 1/63 > every sub-query share (≤ 0.5/61)
+    assert detail.lifted == (101, 201) and detail.kept == ()
+    assert sorted(n for n, _ in detail.ranked) == sorted({n for lst in lists.values() for n in lst})
+    # every note of the top 5 protected (the question's best and four dual-channel notes): nothing is lifted
+    full = fuse_rounds_detail(lists, k=60, weight=0.5, reserved=2, k_final=5, protected=[1, 2, 3, 4, 5])
+    assert _top(full.ranked, 5) == [1, 2, 3, 4, 5] and full.lifted == ()
+
+
+def test_fusion_at_k20_two_rounds_of_three_subqueries_reserves_at_most_half() -> None:
+    """K = 20, two refinement rounds of three sub-queries each (six lists), 2 reserved slots each: twelve
+    reservations before issue 28 (12 of 20 slots forced); now at most 10, and the question's eight
+    dual-channel notes are never among the evicted."""
+    lists: dict[str, list[int]] = {"q": list(range(1, 61))}
+    for r in (2, 3):
+        for i in range(3):
+            base = 100 * (10 * r + i)
+            lists[f"r{r}.{i}"] = [base + j for j in range(1, 6)]
+    protected = list(range(1, 9))
+    detail = fuse_rounds_detail(lists, k=60, weight=0.5, reserved=2, k_final=20, protected=protected)
+    top = _top(detail.ranked, 20)
+    assert set(protected) <= set(top)
+    assert len(detail.lifted) == 10  # round-robin: the six lists' best, then four second-best
+    assert set(detail.lifted) == {2001, 2101, 2201, 3001, 3101, 3201, 2002, 2102, 2202, 3002}
+    assert set(top) == set(protected) | set(detail.lifted) | {9, 10}  # the fused rest: the question's next two
+    # a protected note that a sub-query also finds takes none of its reservations
+    lists["r2.0"] = [3, *lists["r2.0"]]
+    again = fuse_rounds_detail(lists, k=60, weight=0.5, reserved=2, k_final=20, protected=protected)
+    assert len(again.lifted) == 10 and 2001 in again.lifted and 3 in _top(again.ranked, 20)
+
+
+def test_fusion_keeps_protected_notes_that_plain_rrf_would_push_out() -> None:
+    """Sub-query lists at weight 1 outscore the question's lower ranks: plain RRF would drop its dual-channel
+    note 4 from a top 4; the reservation rule keeps it (``kept``) and lifts at most K // 2 = 2 notes."""
+    lists = {"q": [1, 2, 3, 4], "r2.0": [11, 12], "r2.1": [21, 22]}
+    plain = fuse_rounds(lists, k=60, weight=1.0, reserved=0, k_final=4)
+    assert 4 not in _top(plain, 4)
+    detail = fuse_rounds_detail(lists, k=60, weight=1.0, reserved=2, k_final=4, protected=[1, 4])
+    # the two free slots hold the sub-queries' best notes (already in plain RRF's top: nothing lifted)
+    assert _top(detail.ranked, 4) == [1, 11, 21, 4] and detail.kept == (4,) and detail.lifted == ()
+
+
+# ------------------------------------------------------------------ IER judge view (issue 28)
+def _merged_note(n_turns: int = 6) -> Note:
+    raws = [
+        RawTurn(f"D1:{i}", "Alice", f"turn {i}: " + " ".join(f"filler{i}x{j}" for j in range(50)), "1 May, 2023")
+        for i in range(1, n_turns + 1)
+    ]
+    raws[4] = RawTurn("D1:5", "Alice", "I bought a violin in Lisbon " + "and more " * 20, "8 May, 2023")
+    context = "Alice talked about many things " + " ".join(f"ctx{j}" for j in range(75))
+    return Note(0, raws, context, ["alice"])
+
+
+def test_judge_view_shows_the_turns_that_match_the_question_within_the_share() -> None:
+    note = _merged_note()
+    whole = f"({note.timestamp}) {note.context}\n" + "\n".join(r.render_dated() for r in note.raws)
+    assert count_tokens(whole) > 340  # a merged note whole: about 8 of them fill a 3,000-token budget
+    view = note_view(note, "Where did Alice buy the violin?", 150, "both")
+    assert count_tokens(view) <= 150
+    assert "(1 May, 2023; 8 May, 2023)" in view and "violin in Lisbon" in view  # the 5th turn: the best match
+    assert view.startswith("(1 May, 2023; 8 May, 2023) Alice talked about")  # the context, cut
+    assert "(+5 more turns)" in view
+    assert rank_turns(note, "Where did Alice buy the violin?")[0] == 4
+    # the answerer's view decides the parts: raw → no context; context → no turns
+    assert "Alice talked" not in note_view(note, "violin?", 150, "raw")
+    assert "violin" not in note_view(note, "violin?", 150, "context")
+    assert per_note_budget(3000, 20) == 150 and per_note_budget(3000, 200) == MIN_NOTE_TOKENS
+
+
+def test_the_judge_sees_all_k_final_long_notes(tmp_path: Path) -> None:
+    """20 notes of ≈ 330 tokens: whole, 9 fitted the judge's 3,000 tokens; now each gets 150 and all 20 show."""
+    turns = [f"plot rows {i} " + " ".join(f"w{i}x{j}" for j in range(300)) for i in range(25)]
+    llm = MemCoReLLM(ier_plan=[{"sufficient": True, "sub_queries": []}])
+    mem, backbone, _ = build(conversation_of(turns), tmp_path, llm=llm)
+    mem.retrieve("What grows in the plot rows?")
+    assert backbone is not None
+    prompt = next(m[1]["content"] for _, m in backbone.calls if "Retrieved notes" in m[1]["content"])
+    evidence = prompt.split("Retrieved notes (each starts with the date it was said):\n", 1)[1].split("\n\nSearches")[0]
+    assert "[20] (" in evidence and "[21]" not in evidence
+    assert count_tokens(evidence) <= 3000

@@ -109,6 +109,45 @@ def test_decide_rule_on_hand_made_judgements() -> None:
     assert (d.action, d.target, d.links) == ("append", None, [])
 
 
+def test_tied_strengths_merge_into_the_nearest_candidate_and_other_duplicates_stay_out_of_expansion() -> None:
+    """Issue 28: on tied strengths the merge went to the oldest candidate (lowest id), not the nearest; now the
+    pre-screen cosine breaks the tie (then the id). The other redundant candidate's edge is a ``duplicate`` edge,
+    which neighbour expansion ignores, as it ignores ``merge_cap`` edges."""
+    cons = _constructor()
+    from memcore.memory.notes import RawTurn
+
+    for i in range(3):
+        cons.store.add([RawTurn(f"D1:{i}", "A", "x", "t")], "x", [], np.eye(64, dtype=np.float32)[i], denoised=False)
+    tied = [
+        Judgement(0, 0.7, "redundant", "Supports", 0.71),
+        Judgement(1, 0.7, "redundant", "Supports", 0.93),  # the nearest
+        Judgement(2, 0.6, "complementary", "Related_To", 0.5),
+    ]
+    d = cons.decide(tied)
+    assert (d.action, d.target, [x.nid for x in d.links]) == ("merge", 1, [0, 2])
+    assert d.duplicates == {0} and d.capped == set()
+    same = [Judgement(0, 0.7, "redundant", "Supports", 0.8), Judgement(1, 0.7, "redundant", "Supports", 0.8)]
+    assert cons.decide(same).target == 0  # strength and cosine tied: the oldest
+    # applied: note 1 takes the turn; the edge 1–0 is a duplicate edge, 1–2 a gate edge; only 1–2 is expandable
+    cons.store.add_edge(1, 0, 0.7, "Supports", "duplicate")
+    cons.store.add_edge(1, 2, 0.6, "Related_To", "gate")
+    indptr, nbrs, _ = cons.store.neighbours_csr()
+    assert nbrs[indptr[1] : indptr[2]].tolist() == [2] and nbrs[indptr[0] : indptr[1]].tolist() == []
+
+
+def test_a_duplicate_edge_from_the_gate_is_marked_and_never_rewrites_the_neighbour(tmp_path: Path) -> None:
+    """Turn 3 is judged redundant (0.9) with both notes: it merges into the nearest (note 0, the same fact) and
+    note 1 gets a ``duplicate`` edge. Before issue 28 that edge was a ``gate`` edge, fed neighbour expansion, and
+    as the strongest link it rewrote note 1's context with turn 3's facts."""
+    texts = ["same fact about Rex [s=0.90]", "different topic [s=0.10]", "same fact about Rex [s=0.90] again"]
+    mem, _, _ = build(conversation_of(texts), tmp_path, llm=MemCoReLLM(strength=marker_strength))
+    assert mem.store.notes[0].dia_ids == ("D1:1", "D1:3")
+    (edge,) = mem.store.edges.values()
+    assert ((edge.a, edge.b), edge.origin) == ((0, 1), "duplicate")
+    assert mem.store.notes[1].updates == 0 and mem.store.notes[1].linked_sources == []
+    assert mem.stats()["construction"]["neighbour_updates"] == 0
+
+
 def test_cheap_judge_uses_cosine_as_strength() -> None:
     cons = _constructor()
     out = cons.judge("anything", [(0, 0.93), (1, 0.61), (2, 0.2), (3, -0.1)])

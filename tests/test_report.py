@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from memcore.report import ReportInputError, find_run_dirs, load_paper_numbers, load_runs, summarize_run
 from memcore.report.cli import main as report_main
 from memcore.report.reference import default_reference_dir
-from memcore.report.tables import ablation_table, cost_summary, main_table
+from memcore.report.tables import ablation_table, cost_summary, full_model_of, main_table, run_k
 from tests.support import run_item, write_run
 
 COST = {
@@ -397,3 +398,55 @@ def test_paired_delta_interval_by_hand() -> None:
     assert paired_delta_ci(many, other, "f1") == paired_delta_ci(many[::-1], other, "f1")  # file order is irrelevant
     with pytest.raises(ValueError, match="n_boot"):
         paired_delta_ci(ablated, full, "f1", n_boot=0)
+
+
+def _set_config(path: Path, *, experiment: str, budget: int, ier: bool, ablation: str) -> None:
+    """The run's config.yaml as the runner writes it: experiment, K (eval.budget) and the ablation switches."""
+    switches = {s: True for s in ("update", "merge", "link", "denoise", "topic", "keyword", "neighbor", "ier")}
+    if ablation != "none":
+        switches[ablation.removeprefix("wo_")] = False
+    switches["ier"] = switches["ier"] and ier
+    cfg = {
+        "experiment_name": experiment,
+        "method": {"name": "memcore", "k_final": 20},
+        "eval": {"budget": budget},
+        "ablation": {"name": ablation, **switches},
+    }
+    (path / "config.yaml").write_text(yaml.safe_dump(cfg))
+
+
+def test_ablation_rows_pair_with_the_full_model_of_their_experiment_ier_switch_and_k(tmp_path: Path) -> None:
+    """Issue 28: the IER-off rows of the K = 5 table were paired with the IER-on full model. Now a row's full
+    model shares its experiment, K and every switch but the ablated one."""
+    rows = [  # (root, experiment, K, ier, ablation, F1 = recall)
+        ("k5", "abl_k5", 5, True, "none", 0.5),
+        ("k5", "abl_k5", 5, True, "wo_ier", 0.4),
+        ("k20", "abl_k5", 20, True, "none", 0.9),  # the same experiment at another K
+        ("noier", "abl_k5_noier", 5, False, "none", 0.4),
+        ("noier", "abl_k5_noier", 5, False, "wo_update", 0.3),
+    ]
+    for root, exp, k, ier, abl, score in rows:
+        path = write_run(
+            tmp_path / root, backbone="local", method="memcore", ablation=abl, items=ablation_items(score, score)
+        )
+        _set_config(path, experiment=exp, budget=k, ier=ier, ablation=abl)
+    summaries = [summarize_run(r, n_boot=20) for r in load_runs([tmp_path])]
+    by = {(s.run.experiment, s.run.ablation, run_k(s.run)): s for s in summaries}
+    assert full_model_of(by[("abl_k5_noier", "wo_update", 5)], summaries) is by[("abl_k5_noier", "none", 5)]
+    assert full_model_of(by[("abl_k5", "wo_ier", 5)], summaries) is by[("abl_k5", "none", 5)]
+    assert full_model_of(by[("abl_k5_noier", "none", 5)], summaries) is by[("abl_k5_noier", "none", 5)]
+    assert full_model_of(by[("abl_k5", "none", 20)], summaries) is by[("abl_k5", "none", 20)]
+    recs = {
+        (r["experiment"], r["ablation"]): r
+        for r in csv.DictReader(io.StringIO(ablation_table(summaries, None).to_csv()))
+    }
+    assert recs[("abl_k5_noier", "wo_update")]["f1_vs_full"] == "-10.0000"  # vs the IER-off full model, not -20
+    assert recs[("abl_k5", "wo_ier")]["f1_vs_full"] == "-10.0000"  # vs K = 5, not K = 20 (-50)
+    # a full model of another experiment is not taken: no pairing
+    lone = write_run(
+        tmp_path / "lone", backbone="local", method="memcore", ablation="wo_link", items=ablation_items(0.2, 0.2)
+    )
+    _set_config(lone, experiment="other", budget=5, ier=True, ablation="wo_link")
+    summaries = [summarize_run(r, n_boot=20) for r in load_runs([tmp_path])]
+    orphan = next(s for s in summaries if s.run.experiment == "other")
+    assert full_model_of(orphan, summaries) is None

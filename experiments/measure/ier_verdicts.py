@@ -27,9 +27,12 @@ def _read(run: Path) -> dict[str, dict[str, Any]]:
 
 
 def round1_verdict(item: Mapping[str, Any]) -> bool | None:
-    """The judge's round-1 verdict from an IER-on item's ``extra.rounds_log`` (None: no LLM judge ran)."""
+    """The judge's round-1 verdict from an IER-on item's ``extra.rounds_log`` (None: no LLM judge ran, or its reply
+    did not parse, ``judge: "unparsed"``: the coverage rule then stood in, which is no verdict of the judge)."""
     log = (item.get("extra") or {}).get("rounds_log") or []
-    return log[0].get("sufficient") if log and "sufficient" in log[0] else None
+    if not log or "sufficient" not in log[0] or log[0].get("judge") == "unparsed":
+        return None
+    return log[0]["sufficient"]
 
 
 def ier_verdicts(on: Mapping[str, Mapping[str, Any]], off: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

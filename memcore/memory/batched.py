@@ -173,9 +173,12 @@ class BatchIngestor:
         """One batch call: per turn its (context, keywords) or None, and the calls it took."""
         ids = [t.dia_id for t in turns]
         prev = previous[-self.cfg.context_turns :] if self.cfg.context_turns else []
-        listing = "\n".join(f"[{t.dia_id}] ({t.session_time_raw}) {t.speaker}: {clean_text(t.text)}" for t in turns)
+        shown = self.single.shown
+        listing = "\n".join(
+            f"[{t.dia_id}] ({t.session_time_raw}) {t.speaker}: {shown(t, clean_text(t.text))}" for t in turns
+        )
         user = BATCH_PROMPT.INGEST_USER.format(
-            previous="\n".join(clean_text(t.render()) for t in prev) or "(none)",
+            previous="\n".join(shown(t, clean_text(t.render())) for t in prev) or "(none)",
             turns=listing,
             example_id=ids[0],
             max_keywords=self.cfg.max_keywords,
@@ -207,8 +210,8 @@ class BatchIngestor:
         # the same keyword clean-up as the per-turn path
         kws = self.single._with_speaker(turn, drop_filler(normalise_keywords(keywords, limit=self.cfg.max_keywords)))
         if self.single.denoise:
-            return IngestResult(context, kws, True, None, 0)
-        return IngestResult(clean_text(turn.render()), kws, False, None, 0)
+            return IngestResult(self.single.shown(turn, context), kws, True, None, 0)
+        return IngestResult(self.single.shown(turn, clean_text(turn.render())), kws, False, None, 0)
 
 
 # ---------------------------------------------------------------------- gate

@@ -28,7 +28,7 @@ class MemCoReConfig:
 
     name: str = "memcore"
     judge: Literal["llm", "embedding"] = knob("llm", build=True, rule=Rule(choices=JUDGES))
-    format_version: int = knob(2, build=True, rule=POS)
+    format_version: int = knob(3, build=True, rule=POS)
     # gate
     tau_merge: float = knob(0.7, build=True, rule=UNIT)
     tau_link: float = knob(0.5, build=True, rule=UNIT)
@@ -42,6 +42,9 @@ class MemCoReConfig:
     max_keywords: int = knob(6, build=True, rule=POS)
     cheap_keyword_ngram: int = knob(3, build=True, rule=POS)
     cheap_keyword_unigrams: int = knob(0, build=True)
+    #: relative dates ("yesterday", "last week", …) resolved in code against the session date and shown beside the
+    #: expression in every construction prompt and in the context (memcore.data.relative_dates); false = as before
+    resolve_dates: bool = knob(True, build=True)
     # keyword graph and topics
     hub_max_fraction: float = knob(0.1, build=True, rule=Rule(lo=0, hi=1, lo_open=True))
     topic_min: int = knob(20, build=True, rule=POS)
@@ -93,7 +96,11 @@ class MemCoReConfig:
         values: dict[str, Any] = {}
         for key, value in raw.items():
             default = known[key].default
-            if isinstance(default, bool) or default is None:
+            if isinstance(default, bool):
+                if not isinstance(value, bool):
+                    raise ConfigError(f"method.{key} must be true or false, got {value!r}")
+                values[key] = value
+            elif default is None:
                 values[key] = value
             elif isinstance(default, int) and not isinstance(default, bool):
                 if isinstance(value, bool) or not isinstance(value, int):

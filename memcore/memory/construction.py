@@ -6,17 +6,20 @@ complementary [τ_l, τ_m), unrelated < τ_l) and when they disagree **the label
 moved to the nearest end of the label's range (``resolve_label``) and the disagreement is counted; a reply
 without a known label is judged by its strength alone.
 
-For the best candidate with s ≥ τ_m (and pre-screen cosine ≥ ``merge_min_cosine``) the new note is merged into
-it (raws kept, context re-synthesised with each turn's date, re-embedded, keywords and dia_ids unioned); every
+For the best candidate with s ≥ τ_m (and pre-screen cosine ≥ ``merge_min_cosine``; on tied strengths the
+nearest by pre-screen cosine, then the oldest) the new note is merged into it (raws kept, context re-synthesised with each turn's date, re-embedded, keywords and dia_ids unioned); every
 other candidate with s ≥ τ_l gets a weighted typed edge (Supports | Conflicts | Related_To) to the note that
 now holds the new turn; the strongest link with s ≥ strong_link updates that neighbour's context (LLM mode
-only; the neighbour records the new turn's dia_ids as ``linked_sources``). Otherwise the note is appended.
+only; the rewrite sees only the new turn, and the neighbour records that one turn's dia_id in
+``linked_sources``, never the other turns of a note it was merged into). Otherwise the note is appended.
 
 Switches: ``update`` off → plain Append (no gate at all); ``merge`` off → a redundant candidate no longer
 merges (the note is appended; link-range candidates still link); ``link`` off → no edges and no neighbour
 update; ``denoise`` off → contexts stay raw (merges concatenate raws; no neighbour rewrite, since c = r).
 A candidate that already holds ``merge_max_turns`` turns is linked instead of merged, so notes stay small;
-such an edge joins near-duplicates and is marked ``merge_cap`` (neighbour expansion ignores it).
+such an edge joins near-duplicates and is marked ``merge_cap`` (neighbour expansion ignores it). The other
+redundant candidates beside the merge target are near-duplicates too: their edges are marked ``duplicate``,
+which neighbour expansion and the neighbour update ignore as well.
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ class Decision:
     target: int | None
     links: list[Judgement]
     capped: set[int] = field(default_factory=set)  # link targets that were merge candidates but full (merge_cap)
+    duplicates: set[int] = field(default_factory=set)  # redundant candidates beside the merge target (duplicate)
 
 
 @dataclass
@@ -288,7 +292,9 @@ class Constructor:
         target: Judgement | None = None
         links: list[Judgement] = []
         capped: set[int] = set()
-        for j in sorted(judgements, key=lambda j: (-j.strength, j.nid)):
+        duplicates: set[int] = set()
+        # strongest first; on tied strengths the nearest candidate (pre-screen cosine), then the oldest
+        for j in sorted(judgements, key=lambda j: (-j.strength, -j.cosine, j.nid)):
             if j.strength >= self.cfg.tau_merge:
                 if not self.sw.merge:
                     continue  # redundant, but Merge is ablated: appended instead, without an edge
@@ -302,14 +308,16 @@ class Constructor:
                 if target is None:
                     self.counters.merge_cap_redirects += 1
                     capped.add(j.nid)
+                else:
+                    duplicates.add(j.nid)  # another near-duplicate of the turn the target now holds
                 links.append(j)
             elif j.strength >= self.cfg.tau_link:
                 links.append(j)
         if not self.sw.link:
-            links, capped = [], set()
+            links, capped, duplicates = [], set(), set()
         if target is not None:
-            return Decision("merge", target.nid, links, capped)
-        return Decision("link" if links else "append", None, links, capped)
+            return Decision("merge", target.nid, links, capped, duplicates)
+        return Decision("link" if links else "append", None, links, capped, duplicates)
 
     # ------------------------------------------------------------------ apply
     def add(self, turn_raw: RawTurn, ing: IngestResult, vec: np.ndarray | None = None) -> Note:
@@ -339,19 +347,22 @@ class Constructor:
                 self.counters.linked_appends += 1
             else:
                 self.counters.appends += 1
+        near_duplicates = decision.capped | decision.duplicates
         for j in decision.links:
-            origin = "merge_cap" if j.nid in decision.capped else "gate"
+            origin = (
+                "merge_cap" if j.nid in decision.capped else "duplicate" if j.nid in decision.duplicates else "gate"
+            )
             if j.nid != note.nid and self.store.add_edge(note.nid, j.nid, j.strength, j.edge, origin):
                 self.counters.links += 1
                 self.counters.edge_types[j.edge] += 1
         strong = [
             j
             for j in decision.links
-            if j.strength >= self.cfg.strong_link and j.nid != note.nid and j.nid not in decision.capped
+            if j.strength >= self.cfg.strong_link and j.nid != note.nid and j.nid not in near_duplicates
         ]
         if strong and self.backbone is not None and self.sw.denoise:
-            best = max(strong, key=lambda j: (j.strength, -j.nid))
-            self._update_neighbour(self.store.notes[best.nid], note, best.edge)
+            best = max(strong, key=lambda j: (j.strength, j.cosine, -j.nid))
+            self._update_neighbour(self.store.notes[best.nid], turn_raw, ing.context, best.edge)
         return note
 
     def _merge(self, target: Note, turn_raw: RawTurn, ing: IngestResult) -> Note:
@@ -387,12 +398,18 @@ class Constructor:
         self.kindex.set_note(target.nid, target.keywords)
         return target
 
-    def _update_neighbour(self, neighbour: Note, new: Note, edge: str) -> None:
+    def _update_neighbour(self, neighbour: Note, turn_raw: RawTurn, context: str, edge: str) -> None:
+        """Rewrite ``neighbour``'s context with the new turn's facts. The rewrite sees only that turn (its
+        dated context ``context``), not the note now holding it (after a merge that note carries up to
+        ``merge_max_turns`` turns), and credits only that turn's dia_id in ``linked_sources``."""
         assert self.backbone is not None
         if not neighbour.denoised:
             return
         user = MERGE_PROMPT.LINK_USER.format(
-            old=neighbour.dated_context(), new=new.dated_context(), edge=edge, max_words=MERGED_CONTEXT_MAX_WORDS
+            old=neighbour.dated_context(),
+            new=f"({turn_raw.time}) {context}",
+            edge=edge,
+            max_words=MERGED_CONTEXT_MAX_WORDS,
         )
         res = complete_json(
             self.backbone,
@@ -412,6 +429,6 @@ class Constructor:
             return
         neighbour.context = res.value
         neighbour.updates += 1
-        neighbour.linked_sources = list(dict.fromkeys([*neighbour.linked_sources, *new.dia_ids]))
+        neighbour.linked_sources = list(dict.fromkeys([*neighbour.linked_sources, turn_raw.dia_id]))
         self.counters.neighbour_updates += 1
         self.store.set_vector(neighbour.nid, self.embedder.encode([neighbour.context])[0])

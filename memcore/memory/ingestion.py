@@ -3,6 +3,11 @@
 LLM mode: one JSON call per turn (session date and the previous turns in the prompt, so relative dates
 and references resolve). Cheap mode (``judge=embedding``) and wo_denoise: c is the cleaned raw turn;
 cheap mode takes keywords from YAKE (statistical, offline). The speaker's name is always a keyword.
+
+With ``resolve_dates`` every relative date expression is resolved in code against the turn's session date
+(:mod:`memcore.data.relative_dates`): the turn and the previous turns in the prompt read "yesterday [= 7 May
+2023]", and so does the context c (the LLM's, where it kept an expression, or the raw one), which the gate, merge
+and link-update prompts show. The raw turn r stays verbatim; keywords are taken from the unannotated text.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memcore.data.relative_dates import annotate
 from memcore.interfaces import ChatBackbone
 from memcore.llm.json_reply import complete_json
 from memcore.memory.keywords import normalise_keywords
@@ -167,8 +173,10 @@ class Ingestor:
         temperature: float,
         max_tokens: int,
         seed: int,
+        resolve_dates: bool = False,
     ) -> None:
         self.backbone = backbone
+        self.resolve_dates = resolve_dates
         self.denoise = denoise
         self.max_keywords = max_keywords
         self.context_turns = context_turns
@@ -181,8 +189,13 @@ class Ingestor:
     def _with_speaker(self, turn: Turn, keywords: list[str]) -> list[str]:
         return normalise_keywords([turn.speaker, *keywords])
 
+    def shown(self, turn: Turn, text: str) -> str:
+        """``text`` (of ``turn``, or written about it) as prompts see it: with ``resolve_dates`` each relative
+        date expression is followed by its absolute date, ``[= …]``; else ``text`` unchanged."""
+        return annotate(text, turn.session_time) if self.resolve_dates else text
+
     def ingest(self, turn: Turn, previous: Sequence[Turn]) -> IngestResult:
-        raw_context = clean_text(turn.render())
+        raw_context = self.shown(turn, clean_text(turn.render()))
         if self.backbone is None:
             assert self.statistical is not None
             kws = self.statistical.extract(clean_text(turn.text), self.max_keywords, self.unigrams)
@@ -190,10 +203,10 @@ class Ingestor:
         prev = previous[-self.context_turns :] if self.context_turns else []
         user = INGEST_PROMPT.USER.format(
             session_date=turn.session_time_raw,
-            previous="\n".join(clean_text(t.render()) for t in prev) or "(none)",
+            previous="\n".join(self.shown(t, clean_text(t.render())) for t in prev) or "(none)",
             dia_id=turn.dia_id,
             speaker=turn.speaker,
-            text=clean_text(turn.text),
+            text=self.shown(turn, clean_text(turn.text)),
             max_keywords=self.max_keywords,
         )
         res = complete_json(
@@ -216,4 +229,4 @@ class Ingestor:
             )
         if not self.denoise:
             return IngestResult(raw_context, self._with_speaker(turn, kws), False, None, res.attempts)
-        return IngestResult(context, self._with_speaker(turn, kws), True, None, res.attempts)
+        return IngestResult(self.shown(turn, context), self._with_speaker(turn, kws), True, None, res.attempts)

@@ -278,8 +278,9 @@ class VectorMatrix:
 
 
 #: Why an edge exists: ``gate`` = the judge linked two notes; ``merge_cap`` = the judge called them redundant but
-#: the target was full (``merge_max_turns``), so they are near-duplicates and stay out of neighbour expansion.
-EDGE_ORIGINS = ("gate", "merge_cap")
+#: the target was full (``merge_max_turns``); ``duplicate`` = a redundant candidate beside the note the turn was
+#: merged into. Both join near-duplicates and stay out of neighbour expansion (issue 28: ``duplicate``).
+EDGE_ORIGINS = ("gate", "merge_cap", "duplicate")
 
 
 @dataclass
@@ -328,7 +329,8 @@ class NoteStore:
 
     def add_edge(self, a: int, b: int, weight: float, etype: str, origin: str = "gate") -> bool:
         """Add or strengthen the undirected edge a–b (keeps the larger weight); True when new. A ``gate`` edge
-        replaces a ``merge_cap`` one between the same notes (the pair is then judged related, not duplicate)."""
+        replaces a near-duplicate one (``merge_cap``, ``duplicate``) between the same notes (the pair is then
+        judged related, not duplicate)."""
         if a == b:
             return False
         key = (min(a, b), max(a, b))
@@ -344,8 +346,8 @@ class NoteStore:
         return False
 
     def neighbours_csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(indptr, neighbour ids, weights) over the ``gate`` edges of all notes (near-duplicate ``merge_cap``
-        edges never feed neighbour expansion); cached until the next edge write."""
+        """(indptr, neighbour ids, weights) over the ``gate`` edges of all notes (near-duplicate ``merge_cap`` and
+        ``duplicate`` edges never feed neighbour expansion); cached until the next edge write."""
         if self._csr is None:
             n = len(self.notes)
             expandable = [x for x in self.edges.values() if x.origin == "gate"]

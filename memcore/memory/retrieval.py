@@ -25,7 +25,7 @@ from memcore.prompts import decompose as DECOMPOSE_PROMPT
 CHANNELS = ("topic", "keyword", "neighbor")
 MAX_ENTITIES = 6
 _WORD_RE = re.compile(r"[A-Za-z0-9][\w'\-]*")
-_QUESTION_WORDS = frozenset(
+QUESTION_WORDS = frozenset(
     {
         "what",
         "when",
@@ -117,7 +117,7 @@ def cheap_plan(query: str, extractor: StatisticalKeywords, max_entities: int = M
     """Non-LLM decomposition: topic = the question; entities = YAKE phrases of the question that contain
     no question word or auxiliary ("pet does caroline" is dropped) and share no word with a better phrase
     (at most half the slots), then the question's content words, then the remaining phrases."""
-    phrases = [p for p in extractor.phrases(query) if not set(p.split()) & _QUESTION_WORDS]
+    phrases = [p for p in extractor.phrases(query) if not set(p.split()) & QUESTION_WORDS]
     distinct: list[str] = []
     used: set[str] = set()
     for p in phrases:
@@ -125,7 +125,7 @@ def cheap_plan(query: str, extractor: StatisticalKeywords, max_entities: int = M
             distinct.append(p)
             used |= set(p.split())
     words = [w.lower() for w in _WORD_RE.findall(query)]
-    content = extractor.content_words([w for w in words if w not in _QUESTION_WORDS])
+    content = extractor.content_words([w for w in words if w not in QUESTION_WORDS])
     entities = list(dict.fromkeys([*distinct, *content, *phrases]))
     return QueryPlan(query, query, tuple(entities[:max_entities]))
 

@@ -18,6 +18,7 @@ from memcore.memory.config import ABLATIONS, CONSTRUCTION_KEYS, ConfigError, Mem
 from memcore.memory.construction import ConstructionCounters, Constructor
 from memcore.memory.ier import Refiner
 from memcore.memory.ingestion import Ingestor, StatisticalKeywords
+from memcore.memory.judge_view import note_view
 from memcore.memory.keywords import KeywordIndex
 from memcore.memory.notes import Note, NoteStore, RawTurn, VectorMatrix
 from memcore.memory.persistence import MemoryFiles, load_memory, save_memory
@@ -124,6 +125,7 @@ class MemCoRe:
                 temperature=self.cfg.temperature,
                 max_tokens=self.cfg.max_tokens,
                 seed=self.seed,
+                resolve_dates=self.cfg.resolve_dates,
             )
             self._constructor = self.constructor_class(
                 store=self.store,
@@ -149,9 +151,9 @@ class MemCoRe:
         raw = "\n".join(f"  > {r.render_dated() if dated else r.render()}" for r in note.raws)
         return f"{note.context}\n{raw}"
 
-    def render_dated(self, nid: int) -> str:
-        """``(date[; date…]) text``: a note as the IER judge sees it."""
-        return f"({self.store.notes[nid].timestamp}) {self.render(nid)}"
+    def judge_view(self, nid: int, question: str, tokens: int) -> str:
+        """Note ``nid`` as the IER judge sees it: dates, context and best-matching turns within ``tokens``."""
+        return note_view(self.store.notes[nid], question, tokens, self.cfg.evidence_text)
 
     # ------------------------------------------------------------------ build
     def ingest(self, turn: Turn) -> None:
@@ -240,7 +242,7 @@ class MemCoRe:
             decomposer=Decomposer(backbone, self.extractor, self.cfg, self.seed),
             kindex=self.kindex,
             backbone=backbone,
-            render=self.render_dated,
+            view=self.judge_view,
             cfg=self.cfg,
             switches=self.sw,
             seed=self.seed,

@@ -26,6 +26,7 @@ RUN_STATE = "run_state.json"
 # value it counts. Add an entry whenever a new knob's default keeps the old behaviour.
 ADDED_KEY_DEFAULTS: dict[tuple[str, str], Any] = {
     ("method", "ier_prompt"): "v2",
+    ("method", "resolve_dates"): False,
 }
 
 

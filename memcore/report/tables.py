@@ -647,18 +647,42 @@ def headline_notes(summaries: Sequence[RunSummary]) -> list[str]:
     return notes
 
 
+def run_switches(run: RunData) -> dict[str, bool]:
+    """The run's ablation switches (``config.yaml`` → ``ablation``, every boolean key)."""
+    abl = run.config.get("ablation") or {}
+    return {k: v for k, v in abl.items() if isinstance(v, bool)} if isinstance(abl, dict) else {}
+
+
+def run_k(run: RunData) -> Any:
+    """The run's retrieval budget K: ``eval.budget`` when set, else the method's ``k_final`` (None if neither)."""
+    budget = (run.config.get("eval") or {}).get("budget")
+    return budget if budget is not None else (run.config.get("method") or {}).get("k_final")
+
+
+def full_model_key(run: RunData) -> tuple[Any, ...]:
+    """What a row and its full model share: experiment, backbone, method, data, protocol, embedder, K, and every
+    switch but the one the row's ablation turns off (``wo_ier`` → ``ier``), which the full model has on."""
+    switches = run_switches(run)
+    if run.ablation.startswith("wo_") and run.ablation[3:] in switches:
+        switches[run.ablation[3:]] = True
+    return (
+        run.experiment,
+        run.backbone,
+        run.method_label,
+        run.dataset,
+        run.protocol,
+        run.embedder,
+        run_k(run),
+        tuple(sorted(switches.items())),
+    )
+
+
 def full_model_of(s: RunSummary, summaries: Sequence[RunSummary]) -> RunSummary | None:
-    r = s.run
+    """The full model (ablation ``none``) a row is compared with: same :func:`full_model_key` (so an IER-off
+    ablation is paired with the IER-off full model of its experiment and K), or None when there is none."""
+    key = full_model_key(s.run)
     for other in summaries:
-        o = other.run
-        same = (o.backbone, o.method_label, o.dataset, o.protocol, o.embedder) == (
-            r.backbone,
-            r.method_label,
-            r.dataset,
-            r.protocol,
-            r.embedder,
-        )
-        if same and o.ablation == "none":
+        if other.run.ablation == "none" and full_model_key(other.run) == key:
             return other
     return None
 
@@ -717,7 +741,8 @@ def ablation_table(
         records.append(rec)
     notes = _common_notes(summaries, reference_backbone, flagged, any_paper)
     notes.append(
-        "Δ vs full: the ablation minus the full model (ablation none) of the same backbone, method and data; "
+        "Δ vs full: the ablation minus the full model (ablation none) of the same experiment, backbone, method, data, "
+        "K and switches (the ablated one on: an IER-off ablation is compared with the IER-off full model); "
         f"[low, high] = {_level(summaries)}% percentile bootstrap of the mean per-item difference over the items both "
         "runs answered (items resampled, paired by item id; items of one conversation share a memory, so this is "
         "narrower than a conversation-level interval). An interval that contains 0 does not show a difference."
