@@ -177,7 +177,7 @@ def classify(messages: Sequence[Message]) -> str:
             return "amem_evolution"
         if "generate several keywords" in user:
             return "amem_query"
-    if system.startswith(_MEM0_EXTRACTOR_MARK):
+    if _MEM0_EXTRACTOR_MARK in system[:400]:  # mem0ai opens it with a "# ROLE" heading
         return "mem0_extract"
     if system.startswith(_MEM0_FACTS_MARK):
         return "mem0_facts"
