@@ -153,36 +153,44 @@ class OpenAITransport:
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
         last: str = ""
+        not_completion = False  # the last failure was a reply that is not a chat completion (HTML, empty, cut)
         for attempt in range(1, self.max_attempts + 1):
+            retry_after = 0.0
             with self._sem:
                 t0 = time.perf_counter()
+                raw: Any = None
                 try:
-                    resp = self._client.chat.completions.create(**kwargs)
+                    raw = self._client.chat.completions.with_raw_response.create(**kwargs)
+                    resp = raw.parse()
                 except (oa.APIConnectionError, oa.APITimeoutError) as exc:
                     self._raise_if_server_exited()
-                    last = f"{type(exc).__name__}: {redact(str(exc), self._secrets)}"
-                except (oa.RateLimitError, oa.InternalServerError) as exc:
-                    last = f"{type(exc).__name__}: {redact(str(exc), self._secrets)}"
+                    last, not_completion = f"{type(exc).__name__}: {redact(str(exc), self._secrets)}", False
+                except oa.RateLimitError as exc:
+                    last, not_completion = f"{type(exc).__name__}: {redact(str(exc), self._secrets)}", False
+                    retry_after = _retry_after_s(exc.response)
+                except oa.InternalServerError as exc:
+                    last, not_completion = f"{type(exc).__name__}: {redact(str(exc), self._secrets)}", False
                 except (JSONDecodeError, oa.APIResponseValidationError) as exc:
                     # A 200 whose body is cut or not the completion schema (a proxy or server dying mid-reply).
-                    last = f"malformed response body ({type(exc).__name__})"
+                    last, not_completion = _describe_body(raw, f"malformed response body ({type(exc).__name__})"), True
                 except oa.AuthenticationError:
                     raise MissingKeyError(
                         f"{self.base_url} rejected the API key (model {self.model}); set the key's environment variable correctly."
                     ) from None
                 except oa.APIStatusError as exc:
                     if exc.status_code in (408, 409, 425) or exc.status_code >= 500:
-                        last = f"HTTP {exc.status_code}"
+                        last, not_completion = f"HTTP {exc.status_code}", False
                     else:
                         raise BackboneError(
                             f"{self.base_url} refused the request for model {self.model} with HTTP {exc.status_code}: "
                             f"{redact(str(exc), self._secrets)[:300]}"
+                            + (" Check backbone.model and backbone.base_url." if exc.status_code == 404 else "")
                         ) from None
                 else:
                     latency = time.perf_counter() - t0
                     text = _message_text(resp)
                     if text is None:
-                        last = "empty or malformed completion payload"
+                        last, not_completion = _describe_body(raw, "empty or malformed completion payload"), True
                     else:
                         usage = getattr(resp, "usage", None)
                         return Completion(
@@ -195,6 +203,7 @@ class OpenAITransport:
                         )
             if attempt < self.max_attempts:
                 delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+                delay = max(delay, retry_after)  # a 429's Retry-After is the server's own estimate: never retry sooner
                 log.warning(
                     "%s call to %s failed (%s); retry %d/%d in %.1fs",
                     stage,
@@ -207,10 +216,46 @@ class OpenAITransport:
                 if self._usage is not None:
                     self._usage.record_transport_retry(stage)
                 time.sleep(delay)
+        fix = (
+            " backbone.base_url must be the /v1 root of an OpenAI-compatible server (a wrong path, a proxy or a "
+            "captive portal answers like this); fix it and rerun the same command, finished items are kept."
+            if not_completion
+            else " Is the server up? Rerun the same command to resume; finished items are kept."
+        )
         raise BackboneError(
             f"the chat backbone at {self.base_url} (model {self.model}) failed {self.max_attempts} times in a row "
-            f"(last: {last}). Is the server up? Rerun the same command to resume; finished items are kept."
+            f"(last: {last}).{fix}"
         )
+
+
+#: The longest Retry-After a 429 may impose before a retry (seconds); a longer one is capped to it.
+MAX_RETRY_AFTER_S = 60.0
+
+
+def _retry_after_s(response: Any) -> float:
+    """The ``Retry-After`` (or ``retry-after-ms``) header of a 429 in seconds, capped at
+    :data:`MAX_RETRY_AFTER_S`; 0 when absent or not a number (an HTTP date counts as absent)."""
+    headers = getattr(response, "headers", None) or {}
+    try:
+        if headers.get("retry-after-ms") is not None:
+            return min(MAX_RETRY_AFTER_S, max(0.0, float(headers["retry-after-ms"]) / 1000.0))
+        if headers.get("retry-after") is not None:
+            return min(MAX_RETRY_AFTER_S, max(0.0, float(headers["retry-after"])))
+    except (TypeError, ValueError):
+        pass
+    return 0.0
+
+
+def _describe_body(raw: Any, what: str) -> str:
+    """``what``, plus the status, content type and first characters of the reply ``raw`` (a raw openai response)
+    when there is one: what the server said instead of a chat completion."""
+    http = getattr(raw, "http_response", None)
+    if http is None:
+        return what
+    snippet = " ".join(http.text.split())[:80]  # httpx decodes with errors="replace": never raises
+    ctype = http.headers.get("content-type", "no content type")
+    said = f"HTTP {http.status_code} {ctype}, " + (f"body {snippet!r}" if snippet else "empty body")
+    return f"{what}: the server sent {said}"
 
 
 def _message_text(resp: Any) -> str | None:
