@@ -25,7 +25,7 @@ class LocalServerError(RuntimeError):
 
 
 def describe_exit(returncode: int) -> str:
-    """"killed by SIGSEGV" / "exited with code 3" for a server (or its guard) exit status. The guard reports a
+    """ "killed by SIGSEGV" / "exited with code 3" for a server (or its guard) exit status. The guard reports a
     child that died of signal N as 128 + N, the shell's convention; a negative code is a signal on the guard."""
     signum = -returncode if returncode < 0 else (returncode - 128 if 128 < returncode < 128 + 65 else 0)
     if signum:

@@ -56,6 +56,14 @@ def find_run_dirs(paths: Sequence[str | Path], *, include_old: bool = False) -> 
     return sorted(found)
 
 
+def read_gzip_items(path: Path) -> list[dict[str, Any]]:
+    """The records of a gzip-compressed ``items.jsonl`` (as committed under results/measured)."""
+    import gzip
+
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
@@ -155,7 +163,9 @@ class RunData:
     @property
     def items(self) -> list[dict[str, Any]]:
         if self._items is None:
-            self._items = read_items(self.path / "items.jsonl")
+            path = self.path / "items.jsonl"
+            packed = self.path / "items.jsonl.gz"  # a committed run keeps its items compressed
+            self._items = read_gzip_items(packed) if not path.exists() and packed.exists() else read_items(path)
         return self._items
 
     def audited_items(self) -> list[dict[str, Any]]:
