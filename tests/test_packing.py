@@ -142,3 +142,39 @@ def test_every_method_hands_over_at_most_context_tokens(method: str, tmp_path: P
     assert info["context_tokens"] == 60 and info["max_context_tokens"] <= 60
     for r in items:  # recall is scored on the dia_ids that are in the context, nothing else
         assert set(r["retrieved_dia_ids"]) == {d for n in r["notes"] for d in n["dia_ids"]}
+
+
+# ------------------------------------------------------------------ the equal-token report
+def test_equal_token_tables_pair_each_method_with_the_reference_at_its_budget(tmp_path: Path) -> None:
+    import yaml
+
+    from memcore.report.collect import load_runs
+    from memcore.report.equal_tokens import category_table, equal_token_table, plot_recall_vs_context_tokens
+    from tests.support import run_item, write_run
+
+    def items(recalls: list[float]) -> list[dict]:
+        return [
+            dict(run_item("conv-1", i, 1 + i % 4, None, None), recall=r, hit=float(r > 0), evidence=["D1:1"])
+            for i, r in enumerate(recalls)
+        ]
+
+    runs = {
+        ("rag_hybrid", 500): [0.0, 1.0, 0.0, 1.0],
+        ("memcore-cheap", 500): [1.0, 1.0, 0.0, 1.0],
+        ("rag_hybrid", 250): [0.0, 0.0, 0.0, 1.0],
+    }
+    for (method, n), recalls in runs.items():
+        path = write_run(tmp_path / f"b{n}", backbone="local", method=method, items=items(recalls), answered=False)
+        cfg = {"method": {"name": method, **({"pack": True} if method.startswith("memcore") else {})}}
+        (path / "config.yaml").write_text(yaml.safe_dump({**cfg, "eval": {"context_tokens": n}}))
+    loaded = load_runs([tmp_path])
+    table = equal_token_table(loaded, n_boot=200)
+    assert table is not None
+    rows = {r[0]: r for r in table.rows}
+    mem = rows["memcore-cheap, packed"]
+    assert mem[1:3] == ["–", "–"]  # no run at 250 tokens
+    assert mem[3] == "75.0 / 75.0" and mem[4].startswith("+25.0 [")  # one item of four gains a full recall
+    assert rows["rag_hybrid"][4] == "ref." and rows["memcore-cheap, packed"][1] == "–"
+    assert category_table(loaded, n_boot=200) is not None
+    written = plot_recall_vs_context_tokens(loaded, tmp_path / "plots")
+    assert any(p.suffix == ".csv" for p in written)
