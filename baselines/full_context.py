@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from baselines.turns import load_turns, save_turns, turn_note
+from memcore.budget import BUDGET_KEY, budget_record
 from memcore.interfaces import MethodContext, MethodSpec
 from memcore.prompts import answer as answer_prompts
 from memcore.schema import POS, check_rules, knob, method_validator
-from memcore.text import count_tokens
+from memcore.text import count_tokens, truncate_to_tokens
 from memcore.types import Evidence, Turn
 
 #: The methods this package registers (read by memcore.methods without importing it).
@@ -95,7 +96,7 @@ class FullContext:
         self.budget = budget_tokens
         self.speakers = speakers
         self.turns: list[Turn] = []
-        self._cache: dict[tuple[int, int | None], Evidence] = {}
+        self._cache: dict[tuple[int | None, ...], Evidence] = {}
         self._lock = threading.Lock()
 
     def ingest(self, turn: Turn) -> None:
@@ -117,11 +118,12 @@ class FullContext:
         overhead = PROMPT_OVERHEAD_TOKENS if self.cfg.prompt_reserve_tokens is None else self.cfg.prompt_reserve_tokens
         return overhead + count_tokens(query) + self.cfg.answer_reserve_tokens
 
-    def build(self, reserve: int = 0, max_turns: int | None = None) -> Evidence:
+    def build(self, reserve: int = 0, max_turns: int | None = None, limit: int | None = None) -> Evidence:
         """The context for a prompt that needs ``reserve`` tokens besides it; ``max_turns`` (``eval.budget``)
-        also caps the number of turns, so the run gets as many notes as every other method."""
+        also caps the number of turns, so the run gets as many notes as every other method; ``limit``
+        (``eval.context_tokens``) caps the context's own tokens, header included."""
         header = conversation_header(*self._speakers())
-        limit = self.budget - reserve
+        limit = self.budget - reserve if limit is None else min(limit, self.budget - reserve)
         used = count_tokens(header)
         kept: list[Turn] = []
         open_session: int | None = None
@@ -158,6 +160,37 @@ class FullContext:
             ev = self._cache.get(key)
         if ev is None:
             ev = self.build(reserve, budget)
+            with self._lock:
+                self._cache[key] = ev
+        return ev
+
+    def retrieve_within(self, query: str, tokens: int, *, budget: int | None = None) -> Evidence:
+        """``memcore.budget.ContextBudgeted``: the official truncation at ``tokens`` (the most recent turns whose
+        context, header and session headers included, fits). When not even the last turn fits, the context is
+        the last turn's block cut at the budget, and the record says so."""
+        reserve = self.reserve_tokens(query)
+        key = (reserve, budget, tokens)
+        with self._lock:
+            ev = self._cache.get(key)
+        if ev is None:
+            ev = self.build(reserve, budget, limit=tokens)
+            kept = int(ev.extra["turns_kept"])
+            cut = kept == 0 and bool(self.turns)
+            if cut:
+                last = self.turns[-1]
+                block = conversation_header(*self._speakers()) + session_header(last.session_time_raw) + turn_line(last)
+                ev = Evidence(
+                    notes=[turn_note(last, channels=("full_context",))],
+                    context=truncate_to_tokens(block, tokens),
+                    extra=dict(ev.extra, turns_kept=1),
+                )
+            ev.extra[BUDGET_KEY] = budget_record(
+                tokens,
+                kept=max(kept, int(cut)),
+                dropped=len(self.turns) - max(kept, int(cut)),
+                cut=cut,
+                how="most_recent_turns",
+            )
             with self._lock:
                 self._cache[key] = ev
         return ev

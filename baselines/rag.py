@@ -20,9 +20,11 @@ from typing import Any
 import numpy as np
 
 from baselines.turns import load_turns, save_turns, turn_note
+from memcore.budget import BUDGET_KEY, budget_record, cut_note, fill_units, note_line
 from memcore.fusion import rrf_fuse
 from memcore.interfaces import Embedder, MethodContext, MethodSpec
 from memcore.schema import POS, UNIT, Rule, bad_value, knob, method_validator
+from memcore.text import count_tokens, truncate_to_tokens
 from memcore.types import Evidence, Turn
 
 #: The methods this package registers (read by memcore.methods without importing it).
@@ -125,28 +127,53 @@ class RAG:
         top = top[np.argsort(-sims[top], kind="stable")]
         return [(int(i), float(sims[i])) for i in top]
 
-    def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
-        k = budget or self.cfg.top_k
+    def _ranked(self, query: str, k: int) -> list[tuple[int, float, tuple[str, ...]]]:
+        """The top ``k`` turns as (turn index, score, channels), best first."""
         if self.cfg.retriever == "dense":
-            ranked = [(i, s, ("dense",)) for i, s in self._dense(query, k)]
-        elif self.cfg.retriever == "bm25":
-            assert self.bm25 is not None
-            ranked = [(i, s, ("bm25",)) for i, s in self.bm25.search(query, k)]
-        else:
-            assert self.bm25 is not None
-            depth = max(k, 2 * k)
-            lists = {
-                "dense": [i for i, _ in self._dense(query, depth)],
-                "bm25": [i for i, _ in self.bm25.search(query, depth)],
-            }
-            fused = rrf_fuse(lists, k=self.cfg.rrf_k)[:k]
-            ranked = [(i, s, tuple(ch for ch, lst in lists.items() if i in lst)) for i, s in fused]
+            return [(i, s, ("dense",)) for i, s in self._dense(query, k)]
+        assert self.bm25 is not None
+        if self.cfg.retriever == "bm25":
+            return [(i, s, ("bm25",)) for i, s in self.bm25.search(query, k)]
+        depth = max(k, 2 * k)
+        lists = {
+            "dense": [i for i, _ in self._dense(query, depth)],
+            "bm25": [i for i, _ in self.bm25.search(query, depth)],
+        }
+        fused = rrf_fuse(lists, k=self.cfg.rrf_k)[:k]
+        return [(i, s, tuple(ch for ch, lst in lists.items() if i in lst)) for i, s in fused]
+
+    def _evidence(
+        self, ranked: list[tuple[int, float, tuple[str, ...]]], extra: dict[str, Any] | None = None
+    ) -> Evidence:
         if self.cfg.chronological_context:
-            ranked.sort(key=lambda r: r[0])
+            ranked = sorted(ranked, key=lambda r: r[0])
         notes = [turn_note(self.turns[i], s, ch) for i, s, ch in ranked]
         if self.cfg.context_format == "locomo":
-            return Evidence(notes=notes, context="\n".join(locomo_rag_line(self.turns[i]) for i, _, _ in ranked))
-        return Evidence(notes=notes)
+            context = "\n".join(locomo_rag_line(self.turns[i]) for i, _, _ in ranked)
+            return Evidence(notes=notes, context=context, extra=dict(extra or {}))
+        return Evidence(notes=notes, extra=dict(extra or {}))
+
+    def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
+        return self._evidence(self._ranked(query, budget or self.cfg.top_k))
+
+    def _line(self, i: int) -> str:
+        turn = self.turns[i]
+        return locomo_rag_line(turn) if self.cfg.context_format == "locomo" else note_line(turn_note(turn))
+
+    def retrieve_within(self, query: str, tokens: int, *, budget: int | None = None) -> Evidence:
+        """``memcore.budget.ContextBudgeted``: the ranking taken as deep as the budget can hold (at most
+        ``budget`` turns when set), filled by the shared rule; a single turn larger than the budget is cut."""
+        depth = min(len(self.turns), budget or tokens // 8 + 20)
+        ranked = self._ranked(query, max(1, depth))
+        fill = fill_units([count_tokens(self._line(i)) for i, _, _ in ranked], tokens)
+        kept = [ranked[j] for j in fill.taken]
+        rec = budget_record(tokens, kept=len(kept), dropped=fill.skipped, cut=fill.cut, how="rag_ranking")
+        ev = self._evidence(kept, {BUDGET_KEY: rec})
+        if fill.cut and self.cfg.context_format == "locomo":
+            ev.context = truncate_to_tokens(ev.context, tokens)
+        elif fill.cut:
+            ev.notes = [cut_note(ev.notes[0], tokens)]
+        return ev
 
     def save(self, path: Path) -> None:
         save_turns(self.turns, path / "turns.jsonl")

@@ -228,6 +228,7 @@ class Runner:
                         item,
                         res.answerer,
                         budget=self.cfg.eval.budget,
+                        context_tokens=self.cfg.eval.get("context_tokens"),
                         answer=bool(self.cfg.eval.answer),
                         method=self.spec.name,
                     )

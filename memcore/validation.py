@@ -95,7 +95,7 @@ PROTOCOL_RULES: dict[str, Rule] = {
     "temperature_adversarial": TEMPERATURE,
     "max_tokens": POS,
 }
-EVAL_RULES: dict[str, Rule] = {"budget": POS}
+EVAL_RULES: dict[str, Rule] = {"budget": POS, "context_tokens": POS}
 RUN_RULES: dict[str, Rule] = {"concurrency": POS, "build_processes": NONNEG}
 
 

@@ -71,6 +71,9 @@ BAD_VALUES: list[tuple[list[str], list[str]]] = [
     (["embedder=minilm", "+embedder.batch_size=-1"], ["embedder.batch_size=-1", ">= 1"]),
     # eval, dataset, protocol, run
     (["eval.budget=0"], ["eval.budget=0", ">= 1"]),
+    (["eval.context_tokens=0"], ["eval.context_tokens=0", ">= 1"]),
+    (["eval.context_tokens=-5"], ["eval.context_tokens=-5", ">= 1"]),
+    (["eval.context_tokens=abc"], ["'abc'", "eval.context_tokens"]),
     (["eval.token_budgets=[500,0]"], ["eval.token_budgets=[500, 0]", "integers >= 1"]),
     (["eval.answer=maybe"], ["'maybe'", "eval.answer"]),
     (["+eval.foo=1"], ["eval.foo", "EvalConfig"]),

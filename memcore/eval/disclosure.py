@@ -59,13 +59,16 @@ def disclosure_line(info: Mapping[str, Any]) -> str:
     )
 
 
-def evidence_disclosure(budget: int | None, counts: str, items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def evidence_disclosure(
+    budget: int | None, counts: str, items: Sequence[Mapping[str, Any]], context_tokens: int | None = None
+) -> dict[str, Any]:
     """``{"budget", "budget_counts", "mean_notes", "max_notes", "mean_context_tokens", "n_items"}``: the run's
     ``eval.budget`` (None: the method's own default), what one unit of it is for the method, and the evidence
-    the questions got (notes and context tokens per item; None without items)."""
+    the questions got (notes and context tokens per item; None without items). With ``eval.context_tokens`` also
+    ``context_tokens`` (the cap), ``max_context_tokens`` and ``n_cut`` (items whose only unit was cut to fit)."""
     notes = [len(r.get("notes") or []) for r in items]
     tokens = [int(r.get("context_tokens") or 0) for r in items]
-    return {
+    out: dict[str, Any] = {
         "budget": budget,
         "budget_counts": counts,
         "mean_notes": sum(notes) / len(notes) if notes else None,
@@ -73,6 +76,15 @@ def evidence_disclosure(budget: int | None, counts: str, items: Sequence[Mapping
         "mean_context_tokens": sum(tokens) / len(tokens) if tokens else None,
         "n_items": len(items),
     }
+    if context_tokens is not None:
+        recs = [(r.get("extra") or {}).get("context_budget") or {} for r in items]
+        out.update(
+            context_tokens=int(context_tokens),
+            max_context_tokens=max(tokens) if tokens else None,
+            n_cut=sum(1 for rec in recs if rec.get("cut")),
+            fill=sorted({str(rec.get("how")) for rec in recs if rec.get("how")}),
+        )
+    return out
 
 
 def evidence_cell(info: Mapping[str, Any]) -> str:
@@ -81,6 +93,8 @@ def evidence_cell(info: Mapping[str, Any]) -> str:
         return "–"
     budget = info.get("budget")
     lead = "own default" if budget is None else f"budget {budget} {info.get('budget_counts', 'notes')}"
+    if info.get("context_tokens") is not None:
+        lead += f", ≤ {int(info['context_tokens']):,} context tok"
     if info.get("mean_notes") is None:
         return lead
     return (
@@ -96,6 +110,11 @@ def evidence_line(info: Mapping[str, Any]) -> str:
         lead = "eval.budget unset: the method's own retrieval default (methods differ; set eval.budget to equalise)"
     else:
         lead = f"eval.budget={budget}: at most {budget} {info.get('budget_counts', 'notes')} of evidence per question"
+    if info.get("context_tokens") is not None:
+        lead += (
+            f"; eval.context_tokens={int(info['context_tokens'])}: at most that many context tokens per question"
+            f" (max used {info.get('max_context_tokens')}, {info.get('n_cut', 0)} questions got one unit cut to fit)"
+        )
     got = ""
     if info.get("mean_notes") is not None:
         got = (

@@ -66,6 +66,12 @@ class MemCoReConfig:
     ier_judge_tokens: int = knob(3000, rule=POS)
     ier_prompt: Literal["v2", "answer_first"] = knob("v2", rule=Rule(choices=IER_PROMPTS))
     evidence_text: Literal["raw", "context", "both"] = knob("both", rule=Rule(choices=EVIDENCE_TEXT))
+    # evidence packing (memory/packing.py): the raw turns of the ranked notes, not whole notes, fill the budget
+    pack: bool = False
+    pack_notes: int = knob(50, rule=POS)  # the best notes whose raw turns are candidates
+    pack_note_weight: float = knob(1.0, rule=Rule(lo=0))  # RRF weight of the note-rank prior
+    pack_summary: bool = False  # a packed note's context line before its best turn (LLM mode; charged)
+    pack_tokens: int | None = knob(None, rule=POS)  # None: the tokens of the top k_final whole notes
     ann_threshold: int = knob(200_000, rule=POS)
     index: Literal["auto", "flat", "ivf", "hnsw"] = knob("auto", rule=Rule(choices=INDEX_KINDS))
     # LLM sampling (deterministic by default so the response cache applies)

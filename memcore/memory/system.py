@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from memcore.budget import BUDGET_KEY, budget_record, fit_evidence
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.cache import stable_hash
 from memcore.memory.config import ABLATIONS, CONSTRUCTION_KEYS, ConfigError, MemCoReConfig, Switches
@@ -21,11 +22,13 @@ from memcore.memory.ingestion import Ingestor, StatisticalKeywords
 from memcore.memory.judge_view import note_view
 from memcore.memory.keywords import KeywordIndex
 from memcore.memory.notes import Note, NoteStore, RawTurn, VectorMatrix
+from memcore.memory.packing import Packed, Packer, PackSettings, TurnIndex
 from memcore.memory.persistence import MemoryFiles, load_memory, save_memory
 from memcore.memory.retrieval import CHANNELS, Decomposer, RetrievalIndex, Retriever
 from memcore.memory.stats import distribution, note_shape, retrieval_summary
 from memcore.memory.topics import Topics, compute_topics
 from memcore.schema import method_validator
+from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote, Turn
 
 NEAR_DUP_COSINE = 0.9
@@ -94,6 +97,8 @@ class MemCoRe:
         self._near_dup_sum = 0.0
         self._retrieves = 0
         self._channel_counts: Counter[str] = Counter()
+        self._packer: Packer | None = None
+        self._pack_counts: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -247,10 +252,34 @@ class MemCoRe:
             switches=self.sw,
             seed=self.seed,
         )
+        self._packer = None
+        if self.cfg.pack:
+            settings = PackSettings(
+                notes=self.cfg.pack_notes,
+                note_weight=self.cfg.pack_note_weight,
+                subquery_weight=self.cfg.ier_subquery_weight,
+                rrf_k=self.cfg.rrf_k,
+                summary=self.cfg.pack_summary,
+            )
+            self._packer = Packer(TurnIndex(self.store, self.embedder), self.embedder, settings)
 
     # ------------------------------------------------------------------ query
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
-        """Tri-pathway retrieval with IER; ``budget`` overrides K_final (the number of notes)."""
+        """Tri-pathway retrieval with IER; ``budget`` overrides K_final (the number of notes). With ``pack`` the
+        evidence is the packed raw turns within ``pack_tokens`` (None: the tokens of the top K_final whole
+        notes, so packing spends what whole notes would)."""
+        return self._retrieve(query, budget, None)
+
+    def retrieve_within(self, query: str, tokens: int, *, budget: int | None = None) -> Evidence:
+        """``memcore.budget.ContextBudgeted``: at most ``tokens`` context tokens. With ``pack`` the packed turns
+        of the ranked notes fill them; without, the whole notes are filled by the shared rule (fit_evidence)."""
+        if tokens < 1:
+            raise ValueError(f"a context budget must be >= 1 token, got {tokens}")
+        if not self.cfg.pack:
+            return fit_evidence(self._retrieve(query, budget, None), tokens)
+        return self._retrieve(query, budget, tokens)
+
+    def _retrieve(self, query: str, budget: int | None, tokens: int | None) -> Evidence:
         refiner = self._refiner
         if refiner is None:
             raise NotFinalizedError("MemCoRe.retrieve() needs finalize() (or load()) after the last ingest()")
@@ -287,7 +316,35 @@ class MemCoRe:
         }
         if pool.rounds > 1:  # what refinement changed: the source turns of round 1's top k, beside the final ones
             extra["round1_dia_ids"] = sorted({d for nid in pool.first[:k] for d in self.store.notes[nid].source_ids})
-        return Evidence(notes=notes, rounds=pool.rounds, extra=extra)
+        if self._packer is None:
+            return Evidence(notes=notes, rounds=pool.rounds, extra=extra)
+        whole = count_tokens(Evidence(notes=notes).render())
+        target = tokens if tokens is not None else (self.cfg.pack_tokens or max(1, whole))
+        queries = [query, *(sq["query"] for entry in pool.log for sq in entry.get("sub_queries", []))]
+        packed = self._packer.pack(queries, pool.ranked, target, pool.channels)
+        self._count_pack(packed)
+        extra["packing"] = {
+            "tokens": target,
+            "used": packed.tokens,
+            "turns": len(packed.notes),
+            "candidates": packed.candidates,
+            "cut": packed.cut,
+            "whole_note_tokens": whole,
+            "notes": len({n.note_id.split(".")[0] for n in packed.notes}),
+        }
+        if tokens is not None:
+            extra[BUDGET_KEY] = budget_record(
+                tokens, kept=len(packed.notes), dropped=packed.skipped, cut=packed.cut, how="memcore_packing"
+            )
+        return Evidence(notes=packed.notes, rounds=pool.rounds, extra=extra)
+
+    def _count_pack(self, packed: Packed) -> None:
+        with self._stats_lock:
+            self._pack_counts["retrieves"] += 1
+            self._pack_counts["turns"] += len(packed.notes)
+            self._pack_counts["tokens"] += packed.tokens
+            self._pack_counts["candidates"] += packed.candidates
+            self._pack_counts["cut"] += int(packed.cut)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: Path) -> None:
@@ -328,6 +385,7 @@ class MemCoRe:
             near_dup = self._near_dup_sum / retrieves if retrieves else None
             channel_counts = dict(self._channel_counts)
             r_fallbacks = dict(self._retrieve_fallbacks)
+            pack_counts = dict(self._pack_counts)
         return {
             "mode": "llm" if self.cfg.uses_llm else "embedding (cheap variant)",
             "ablation": self.sw.name,
@@ -346,6 +404,7 @@ class MemCoRe:
                 **self.topics.info,
             },
             "retrieval": retrieval_summary(retrieves, rounds, ier_stops, near_dup, channel_counts, r_fallbacks),
+            **({"packing": pack_counts} if self.cfg.pack else {}),
             "fallbacks": {**counters.fallbacks, **{f"retrieve:{k}": v for k, v in r_fallbacks.items()}},
         }
 

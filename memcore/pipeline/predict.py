@@ -5,8 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from memcore.budget import fit_evidence, retrieve_within
 from memcore.config import ConfigError
 from memcore.interfaces import LazyResource, MemorySystem, SelfAnsweringMemory
+from memcore.text import truncate_to_tokens
 from memcore.types import Evidence, QAItem
 
 
@@ -35,10 +37,13 @@ def predict(
     budget: int | None,
     answer: bool,
     method: str,
+    context_tokens: int | None = None,
 ) -> Prediction:
-    """Retrieve for ``item.question`` within ``budget`` context tokens, then answer with the run's answerer
-    (built on first use) unless ``answer`` is false. A :class:`SelfAnsweringMemory` answers as part of
-    retrieval, so ``answer=false`` is a ``ConfigError`` for it."""
+    """Retrieve for ``item.question`` (at most ``budget`` notes), then answer with the run's answerer (built on
+    first use) unless ``answer`` is false. With ``context_tokens`` the evidence is at most that many context
+    tokens (:func:`memcore.budget.retrieve_within`), and so is what the answerer sees. A
+    :class:`SelfAnsweringMemory` answers as part of retrieval, so ``answer=false`` is a ``ConfigError`` for it;
+    under ``context_tokens`` each context it hands the answerer is cut to the budget."""
     t0 = time.perf_counter()
     if isinstance(system, SelfAnsweringMemory):
         if not answer:
@@ -48,11 +53,18 @@ def predict(
         bound = answerer.get()
 
         def answer_fn(context: str) -> str:
+            if context_tokens is not None:
+                context = truncate_to_tokens(context, int(context_tokens))
             return bound.answer(item, context).text
 
         text, evidence = system.answer(item, answer_fn)
+        if context_tokens is not None:
+            evidence = fit_evidence(evidence, int(context_tokens))
         return Prediction(evidence, text, retrieve_s=time.perf_counter() - t0)
-    evidence = system.retrieve(item.question, budget=budget)
+    if context_tokens is None:
+        evidence = system.retrieve(item.question, budget=budget)
+    else:
+        evidence = retrieve_within(system, item.question, int(context_tokens), budget=budget)
     t_retrieve = time.perf_counter() - t0
     if not answer:
         return Prediction(evidence, None, retrieve_s=t_retrieve)

@@ -75,7 +75,10 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
 
     budget = cfg.eval.budget
     metrics["run"]["evidence"] = evidence_disclosure(  # issue 15: equal evidence, or the difference printed
-        None if budget is None else int(budget), get_method(method).budget_counts, items
+        None if budget is None else int(budget),
+        get_method(method).budget_counts,
+        items,
+        context_tokens=cfg.eval.get("context_tokens"),
     )
     if cfg.eval.judge:  # LLM judge (issue 5): pinned preset, model and prompt hash
         from memcore.eval.judge import judge_run_info

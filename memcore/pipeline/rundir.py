@@ -27,6 +27,12 @@ RUN_STATE = "run_state.json"
 ADDED_KEY_DEFAULTS: dict[tuple[str, str], Any] = {
     ("method", "ier_prompt"): "v2",
     ("method", "resolve_dates"): False,
+    ("method", "pack"): False,
+    ("method", "pack_notes"): 50,
+    ("method", "pack_note_weight"): 1.0,
+    ("method", "pack_summary"): False,
+    ("method", "pack_tokens"): None,
+    ("eval", "context_tokens"): None,
 }
 
 
@@ -76,7 +82,7 @@ def without_added_defaults(fields: dict[str, Any]) -> dict[str, Any]:
 def _eval_fields(ev: dict[str, Any]) -> dict[str, Any]:
     """The result-affecting ``eval`` keys; the judge preset and its number of runs only when judging (so runs
     made before they existed still resume)."""
-    out = {k: ev.get(k) for k in ("answer", "budget", "judge", "judge_backbone", "audited")}
+    out = {k: ev.get(k) for k in ("answer", "budget", "judge", "judge_backbone", "audited", "context_tokens")}
     if ev.get("judge"):
         out.update(judge_preset=ev.get("judge_preset"), judge_runs=ev.get("judge_runs"))
     return out

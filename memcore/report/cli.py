@@ -53,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--alpha", type=float, default=0.05, help="1 - CI level (default 0.05 = 95%%)")
     p.add_argument("--budgets", default="250,500,1000,2000,4000", help="token budgets of the recall curve")
+    p.add_argument(
+        "--equal-tokens-reference",
+        default="rag_hybrid",
+        help="row label the equal-context-token tables compare every method with (default rag_hybrid)",
+    )
     p.add_argument("--include-old", action="store_true", help="also read runs moved aside by overwrite=true (*.old-*)")
     p.add_argument("--quiet", action="store_true", help="do not print the Markdown tables")
     p.add_argument(
@@ -129,6 +134,13 @@ def run_report(args: argparse.Namespace) -> list[Path]:
     built = memory_table(summaries)
     if built is not None:
         tables.append(("memory_table", built))
+    from memcore.report.equal_tokens import category_table, equal_token_table
+
+    eq_kw = {"reference": args.equal_tokens_reference, "n_boot": args.n_boot, "seed": args.seed, "alpha": args.alpha}
+    for stem, make in (("equal_tokens", equal_token_table), ("equal_tokens_by_category", category_table)):
+        eq = make(runs, **eq_kw)  # runs made under eval.context_tokens only
+        if eq is not None:
+            tables.append((stem, eq))
     written: list[Path] = []
     probe_text = _probe_text(args.probe) if any(s.values.get("judge") is not None for s in summaries) else None
     if probe_text:
@@ -146,6 +158,9 @@ def run_report(args: argparse.Namespace) -> list[Path]:
         written += make_plots(
             summaries, paper, out / "plots", reference_backbone=args.reference_backbone, budgets=budgets
         )
+        from memcore.report.equal_tokens import plot_recall_vs_context_tokens
+
+        written += plot_recall_vs_context_tokens(runs, out / "plots")
     runs_list = out / "runs.txt"
     runs_list.write_text("".join(f"{display_path(r.path)}\n" for r in runs))
     written.append(runs_list)

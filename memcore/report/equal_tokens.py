@@ -1,0 +1,221 @@
+"""The equal-token table: runs made under ``eval.context_tokens=N``, one row per method, one column group per N.
+
+Every cell is measured on the context the method actually handed over at that budget (recall and hit from the
+dia_ids in it; F1 / BLEU-1 when the runs answered), and each method is compared with a reference method
+(default ``rag_hybrid``) at the same budget by a paired per-item 95 % interval
+(:func:`memcore.eval.bootstrap.paired_delta_ci`). A second table gives the same per LoCoMo category 1-4, and
+:func:`plot_recall_vs_context_tokens` draws recall against the budget, one line per method.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memcore.eval.aggregate import category_name
+from memcore.eval.bootstrap import metric_value, paired_delta_ci
+from memcore.report.collect import RunData
+from memcore.report.tables import Table
+
+CATS: tuple[int, ...] = (1, 2, 3, 4)
+REFERENCE = "rag_hybrid"
+
+
+def context_tokens_of(run: RunData) -> int | None:
+    """The run's ``eval.context_tokens`` (None: the run had no context-token cap)."""
+    value = (run.config.get("eval") or {}).get("context_tokens")
+    return None if value is None else int(value)
+
+
+def row_label(run: RunData) -> str:
+    """``method [ablation]``, plus how a MemCoRe run filled the budget (``packed`` / ``whole notes``)."""
+    label = run.label()
+    mcfg = run.config.get("method") or {}
+    if "pack" in mcfg:
+        label += ", packed" if mcfg.get("pack") else ", whole notes"
+    return label
+
+
+def _mean(items: Sequence[dict[str, Any]], metric: str, cats: Sequence[int]) -> float | None:
+    vals = [metric_value(it, metric) for it in items if int(it["category"]) in cats]
+    got = [v for v in vals if v is not None]
+    return 100.0 * sum(got) / len(got) if got else None
+
+
+def _mean_tokens(items: Sequence[dict[str, Any]], cats: Sequence[int]) -> float | None:
+    toks = [int(it.get("context_tokens") or 0) for it in items if int(it["category"]) in cats]
+    return sum(toks) / len(toks) if toks else None
+
+
+def grid(runs: Sequence[RunData]) -> tuple[list[str], list[int], dict[tuple[str, int], RunData]]:
+    """(row labels in first-seen order, budgets ascending, (label, budget) → run) over the runs with a cap."""
+    cells: dict[tuple[str, int], RunData] = {}
+    labels: list[str] = []
+    for r in runs:
+        n = context_tokens_of(r)
+        if n is None:
+            continue
+        label = row_label(r)
+        if label not in labels:
+            labels.append(label)
+        cells[(label, n)] = r
+    budgets = sorted({n for _, n in cells})
+    return labels, budgets, cells
+
+
+def _fmt(v: float | None) -> str:
+    return "–" if v is None else f"{v:.1f}"
+
+
+def _delta(ci: tuple[float, float, float, int] | None) -> str:
+    if ci is None:
+        return "–"
+    d, lo, hi, _ = (100.0 * ci[0], 100.0 * ci[1], 100.0 * ci[2], ci[3])
+    star = "*" if lo > 0 or hi < 0 else ""
+    return f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]{star}"
+
+
+def _metrics(runs: Sequence[RunData]) -> list[str]:
+    answered = any(r.answered for r in runs)
+    return ["recall", "hit", *(["f1", "bleu1"] if answered else [])]
+
+
+def equal_token_table(
+    runs: Sequence[RunData], *, reference: str = REFERENCE, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
+) -> Table | None:
+    """Overall (categories 1-4) table: per budget, recall / hit (F1 / BLEU-1 when answered) and the paired
+    change of recall (F1 when answered) against ``reference`` at that budget. None when no run has a cap."""
+    labels, budgets, cells = grid(runs)
+    if not cells:
+        return None
+    metrics = _metrics(runs)
+    key = "f1" if "f1" in metrics else "recall"
+    level = f"{100 * (1 - alpha):.0f}%"
+    columns = ["method"]
+    for n in budgets:
+        columns += [f"{n:,} tok: " + " / ".join(metrics), f"{n:,} tok: Δ{key} vs {reference} [{level}]"]
+    rows: list[list[str]] = []
+    records: list[dict[str, Any]] = []
+    for label in labels:
+        row = [label]
+        for n in budgets:
+            run = cells.get((label, n))
+            ref = cells.get((reference, n))
+            if run is None:
+                row += ["–", "–"]
+                continue
+            vals = [_mean(run.items, m, CATS) for m in metrics]
+            ci = None
+            if ref is not None and ref is not run:
+                ci = paired_delta_ci(run.items, ref.items, key, n_boot=n_boot, seed=seed, alpha=alpha, categories=CATS)
+            row += [" / ".join(_fmt(v) for v in vals), "ref." if ref is run else _delta(ci)]
+            rec: dict[str, Any] = {"method": label, "context_tokens": n, "run_dir": str(run.path)}
+            rec.update({m: v for m, v in zip(metrics, vals, strict=True)})
+            rec["mean_context_tokens"] = _mean_tokens(run.items, CATS)
+            if ci is not None:
+                rec.update(
+                    {f"delta_{key}": 100 * ci[0], "ci_low": 100 * ci[1], "ci_high": 100 * ci[2], "n_paired": ci[3]}
+                )
+            records.append(rec)
+        rows.append(row)
+    notes = [
+        f"Each cell is a run under eval.context_tokens=N: the context every method handed over is at most N tokens"
+        f" (memcore.text.count_tokens), and recall / hit count the dia_ids in it. Categories 1-4, items with gold"
+        f" evidence. Δ: paired per-item change against {reference} at the same budget, percentile interval over"
+        f" {n_boot} item resamples; * = the interval excludes 0.",
+    ]
+    return Table(f"Equal context tokens: {' / '.join(metrics)} %", columns, rows, notes, records, text_columns=1)
+
+
+def category_table(
+    runs: Sequence[RunData], *, reference: str = REFERENCE, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
+) -> Table | None:
+    """Per category 1-4 and budget: recall / hit and the paired recall change against ``reference``."""
+    labels, budgets, cells = grid(runs)
+    if not cells:
+        return None
+    columns = ["method", "tokens"]
+    for c in CATS:
+        columns += [f"{c} {category_name(c)}: recall / hit", f"{c}: Δrecall [CI]"]
+    rows: list[list[str]] = []
+    records: list[dict[str, Any]] = []
+    for label in labels:
+        first = True
+        for n in budgets:
+            run = cells.get((label, n))
+            if run is None:
+                continue
+            ref = cells.get((reference, n))
+            row = [label if first else "", f"{n:,}"]
+            first = False
+            rec: dict[str, Any] = {"method": label, "context_tokens": n}
+            for c in CATS:
+                rec_r, rec_h = _mean(run.items, "recall", (c,)), _mean(run.items, "hit", (c,))
+                ci = None
+                if ref is not None and ref is not run:
+                    ci = paired_delta_ci(
+                        run.items, ref.items, "recall", n_boot=n_boot, seed=seed, alpha=alpha, categories=(c,)
+                    )
+                row += [f"{_fmt(rec_r)} / {_fmt(rec_h)}", "ref." if ref is run else _delta(ci)]
+                rec.update({f"cat{c}_recall": rec_r, f"cat{c}_hit": rec_h})
+                if ci is not None:
+                    rec.update(
+                        {
+                            f"cat{c}_delta_recall": 100 * ci[0],
+                            f"cat{c}_ci_low": 100 * ci[1],
+                            f"cat{c}_ci_high": 100 * ci[2],
+                        }
+                    )
+            rows.append(row)
+            records.append(rec)
+    notes = [f"Δ: paired per-item recall change against {reference} at the same budget (* = interval excludes 0)."]
+    return Table("Equal context tokens per category: recall / hit %", columns, rows, notes, records, text_columns=2)
+
+
+def plot_recall_vs_context_tokens(
+    runs: Sequence[RunData], out_dir: Path, stem: str = "recall_vs_context_tokens"
+) -> list[Path]:
+    """Recall (categories 1-4) against ``eval.context_tokens``, one line per method; also ``<stem>.csv``."""
+    labels, budgets, cells = grid(runs)
+    if not cells:
+        return []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    curves = {
+        label: {n: _mean(cells[(label, n)].items, "recall", CATS) for n in budgets if (label, n) in cells}
+        for label in labels
+    }
+    csv_path = out_dir / f"{stem}.csv"
+    with open(csv_path, "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["method", *[f"recall_at_{n}" for n in budgets]])
+        for label in labels:
+            w.writerow([label, *["" if curves[label].get(n) is None else f"{curves[label][n]:.4f}" for n in budgets]])
+    from memcore.report.plots import _pyplot, _save
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    cmap = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
+    for i, label in enumerate(labels):
+        xs = [n for n in budgets if curves[label].get(n) is not None]
+        ax.plot(
+            xs,
+            [curves[label][n] for n in xs],
+            marker="osD^vP*X"[i % 8],
+            linewidth=2.4 if label.startswith("memcore") and "packed" in label and "[" not in label else 1.2,
+            linestyle="-" if i < 10 else "--",
+            color=cmap(i % cmap.N),
+            label=label,
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(budgets)
+    ax.set_xticklabels([str(n) for n in budgets])
+    ax.set_xlabel("eval.context_tokens (tokens handed to the answerer, log scale)")
+    ax.set_ylabel("evidence recall, categories 1-4 (%)")
+    ax.set_ylim(0, 100)
+    ax.grid(alpha=0.3, which="both")
+    ax.set_title("Evidence recall at equal context tokens")
+    legend = ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="method")
+    fig.tight_layout()
+    return [*_save(fig, out_dir, stem, extra_artists=[legend]), csv_path]
