@@ -16,7 +16,7 @@ from typing import Any
 
 from memcore.eval.aggregate import category_name
 from memcore.eval.bootstrap import metric_value, paired_delta_ci
-from memcore.report.collect import RunData
+from memcore.report.collect import RunData, display_path
 from memcore.report.tables import Table
 
 CATS: tuple[int, ...] = (1, 2, 3, 4)
@@ -111,7 +111,7 @@ def equal_token_table(
             if ref is not None and ref is not run:
                 ci = paired_delta_ci(run.items, ref.items, key, n_boot=n_boot, seed=seed, alpha=alpha, categories=CATS)
             row += [" / ".join(_fmt(v) for v in vals), "ref." if ref is run else _delta(ci)]
-            rec: dict[str, Any] = {"method": label, "context_tokens": n, "run_dir": str(run.path)}
+            rec: dict[str, Any] = {"method": label, "context_tokens": n, "run_dir": display_path(run.path)}
             rec.update({m: v for m, v in zip(metrics, vals, strict=True)})
             rec["mean_context_tokens"] = _mean_tokens(run.items, CATS)
             if ci is not None:

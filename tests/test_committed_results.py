@@ -1,0 +1,31 @@
+"""Committed tables follow from committed items (issue 28): the equal-token table of results/measured/equal_tokens
+is regenerated from its committed per-item runs with the command its note gives, and must match byte for byte."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from memcore.report.cli import main as report_main
+from tests.support import REPO
+
+EQUAL_TOKENS = REPO / "results" / "measured" / "equal_tokens"
+RUNS = [f"runs/eqtok_{b}{w}" for w in ("", "_whole") for b in (250, 500, 1000, 2000)]
+
+
+@pytest.mark.skipif(not (EQUAL_TOKENS / "runs").is_dir(), reason="no committed equal-token runs")
+def test_the_equal_token_tables_regenerate_from_their_committed_items(tmp_path: Path) -> None:
+    cwd = Path.cwd()
+    os.chdir(EQUAL_TOKENS)  # the note's command runs there, so runs.txt names the runs relative to it
+    try:
+        rc = report_main(
+            [*RUNS, "--out", str(tmp_path), "--no-reference", "--layout", "detail", "--no-plots", "--quiet"]
+        )
+    finally:
+        os.chdir(cwd)
+    assert rc == 0
+    for name in ("equal_tokens.md", "equal_tokens.csv", "equal_tokens_by_category.md"):
+        committed = (EQUAL_TOKENS / "report" / name).read_text()
+        assert (tmp_path / name).read_text() == committed, f"{name} does not follow from the committed items"
