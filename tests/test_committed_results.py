@@ -29,3 +29,19 @@ def test_the_equal_token_tables_regenerate_from_their_committed_items(tmp_path: 
     for name in ("equal_tokens.md", "equal_tokens.csv", "equal_tokens_by_category.md"):
         committed = (EQUAL_TOKENS / "report" / name).read_text()
         assert (tmp_path / name).read_text() == committed, f"{name} does not follow from the committed items"
+
+
+FIRST_RUN = REPO / "results" / "measured" / "first_run" / "runs"
+
+
+@pytest.mark.skipif(not FIRST_RUN.is_dir(), reason="no committed first-run archive")
+def test_the_committed_first_run_re_derives_from_its_items() -> None:
+    from memcore.report.archive import rederive
+    from memcore.report.collect import find_run_dirs
+    from tests.support import data_file_or_skip
+
+    data_file_or_skip()
+    runs = find_run_dirs([FIRST_RUN])
+    assert runs
+    for run in runs:
+        assert rederive(run) == [], run
