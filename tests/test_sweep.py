@@ -124,7 +124,7 @@ def run_sweep(results: Path, args: list[str], timeout: int) -> subprocess.Comple
 
 @pytest.mark.e2e  # launches processes: make test, not make test-fast
 @pytest.mark.usefixtures("locomo_path")
-def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path) -> None:
+def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     results = tmp_path / "results"
     run_sweep(
         results,
@@ -169,14 +169,15 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path) -
         assert a["overall"]["recall"] == b["overall"]["recall"]
 
     out = tmp_path / "report"
+    monkeypatch.chdir(tmp_path)  # the report names runs relative to its working dir, never by machine path
     assert report_main([str(sweep), "--out", str(out), "--n-boot", "200", "--quiet"]) == 0
     assert not (out / "main_table.md").exists()  # nothing answered: the ablation layout (recall, hit rate) only
     md = (out / "ablation_table.md").read_text()
     rows = list(csv.DictReader((out / "ablation_table.csv").open()))
     assert len(rows) == 4
-    assert sorted(Path(r["run_dir"]) for r in rows) == [r.resolve() for r in runs]
+    assert sorted((tmp_path / r["run_dir"]).resolve() for r in rows) == [r.resolve() for r in runs]
     for row in rows:
-        run = Path(row["run_dir"])
+        run = tmp_path / row["run_dir"]
         metrics = json.loads((run / "metrics.json").read_text())
         recall = 100 * metrics["overall"]["recall"]
         assert float(row["recall"]) == pytest.approx(recall, abs=1e-4)
@@ -208,7 +209,9 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path) -
     ],
 )
 @pytest.mark.usefixtures("locomo_path")
-def test_sweep_two_methods_two_ablations_then_report(tmp_path: Path, backbone: str) -> None:
+def test_sweep_two_methods_two_ablations_then_report(
+    tmp_path: Path, backbone: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """memcore and memcore-cheap × none / wo_ier on conv-26's first session (18 turns, 4 QA; wo_ier reuses
     the full model's snapshot), then the report: main table, ablation table, all plots, checked by content."""
     results = tmp_path / "results"
@@ -234,13 +237,14 @@ def test_sweep_two_methods_two_ablations_then_report(tmp_path: Path, backbone: s
         built = [json.loads((base / a / "cost.json").read_text())["memory_build"] for a in ("none", "wo_ier")]
         assert [(b["snapshots_built"], b["snapshots_reused"]) for b in built] == [(1, 0), (0, 1)]
     out = tmp_path / "report"
+    monkeypatch.chdir(tmp_path)  # the report names runs relative to its working dir, never by machine path
     assert report_main([str(sweep), "--out", str(out), "--n-boot", "200", "--quiet"]) == 0
     main = list(csv.DictReader((out / "main_table.csv").open()))
     assert {(r["method"], r["ablation"]) for r in main} == {
         (m, a) for m in ("memcore", "memcore-cheap") for a in ("none", "wo_ier")
     }
     for row in main:
-        metrics = json.loads((Path(row["run_dir"]) / "metrics.json").read_text())
+        metrics = json.loads((tmp_path / row["run_dir"] / "metrics.json").read_text())
         assert float(row["f1"]) == pytest.approx(100 * metrics["overall"]["f1"], abs=1e-4)
         assert float(row["f1_ci_low"]) <= float(row["f1"]) <= float(row["f1_ci_high"])
         assert row["variant_of"] == ("memcore" if row["method"] == "memcore-cheap" else "")
