@@ -12,6 +12,7 @@ import pytest
 from memcore.itemlog import ITEMS_GZ, read_items, read_run_items
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.report.archive import archive_name, archive_run, main, rederive
+from memcore.report.cli import main as report_main
 from memcore.report.collect import load_run
 from memcore.runner import run_config
 from tests.fakes import JudgeLLM
@@ -59,6 +60,29 @@ def test_metrics_re_derive_from_the_archived_items_and_a_changed_item_is_caught(
     (out / ITEMS_GZ).write_bytes(gzip.compress(body, mtime=0))
     assert "overall" in rederive(out)
     assert main(["--verify", str(out)]) == 1
+
+
+def test_a_slim_archive_drops_unread_fields_and_still_re_derives_and_reports_the_same(
+    finished_run: Path, tmp_path: Path
+) -> None:
+    full = archive_run(finished_run, tmp_path / "full")
+    slim = archive_run(finished_run, tmp_path / "slim", slim=True)
+    slim_items = read_run_items(slim)
+    assert slim_items and all("question" not in r and "prompt_hash" not in r for r in slim_items)
+    assert all("rounds_log" not in (r.get("extra") or {}) for r in slim_items)
+    assert len((slim / ITEMS_GZ).read_bytes()) < len((full / ITEMS_GZ).read_bytes())
+    assert rederive(slim) == []
+    assert load_run(slim).metrics == load_run(full).metrics
+    assert [r["scores"] for r in slim_items] == [r["scores"] for r in read_run_items(full)]
+    tables = []
+    for run in (full, slim):
+        out = tmp_path / f"report_{run.name}"
+        assert (
+            report_main([str(run), "--out", str(out), "--no-reference", "--layout", "detail", "--no-plots", "--quiet"])
+            == 0
+        )
+        tables.append((out / "detail_table.md").read_text())
+    assert tables[0] == tables[1]
 
 
 def test_archive_name_keeps_the_layout_below_runs(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 # Every method hands over at most N tokens; memcore-cheap with packing on and off and each retrieval ablation,
 # the flat baselines and full_context's truncation. The first memcore-cheap run builds the memories; every other
 # memcore-cheap run reuses that snapshot (packing and the retrieval switches do not change the build).
+# The runs are archived (memcore-archive --slim) into results/measured/equal_tokens/runs and re-derived.
 # Report: memcore-report "$MEMCORE_RESULTS"/runs/eqtok_* --layout detail --no-reference --out <dir>
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,4 +25,9 @@ for n in $BUDGETS; do
     run method=memcore-cheap method.pack=true ablation=$a eval.context_tokens="$n" experiment_name="eqtok_$n"
   done
 done
+# The runs with their items, slim (no question text, hashes or latencies), re-derived, for results/measured (issue 28)
+ROOT="${MEMCORE_RESULTS:-results}"
+ARCHIVE=${RUN%memcore-run}memcore-archive
+"$ARCHIVE" "$ROOT"/runs/eqtok_* --slim --out results/measured/equal_tokens/runs
+"$ARCHIVE" --verify results/measured/equal_tokens/runs
 log "all runs finished"

@@ -6,6 +6,10 @@ Paths of the machine that made the run (the results root, the data file, the run
 so nothing committed names a machine. ``memcore-archive --verify DIR…`` recomputes each archived run's metrics from
 its items with the run's own config and the LoCoMo file, and fails on any difference: a committed number is one a
 reader can re-derive. ``memcore-report`` reads archived runs like live ones (``items.jsonl.gz``).
+
+``--slim`` drops the item fields no metric or table is computed from (:data:`SLIM_DROP`: the question text, the raw
+reply, hashes, latencies, cache flags, IER's round log), for sweeps of thousands of items per run; a slim archive
+still re-derives (``--verify``) and renders the same tables.
 """
 
 from __future__ import annotations
@@ -48,6 +52,17 @@ DERIVED_KEYS = (
     "ier_refinement",
     "audited",
 )
+#: Item fields a slim archive leaves out (top level, then inside ``extra``): read by no metric and no report table.
+SLIM_DROP = ("question", "answer_raw", "prompt_hash", "latency_s", "cached")
+SLIM_DROP_EXTRA = ("rounds_log",)
+
+
+def slim_item(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` without :data:`SLIM_DROP` (and ``extra``'s :data:`SLIM_DROP_EXTRA`)."""
+    out = {k: v for k, v in item.items() if k not in SLIM_DROP}
+    if isinstance(out.get("extra"), dict):
+        out["extra"] = {k: v for k, v in out["extra"].items() if k not in SLIM_DROP_EXTRA}
+    return out
 
 
 def _scrub_config(run_dir: Path) -> str:
@@ -77,9 +92,10 @@ def _results_root(run_dir: Path) -> list[Path]:
     return [Path(root)] if isinstance(root, str) and root.startswith("/") else []
 
 
-def archive_run(run_dir: Path, out_dir: Path, *, roots: Sequence[Path] = ()) -> Path:
+def archive_run(run_dir: Path, out_dir: Path, *, roots: Sequence[Path] = (), slim: bool = False) -> Path:
     """Pack one finished run dir into ``out_dir`` (created; an existing archive there is replaced). The run dir,
-    its config's results root and ``roots`` are written as ``<run>`` / ``<root>``."""
+    its config's results root and ``roots`` are written as ``<run>`` / ``<root>``; with ``slim`` the items lose
+    :data:`SLIM_DROP`."""
     run_dir = Path(run_dir)
     items = read_run_items(run_dir)
     if not (run_dir / "metrics.json").is_file() or not items:
@@ -94,6 +110,8 @@ def archive_run(run_dir: Path, out_dir: Path, *, roots: Sequence[Path] = ()) -> 
             (tmp / name).write_text(_scrub_text(src.read_text(), run_dir, roots))
     if (run_dir / "config.yaml").is_file():
         (tmp / "config.yaml").write_text(_scrub_text(_scrub_config(run_dir), run_dir, roots))
+    if slim:
+        items = [slim_item(r) for r in items]
     lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in items)
     with open(tmp / ITEMS_GZ, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", filename="", mtime=0) as gz:
         gz.write(_scrub_text(lines, run_dir, roots).encode("utf-8"))
@@ -136,6 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="directory that receives one folder per run")
     p.add_argument("--root", type=Path, action="append", default=[], help="a results root to replace by <root>")
     p.add_argument("--verify", action="store_true", help="recompute each run's metrics from its items and compare")
+    p.add_argument("--slim", action="store_true", help="leave out item fields no metric or table reads")
     return p
 
 
@@ -159,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("memcore-archive: --out DIR is required (or --verify)", file=sys.stderr)
         return 2
     for d in dirs:
-        print(archive_run(d, args.out / archive_name(d), roots=args.root))
+        print(archive_run(d, args.out / archive_name(d), roots=args.root, slim=args.slim))
     return 0
 
 
