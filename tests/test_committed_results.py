@@ -45,3 +45,22 @@ def test_the_committed_first_run_re_derives_from_its_items() -> None:
     assert runs
     for run in runs:
         assert rederive(run) == [], run
+
+
+MEM0_ALIGNMENT = REPO / "results" / "measured" / "baseline_alignment_mem0"
+
+
+@pytest.mark.skipif(not (MEM0_ALIGNMENT / "runs").is_dir(), reason="no committed mem0 alignment run")
+def test_the_mem0_alignment_table_regenerates_from_its_replayed_items(tmp_path: Path) -> None:
+    cwd = Path.cwd()
+    os.chdir(MEM0_ALIGNMENT)
+    try:
+        rc = report_main(
+            ["runs/alignment", "--layout", "detail", "--no-plots", "--formats", "md,csv", "--out", str(tmp_path)]
+            + ["--quiet"]
+        )
+    finally:
+        os.chdir(cwd)
+    assert rc == 0
+    for name in ("detail_table.md", "detail_table.csv"):
+        assert (tmp_path / name).read_text() == (MEM0_ALIGNMENT / name).read_text(), name
