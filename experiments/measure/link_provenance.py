@@ -1,0 +1,92 @@
+"""Issue 28, deliverable 3: what link-update provenance does to evidence recall, on one LLM-mode build.
+
+A link update rewrites a neighbour note's context with a new turn's facts. The neighbour is credited with
+``linked_sources`` (its recall counts them). Three rules are scored over the same retrieved notes of a run:
+
+- ``none``: a note is credited with its own turns only;
+- ``causing turn`` (the harness since issue 28): plus the one turn that caused each update;
+- ``holder's turns`` (before issue 28, as an upper bound): plus every turn of the note that holds the causing turn
+  at the end of the build. The old rule credited the turns that note held at update time, a subset of these, so
+  this bounds the old recall from above.
+
+    python -m experiments.measure.link_provenance --run <run dir> --snapshot <snapshot dir> [--out FILE.json]
+
+The run's items name their notes (``notes[].note_id``); the snapshot's ``notes.jsonl`` gives each note's turns
+and ``linked_sources``. Categories 1-4, items with gold evidence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from memcore.eval.metrics import evidence_scores
+from memcore.itemlog import read_run_items
+
+RULES = ("none", "causing turn", "holder's turns")
+
+
+def note_credits(notes: list[dict]) -> dict[str, dict[str, list[str]]]:
+    """``note id`` (``n<nid>``) → rule → the dia_ids the note is credited with under that rule."""
+    holder = {r["dia_id"]: n["nid"] for n in notes for r in n.get("raws") or []}
+    own = {n["nid"]: [r["dia_id"] for r in n.get("raws") or []] for n in notes}
+    out: dict[str, dict[str, list[str]]] = {}
+    for n in notes:
+        linked = list(n.get("linked_sources") or [])
+        held = [d for dia in linked for d in own.get(holder.get(dia, -1), [dia])]
+        out[f"n{n['nid']}"] = {
+            "none": own[n["nid"]],
+            "causing turn": own[n["nid"]] + linked,
+            "holder's turns": own[n["nid"]] + linked + held,
+        }
+    return out
+
+
+def score(items: Sequence[dict], credits: dict[str, dict[str, list[str]]]) -> dict[str, dict[str, float]]:
+    """Mean recall and hit (%) per rule over the items of categories 1-4 with gold evidence."""
+    scored = [r for r in items if int(r.get("category", 0)) in (1, 2, 3, 4) and r.get("evidence")]
+    out = {}
+    for rule in RULES:
+        rows = []
+        for r in scored:
+            ids = [d for n in r.get("notes") or [] for d in credits.get(str(n.get("note_id")), {}).get(rule, [])]
+            rows.append(evidence_scores(r["evidence"], ids))
+        out[rule] = {
+            "recall": round(100 * sum(x["recall"] for x in rows) / len(rows), 2),
+            "hit": round(100 * sum(x["hit"] for x in rows) / len(rows), 2),
+            "n": len(rows),
+        }
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="link_provenance", description=__doc__.split("\n\n")[0])
+    p.add_argument("--run", type=Path, required=True)
+    p.add_argument("--snapshot", type=Path, required=True, help="the build's snapshot dir (holds notes.jsonl)")
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args(argv)
+    notes_file = args.snapshot / "notes.jsonl"
+    if not notes_file.is_file():
+        print(f"link_provenance: {notes_file} not found; give the run's snapshot dir (stats.json 'snapshot')")
+        return 2
+    notes = [json.loads(line) for line in notes_file.read_text().splitlines() if line.strip()]
+    credits = note_credits(notes)
+    result = {
+        "notes": len(notes),
+        "updates": sum(int(n.get("updates") or 0) for n in notes),
+        "linked_turns": sum(len(n.get("linked_sources") or []) for n in notes),
+        "holder_turns_credited": sum(len(c["holder's turns"]) - len(c["none"]) for c in credits.values()),
+        "rules": score(read_run_items(args.run), credits),
+    }
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
