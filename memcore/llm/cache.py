@@ -201,6 +201,8 @@ class SQLiteKV:
 
 RESPONSE_CACHE_FILE = "llm.sqlite"  # the response cache's file name under a run's ``paths.cache``
 RESPONSE_TABLE = "responses"
+EMBEDDINGS_FILE = "embeddings.sqlite"  # the embedding cache's (memcore.llm.embedders.CachedEmbedder)
+EMBEDDINGS_TABLE = "embeddings"
 
 
 class ResponseCache:
