@@ -108,7 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f" {counts.conflicts} conflicting (local kept)"
         )
     else:
-        print(f"{path}: {len(cache.kv)} replies")
+        shards = list((path.parent / SHARDS_DIR / path.stem).glob("*.sqlite"))
+        pending = f"; {len(shards)} job shards not merged yet (memcore-cache merge)" if shards else ""
+        print(f"{path}: {len(cache.kv)} replies{pending}")
     return 0
 
 

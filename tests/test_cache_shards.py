@@ -99,9 +99,8 @@ def test_job_id_names_the_scheduler_job_and_is_filename_safe() -> None:
     assert job_id({"SLURM_ARRAY_JOB_ID": "10", "SLURM_ARRAY_TASK_ID": "3", "SLURM_JOB_ID": "13"}) == "slurm-10_3"
     assert job_id({"SLURM_JOB_ID": "13"}) == "slurm-13"
     assert job_id({"SLURM_JOB_ID": "13", "SLURM_NTASKS": "2", "SLURM_PROCID": "1"}) == "slurm-13-task1"
-    assert job_id({"SUBMITIT_LOCAL_JOB_ID": "4242"}, host="n1") == "n1-submitit-4242"
-    assert job_id({}, host="node 7/a", pid=99) == "node_7_a-99"
-    assert job_id({}, host="..", pid=1) == "-1"
+    assert job_id({"SUBMITIT_LOCAL_JOB_ID": "4242"}, host="n1") == "host-n1"  # local jobs: one host, one shard
+    assert job_id({}, host="node 7/a.example.org") == "host-node_7_a.example.org"
 
 
 # ---------------------------------------------------------------------------------------------- read-through
@@ -268,6 +267,8 @@ def test_merge_with_keep_is_idempotent_and_a_corrupt_shard_stays_in_place(tmp_pa
     again = merge_shards(root, keep=True)[RESPONSE_CACHE_FILE]
     assert [r.counts and (r.counts.added, r.counts.same) for r in again] == [(0, 2), (0, 2), None]
     assert a.is_file() and b.is_file()
+    assert cache_main(["--cache", str(root / RESPONSE_CACHE_FILE), "stats"]) == 0
+    assert "3 replies; 3 job shards not merged yet" in capsys.readouterr().out
 
     assert cache_main(["merge", "--cache-dir", str(root)]) == 1  # a shard was left unmerged
     captured = capsys.readouterr()

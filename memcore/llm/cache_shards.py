@@ -7,10 +7,10 @@
   every process. WAL keeps its index in shared memory, which works only on one host, so ``shared`` refuses a
   directory on a network file system (:func:`memcore.llm.fs_kind.network_fs_of`).
 * ``sharded``: each job writes its own shard ``shards/<cache>/<job id>.sqlite`` (rollback journal, no shared
-  memory, one job per file) and reads through to the shared file, opened read-only (no ``-wal`` / ``-shm`` files
-  are made). A lookup asks the shard, then the shared file; writes go to the shard only. ``memcore-cache merge``
-  folds the shards into the shared files after the sweep (:func:`merge_shards`), with the import rule of
-  :func:`memcore.llm.cache_transfer.fold_entries`: nothing is overwritten, conflicts are counted.
+  memory, never two hosts on one file: :func:`job_id`) and reads through to the shared file, opened read-only (no
+  ``-wal`` / ``-shm`` files are made). A lookup asks the shard, then the shared file; writes go to the shard only.
+  ``memcore-cache merge`` folds the shards into the shared files after the sweep (:func:`merge_shards`), with the
+  import rule of :func:`memcore.llm.cache_transfer.fold_entries`: nothing is overwritten, conflicts are counted.
 * ``auto`` (default): ``sharded`` on a network file system, else ``shared``.
 """
 
@@ -74,24 +74,26 @@ def check_cache_mode(value: object) -> str:
     return str(value)
 
 
-def job_id(env: Mapping[str, str] | None = None, *, host: str | None = None, pid: int | None = None) -> str:
-    """A filename-safe name of this job, unique among the jobs running at once and stable across a requeue of a
-    scheduler job (so a requeued job reads its own shard again): the SLURM array job and task, else the SLURM job
-    (plus the task rank when a job runs several tasks), else the submitit local job, else ``<host>-<pid>``."""
+def job_id(env: Mapping[str, str] | None = None, *, host: str | None = None) -> str:
+    """A filename-safe name of this job's shard: the SLURM array job and task, else the SLURM job (plus the task
+    rank when a job runs several tasks), else the host name.
+
+    Two jobs running at once on different hosts never share a name, which is what SQLite over a network file
+    system needs. The name is stable across a rerun (a requeued SLURM job, an interrupted ``memcore-run`` started
+    again on the same host), so the rerun reads the replies it already paid for from its shard; processes of one
+    host that share a shard (a job's build workers, two runs on one machine) are coordinated by POSIX locks, as the
+    snapshot locks are. (A per-process name would be unique too, but every rerun would start from an empty shard.)"""
     env = os.environ if env is None else env
     host = host if host is not None else socket.gethostname()
-    pid = pid if pid is not None else os.getpid()
     if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
         name = f"slurm-{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
     elif env.get("SLURM_JOB_ID"):
         name = f"slurm-{env['SLURM_JOB_ID']}"
-    elif env.get("SUBMITIT_LOCAL_JOB_ID"):
-        name = f"{host}-submitit-{env['SUBMITIT_LOCAL_JOB_ID']}"
     else:
-        name = f"{host}-{pid}"
+        name = f"host-{host}"
     if env.get("SLURM_JOB_ID") and int(env.get("SLURM_NTASKS", "1") or "1") > 1:
         name += f"-task{env.get('SLURM_PROCID', '0')}"
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "job"
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
 def shared_journal(path: Path, mounts_text: str | None = None) -> Journal:
