@@ -32,6 +32,7 @@ from memcore.llm.cache import KVStore, ResponseCache
 log = logging.getLogger(__name__)
 
 FORMAT = "memcore-response-cache"
+_CONFLICTS_LOGGED = 5  # conflicts logged one by one; the rest in one line (their count is returned anyway)
 VERSION = 1
 
 
@@ -142,7 +143,10 @@ def fold_entries(
             same += 1
         else:
             conflicts += 1
-            log.warning("cache entry %s differs in %s; keeping the local reply", key[:12], source)
+            if conflicts <= _CONFLICTS_LOGGED:
+                log.warning("cache entry %s differs in %s; keeping the local reply", key[:12], source)
+    if conflicts > _CONFLICTS_LOGGED:
+        log.warning("%d more entries differ in %s; the local replies kept", conflicts - _CONFLICTS_LOGGED, source)
     kv.put_many(new, replace=False)
     return ImportCounts(added=len(new), same=same, conflicts=conflicts)
 
