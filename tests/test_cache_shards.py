@@ -350,3 +350,15 @@ def test_a_run_on_a_local_fs_keeps_the_shared_wal_cache(tmp_path: Path, monkeypa
     assert _run_cli(tmp_path, ["method=rag_dense", f"paths.root={cache.parent}"], monkeypatch) == 0
     assert "cache: shared" in capfd.readouterr().out
     assert (cache / "embeddings.sqlite").is_file() and not (cache / SHARDS_DIR).exists()
+
+
+def test_a_wal_shared_file_on_a_network_fs_is_read_without_making_shm_files(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    path = _shared_file(root, {"k": "from a WAL file"})
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+    conn.close()  # checkpointed; the file's header still says WAL
+    layout = CacheLayout(root, sharded=True, job="j", network_fs="nfs4")
+    cache = ResponseCache(layout.open(RESPONSE_CACHE_FILE, RESPONSE_TABLE))
+    assert cache.get("k") == {"text": "from a WAL file"}
+    assert sorted(p.name for p in root.iterdir()) == [RESPONSE_CACHE_FILE, SHARDS_DIR]  # no -wal / -shm made
