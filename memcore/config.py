@@ -128,6 +128,8 @@ class RunConfig:
     verbose: bool = False  # log every HTTP request of the LLM client (httpx / openai); off: warnings only
     table_note: str | None = None  # footnote under table.md and the printed table
     cache_llm: bool = True
+    # auto | shared | sharded: how jobs share paths.cache (memcore.llm.cache_shards); auto: sharded on a network fs
+    cache_mode: str = "auto"
     # read the memories built by this backbone model (e.g. a stronger model retrieving over a small model's memory);
     # nothing is built: a missing memory is an error before any work. null: the run's backbone builds its own
     memory_backbone: str | None = None

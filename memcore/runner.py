@@ -21,6 +21,7 @@ from memcore.config import ConfigError
 from memcore.data.slice import LoadedSlice, load_slice
 from memcore.interfaces import LazyResource, MethodSpec, SelfAnsweringMemory
 from memcore.itemlog import ItemWriter, read_items
+from memcore.llm.cache_shards import CacheLayout
 from memcore.llm.scoped import ScopedBackbone
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.methods import get_method
@@ -28,7 +29,7 @@ from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, worker_
 from memcore.pipeline.predict import predict
 from memcore.pipeline.progress import StageBars
 from memcore.pipeline.report import RunResult, write_report
-from memcore.pipeline.resources import RunResources, open_resources
+from memcore.pipeline.resources import RunResources, cache_layout, open_resources
 from memcore.pipeline.rundir import RunConflictError, guard_run_dir, result_fields, write_run_config
 from memcore.pipeline.score import score_item
 from memcore.stopflag import StopFlag, StopRequested, wait_interruptibly
@@ -67,6 +68,13 @@ class Runner:
         self.timings: dict[str, float] = {}
         self.conv_stats: dict[str, Any] = {}
         self._stop = stop or StopFlag()  # set on the first fatal error, Ctrl-C or SIGTERM: workers stop taking work
+        self._cache_layout: CacheLayout | None = None
+
+    def _layout(self) -> CacheLayout:
+        """The run's cache layout (``cache_mode``), resolved and logged once."""
+        if self._cache_layout is None:
+            self._cache_layout = cache_layout(self.cfg)
+        return self._cache_layout
 
     # ---------------------------------------------------------------- run
     def run(self) -> RunResult:
@@ -105,6 +113,7 @@ class Runner:
                 "ablations are switches of memcore."
             )
         validate_run(self.cfg)
+        self._layout()  # cache_mode=shared on a network file system fails here, before any work
         from memcore.eval.judge import get_preset, judge_run_info
 
         get_preset(self.cfg.eval.get("judge_preset"))
@@ -137,6 +146,7 @@ class Runner:
                 backbone_override=self.backbone_override,
                 embedder_override=self.embedder_override,
                 stop_requested=self._stop.is_set,
+                layout=self._layout(),
             )
             n_turns = sum(len(c.turns) for c in pending_convs)
             bars = StageBars(self.cfg.progress, n_turns, n_pending, staged=self.spec.staged_ingest)
@@ -286,7 +296,7 @@ class Runner:
             load_only=other_memory_backbone(self.cfg) is not None,
             embedder_cfg=ecfg,
             snapshots=Path(self.cfg.paths.snapshots),
-            embedder_cache=Path(self.cfg.paths.cache) / "embeddings.sqlite",
+            embedder_cache=self._layout(),
             extras={"context_budget_tokens": int(self.cfg.backbone.context_budget_tokens)},
             pool=pool,
         )

@@ -143,4 +143,7 @@ def validate_run(cfg: DictConfig) -> None:
     for cat in c["dataset"].get("categories") or []:
         if cat not in (1, 2, 3, 4, 5):
             raise bad_value("dataset.categories", c["dataset"]["categories"], "a list of LoCoMo categories 1-5")
+    from memcore.llm.cache_shards import check_cache_mode
+
+    check_cache_mode(c.get("cache_mode"))
     validate_method(str(c["method"]["name"]), c["method"], c["ablation"])

@@ -81,6 +81,7 @@ BAD_VALUES: list[tuple[list[str], list[str]]] = [
     (["dataset.categories=[7]"], ["dataset.categories=[7]", "categories 1-5"]),
     (["protocol.temperature=-0.1"], ["protocol.temperature=-0.1", "in [0, 2]"]),
     (["concurrency=0"], ["concurrency=0", ">= 1"]),
+    (["cache_mode=shard"], ["cache_mode='shard'", "Did you mean 'shared', 'sharded'?", "Known: auto, shared, sharded"]),
     (["seed=abc"], ["'abc'", "seed"]),
 ]
 

@@ -187,7 +187,7 @@ def mem0_two_phase_llm(convs: list[Conversation], adds: int, max_tokens: int, lo
         timeout_s=1800,
     )
     usage = UsageTracker()
-    embedder = build_embedder(EmbedderConfig(), cache_path=None)
+    embedder = build_embedder(EmbedderConfig(), cache=None)
     rows = []
     with contextlib.ExitStack() as resources:
         backbone = build_backbone(bcfg, cache=None, usage=usage, resources=resources, log_dir=log_dir)
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         from memcore.config import EmbedderConfig
         from memcore.llm.factory import build_embedder
 
-        embedder = build_embedder(EmbedderConfig(), cache_path=None)
+        embedder = build_embedder(EmbedderConfig(), cache=None)
         if "rag" in parts:
             result["rag"] = rag(convs, embedder)
         if "fluxmem" in parts:

@@ -1,5 +1,6 @@
 """SQLite key-value caches shared safely by threads and processes (WAL, busy timeout), and the response-cache
-layer of a backbone stack (:class:`CachedBackbone`, keyed by :func:`response_key`).
+layer of a backbone stack (:class:`CachedBackbone`, keyed by :func:`response_key`). Where the cache files live and
+which journal mode they use on a cluster (one shared file, or one shard per job): :mod:`memcore.llm.cache_shards`.
 
 A corrupted database is detected on open (``PRAGMA quick_check``), moved aside with a logged
 warning and rebuilt empty — never silently used.
@@ -16,7 +17,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from memcore.interfaces import Completion, Message
 from memcore.llm.layer import Layer, Passthrough
@@ -36,13 +37,33 @@ def stable_hash(obj: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-class SQLiteKV:
-    """A tiny persistent map ``key -> bytes``. One connection per thread; WAL lets several
-    processes read and write concurrently."""
+class KVStore(Protocol):
+    """What the caches need of a persistent map ``key -> bytes`` (:class:`SQLiteKV`, or a shard reading through to
+    a shared file: :class:`memcore.llm.cache_shards.ShardedKV`)."""
 
-    def __init__(self, path: Path, table: str = "kv") -> None:
+    path: Path
+
+    def get(self, key: str) -> bytes | None: ...
+    def peek(self, key: str) -> bytes | None: ...
+    def items(self) -> Iterator[tuple[str, bytes]]: ...
+    def put(self, key: str, value: bytes) -> None: ...
+    def put_many(self, items: list[tuple[str, bytes]], *, replace: bool = True) -> None: ...
+    def __len__(self) -> int: ...
+    def stats(self) -> dict[str, int]: ...
+
+
+Journal = Literal["wal", "delete"]
+
+
+class SQLiteKV:
+    """A tiny persistent map ``key -> bytes``. One connection per thread. ``journal="wal"`` (default) lets several
+    processes of one host read and write concurrently; ``"delete"`` (the rollback journal) needs no shared memory,
+    for a file on a network file system that one job writes (a cache shard)."""
+
+    def __init__(self, path: Path, table: str = "kv", *, journal: Journal = "wal") -> None:
         self.path = Path(path)
         self.table = table
+        self.journal = journal
         self._local = threading.local()
         self._init_lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,9 +83,10 @@ class SQLiteKV:
                 try:
                     conn.execute("PRAGMA busy_timeout=60000")
                     mode = conn.execute("PRAGMA journal_mode").fetchone()
-                    if mode is None or str(mode[0]).lower() != "wal":
-                        conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute("PRAGMA synchronous=NORMAL")
+                    if mode is None or str(mode[0]).lower() != self.journal:
+                        conn.execute(f"PRAGMA journal_mode={self.journal.upper()}")
+                    # NORMAL is durable enough with WAL; the rollback journal needs FULL to survive a crashed node.
+                    conn.execute(f"PRAGMA synchronous={'NORMAL' if self.journal == 'wal' else 'FULL'}")
                     conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (k TEXT PRIMARY KEY, v BLOB NOT NULL)")
                     return conn
                 except sqlite3.OperationalError as exc:
@@ -178,13 +200,18 @@ class SQLiteKV:
 
 
 RESPONSE_CACHE_FILE = "llm.sqlite"  # the response cache's file name under a run's ``paths.cache``
+RESPONSE_TABLE = "responses"
+EMBEDDINGS_FILE = "embeddings.sqlite"  # the embedding cache's (memcore.llm.embedders.CachedEmbedder)
+EMBEDDINGS_TABLE = "embeddings"
 
 
 class ResponseCache:
     """Chat responses keyed on model + messages + sampling params + prompt version."""
 
-    def __init__(self, path: Path) -> None:
-        self.kv = SQLiteKV(path, table="responses")
+    def __init__(self, store: str | Path | KVStore) -> None:
+        """``store``: the cache file (one :class:`SQLiteKV` in WAL mode), or an opened store
+        (:meth:`memcore.llm.cache_shards.CacheLayout.open`)."""
+        self.kv: KVStore = SQLiteKV(Path(store), table=RESPONSE_TABLE) if isinstance(store, str | Path) else store
 
     @staticmethod
     def key(payload: dict[str, Any]) -> str:

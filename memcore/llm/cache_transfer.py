@@ -12,6 +12,8 @@ gzip header carries no timestamp, so exporting the same cache twice gives the sa
 Import never overwrites: an entry whose key is new is added; an entry already present with the same reply is
 skipped; an entry present with a *different* reply keeps the local one and is counted as a conflict (a greedy or
 seeded reply that differs across machines; it is logged, not hidden). A file that fails validation writes nothing.
+:func:`fold_entries` is that rule; ``memcore-cache merge`` folds cache shards with it too
+(:mod:`memcore.llm.cache_shards`).
 """
 
 from __future__ import annotations
@@ -21,14 +23,16 @@ import gzip
 import io
 import json
 import logging
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from memcore.llm.cache import ResponseCache
+from memcore.llm.cache import KVStore, ResponseCache
 
 log = logging.getLogger(__name__)
 
 FORMAT = "memcore-response-cache"
+_CONFLICTS_LOGGED = 5  # conflicts logged one by one; the rest in one line (their count is returned anyway)
 VERSION = 1
 
 
@@ -118,20 +122,39 @@ def read_export(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return rows
 
 
+def same_reply(local: bytes, incoming: bytes) -> bool:
+    """Whether two stored replies are the same reply (equal as decoded objects, not as bytes)."""
+    return _stored_reply(local) == _stored_reply(incoming)
+
+
+def fold_entries(
+    kv: KVStore, entries: Iterable[tuple[str, bytes]], *, equal: Callable[[bytes, bytes], bool], source: str
+) -> ImportCounts:
+    """Add ``entries`` (unique keys) to ``kv`` without overwriting, in one transaction: a new key is added, a key
+    present with an ``equal`` value is counted as the same, one present with another value keeps the local value
+    and is counted (and logged, naming ``source``) as a conflict."""
+    new: list[tuple[str, bytes]] = []
+    same = conflicts = 0
+    for key, raw in entries:
+        local = kv.peek(key)
+        if local is None:
+            new.append((key, raw))
+        elif equal(local, raw):
+            same += 1
+        else:
+            conflicts += 1
+            if conflicts <= _CONFLICTS_LOGGED:
+                log.warning("cache entry %s differs in %s; keeping the local reply", key[:12], source)
+    if conflicts > _CONFLICTS_LOGGED:
+        log.warning("%d more entries differ in %s; the local replies kept", conflicts - _CONFLICTS_LOGGED, source)
+    kv.put_many(new, replace=False)
+    return ImportCounts(added=len(new), same=same, conflicts=conflicts)
+
+
 def import_cache(cache: ResponseCache, path: Path) -> ImportCounts:
     """Merge the export file at ``path`` into ``cache`` without overwriting (see the module doc); one transaction,
     after the whole file has been validated."""
     rows = read_export(path)
-    new: list[tuple[str, bytes]] = []
-    same = conflicts = 0
-    for key, value in rows:
-        raw = cache.kv.peek(key)
-        if raw is None:
-            new.append((key, ResponseCache.encode(value)))
-        elif _stored_reply(raw) == value:
-            same += 1
-        else:
-            conflicts += 1
-            log.warning("cache entry %s differs from the imported one; keeping the local reply", key[:12])
-    cache.kv.put_many(new, replace=False)
-    return ImportCounts(added=len(new), same=same, conflicts=conflicts)
+    return fold_entries(
+        cache.kv, ((key, ResponseCache.encode(value)) for key, value in rows), equal=same_reply, source=str(path)
+    )

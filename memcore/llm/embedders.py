@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memcore.llm.cache import SQLiteKV
+from memcore.llm.cache import EMBEDDINGS_TABLE, KVStore, SQLiteKV
 
 log = logging.getLogger(__name__)
 
@@ -127,15 +127,16 @@ class HashingEmbedder:
 
 
 class CachedEmbedder:
-    """Wraps an embedder with an in-process dict and an optional SQLite store."""
+    """Wraps an embedder with an in-process dict and an optional persistent store (a file, or an opened store:
+    :meth:`memcore.llm.cache_shards.CacheLayout.open`)."""
 
-    def __init__(self, inner: object, store: Path | None = None) -> None:
+    def __init__(self, inner: object, store: Path | KVStore | None = None) -> None:
         self.inner = inner
         self.name: str = inner.name  # type: ignore[attr-defined]
         self.dim: int = inner.dim  # type: ignore[attr-defined]
         self._mem: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
-        self._kv = SQLiteKV(store, table="embeddings") if store is not None else None
+        self._kv: KVStore | None = SQLiteKV(store, table=EMBEDDINGS_TABLE) if isinstance(store, Path) else store
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.name}\x00{text}".encode()).hexdigest()

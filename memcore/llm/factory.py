@@ -14,7 +14,8 @@ from typing import Any
 from memcore.config import BackboneConfig, ConfigError, EmbedderConfig
 from memcore.interfaces import ChatBackbone, Completion, Embedder, Message
 from memcore.llm.backbone import MissingKeyError, OpenAITransport
-from memcore.llm.cache import ResponseCache
+from memcore.llm.cache import EMBEDDINGS_FILE, EMBEDDINGS_TABLE, ResponseCache
+from memcore.llm.cache_shards import CacheLayout
 from memcore.llm.embedders import CachedEmbedder, HashingEmbedder, MiniLMEmbedder, OpenAIEmbedder
 from memcore.llm.local_model import models_dir, resolve_gguf
 from memcore.llm.local_server import LlamaCppServer
@@ -217,7 +218,10 @@ EMBEDDER_KINDS.add("openai", _openai_embedder)
 EMBEDDER_KINDS.add("hashing", _hashing)
 
 
-def build_embedder(cfg: EmbedderConfig, *, cache_path: Path | None) -> CachedEmbedder:
+def build_embedder(cfg: EmbedderConfig, *, cache: CacheLayout | None) -> CachedEmbedder:
+    """The configured embedder behind its cache: the run's ``embeddings.sqlite`` as ``cache`` lays it out (a
+    shared file or this job's shard), or memory only when ``cache`` is None."""
     if cfg.kind not in EMBEDDER_KINDS:
         raise ConfigError(EMBEDDER_KINDS.unknown(cfg.kind))
-    return CachedEmbedder(EMBEDDER_KINDS.get(cfg.kind)(cfg), cache_path)
+    store = cache.open(EMBEDDINGS_FILE, EMBEDDINGS_TABLE) if cache is not None else None
+    return CachedEmbedder(EMBEDDER_KINDS.get(cfg.kind)(cfg), store)

@@ -24,6 +24,7 @@ from typing import Any
 
 from memcore.config import ConfigError, EmbedderConfig
 from memcore.interfaces import BufferedIngest, LazyResource, MemorySystem, MethodContext, MethodSpec, StagedIngest
+from memcore.llm.cache_shards import CacheLayout
 from memcore.llm.usage import UsageTracker
 from memcore.seeding import derive_seed
 from memcore.snapshots import SnapshotError, SnapshotStore, construction_fields, snapshot_key
@@ -132,7 +133,7 @@ class BuildJob:
     fields: dict[str, Any]
     snapshots: str
     embedder: EmbedderConfig
-    embedder_cache: str | None
+    embedder_cache: CacheLayout | None  # where the embedding cache lives (None: memory only)
     extras: dict[str, Any]
 
 
@@ -156,8 +157,7 @@ def build_in_worker(job: BuildJob) -> bool:
             return False
     except SnapshotError:
         pass  # damaged: build_or_load below moves it aside and rebuilds
-    cache = Path(job.embedder_cache) if job.embedder_cache else None
-    embedder = LazyResource(lambda: build_embedder(job.embedder, cache_path=cache))
+    embedder = LazyResource(lambda: build_embedder(job.embedder, cache=job.embedder_cache))
     backbone = LazyResource(lambda: _no_backbone(job.method))
     scope = UsageTracker()
 
@@ -226,7 +226,7 @@ class MemoryBuilder:
         backbone_model: str,
         embedder_cfg: EmbedderConfig,
         snapshots: Path,
-        embedder_cache: Path,
+        embedder_cache: CacheLayout | None,
         extras: dict[str, Any],
         pool: ProcessPoolExecutor | None = None,
         load_only: bool = False,
@@ -292,7 +292,7 @@ class MemoryBuilder:
             fields=fields,
             snapshots=str(self.snapshots),
             embedder=self.embedder_cfg,
-            embedder_cache=str(self.embedder_cache),
+            embedder_cache=self.embedder_cache,
             extras=self.extras,
         )
         built_in_worker = self.pool is not None and self.pool.submit(build_in_worker, job).result()

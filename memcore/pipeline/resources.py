@@ -5,6 +5,7 @@ starts a server."""
 from __future__ import annotations
 
 import contextlib
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,13 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memcore.interfaces import LazyResource
-from memcore.llm.cache import RESPONSE_CACHE_FILE, ResponseCache
+from memcore.llm.cache import RESPONSE_CACHE_FILE, RESPONSE_TABLE, ResponseCache
+from memcore.llm.cache_shards import CacheLayout, resolve_layout
 from memcore.llm.limiter import RequestLimiter
 from memcore.llm.usage import UsageTracker
 from memcore.stopflag import StopCheck
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,14 @@ class RunResources:
     judge: LazyResource
 
 
+def cache_layout(cfg: DictConfig) -> CacheLayout:
+    """How ``cfg``'s run lays out ``paths.cache`` (``cache_mode``, :func:`memcore.llm.cache_shards.resolve_layout`);
+    logs which layout and why. Raises ConfigError for ``cache_mode=shared`` on a network file system."""
+    layout = resolve_layout(Path(cfg.paths.cache), str(cfg.get("cache_mode", "auto")))
+    log.info("%s", layout.describe())
+    return layout
+
+
 def open_resources(
     cfg: DictConfig,
     run_dir: Path,
@@ -37,13 +49,16 @@ def open_resources(
     backbone_override: Any = None,
     embedder_override: Any = None,
     stop_requested: StopCheck | None = None,
+    layout: CacheLayout | None = None,
 ) -> RunResources:
     """The resources of ``cfg``'s run; servers and clients they start are closed with ``stack``. Overrides
     replace the configured backbone (still behind the request limiter) or embedder (tests, benchmarks).
-    ``stop_requested`` (the run's stop flag) ends a server start that queues for the machine-wide lock."""
-    cache = ResponseCache(Path(cfg.paths.cache) / RESPONSE_CACHE_FILE) if cfg.cache_llm else None
+    ``stop_requested`` (the run's stop flag) ends a server start that queues for the machine-wide lock.
+    ``layout``: the run's cache layout when the caller resolved it already (else :func:`cache_layout`)."""
+    layout = layout if layout is not None else cache_layout(cfg)
+    cache = ResponseCache(layout.open(RESPONSE_CACHE_FILE, RESPONSE_TABLE)) if cfg.cache_llm else None
     backbone = LazyResource(lambda: _backbone(cfg, run_dir, usage, cache, stack, backbone_override, stop_requested))
-    embedder = LazyResource(lambda: embedder_override if embedder_override is not None else _embedder(cfg))
+    embedder = LazyResource(lambda: embedder_override if embedder_override is not None else _embedder(cfg, layout))
     answerer = LazyResource(lambda: _answerer(cfg, backbone.get()))
     judge = LazyResource(lambda: _judge(cfg, run_dir, usage, backbone, cache, stack, stop_requested))
     return RunResources(backbone, embedder, answerer, judge)
@@ -73,13 +88,13 @@ def _backbone(
     return RequestLimiter(client, int(cfg.concurrency), stop_requested)
 
 
-def _embedder(cfg: DictConfig) -> Any:
+def _embedder(cfg: DictConfig, layout: CacheLayout) -> Any:
     from memcore.config import EmbedderConfig
     from memcore.llm.factory import build_embedder
 
     ecfg = OmegaConf.to_object(cfg.embedder)
     assert isinstance(ecfg, EmbedderConfig)
-    return build_embedder(ecfg, cache_path=Path(cfg.paths.cache) / "embeddings.sqlite")
+    return build_embedder(ecfg, cache=layout)
 
 
 def _judge(
