@@ -142,7 +142,7 @@ def test_tiny_rehearsal_end_to_end_with_kill_9_and_resume(tmp_path: Path) -> Non
     results = tmp_path / "rehearsal"
     cmd = [sys.executable, "-m", "experiments.rehearsal", "--scale", "tiny", "--results", str(results)]
     proc = subprocess.Popen(
-        [*cmd, "--kill-at", "0.5"],
+        [*cmd, "--kill-at", "0.6"],
         cwd=REPO,
         env=R.child_env(),
         stdout=subprocess.PIPE,
