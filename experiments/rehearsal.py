@@ -778,6 +778,12 @@ def summary_markdown(s: dict[str, Any]) -> str:
             f"| wall vs calls × latency / concurrency (±{int(WALL_TOLERANCE * 100)} %) | {mark(w['ok'])} | "
             f"measured {w['measured_s']} s, predicted {w['predicted_s']} s (ratio {w['ratio']}) |"
         )
+    if w and w.get("ratio", 0) > 1 + WALL_TOLERANCE:
+        lines.append(
+            "| (reading) | | the sweep took longer than its LLM latency explains: the jobs' start-up and the "
+            "harness's own CPU work, not the endpoint, bound it on this machine (raise --time-scale to rehearse a "
+            "latency-bound sweep) |"
+        )
     e = s.get("estimate") or {}
     lines.append(
         f"| token estimate vs actual, per method (±{int(ESTIMATE_TOLERANCE * 100)} %) | {mark(e.get('ok'))} | "
