@@ -773,7 +773,9 @@ def summary_markdown(s: dict[str, Any]) -> str:
         f"{f['parse_retries_and_fallbacks_counted']} (fallbacks {f['fallbacks']}) |"
     )
     w = s.get("wall")
-    if w:
+    if w and "measured_s" not in w:
+        lines.append(f"| wall vs calls × latency / concurrency | n/a | {w.get('note', '')} |")
+    elif w:
         lines.append(
             f"| wall vs calls × latency / concurrency (±{int(WALL_TOLERANCE * 100)} %) | {mark(w['ok'])} | "
             f"measured {w['measured_s']} s, predicted {w['predicted_s']} s (ratio {w['ratio']}) |"

@@ -193,9 +193,11 @@ def run_cli(run: Path, root: Path, base_url: str) -> subprocess.CompletedProcess
 
 def flip_after_items(sim: Any, run: Path, before: int, change: dict[str, Any], done: threading.Event) -> None:
     """Turn the simulator bad (``change`` of its config) once the run has written an item after ``before``."""
-    while len(read_items(run / "items.jsonl")) <= before and not done.wait(0.02):
-        pass
+    while len(read_items(run / "items.jsonl")) <= before:
+        if done.wait(0.02):
+            return
     sim.config = replace(sim.config, **change)
+    (run / "flipped").write_text(f"{change} after {len(read_items(run / 'items.jsonl'))} items\n")
 
 
 @pytest.mark.e2e  # launches memcore-run: make test, not make test-fast
