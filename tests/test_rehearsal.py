@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -191,13 +190,18 @@ def run_cli(run: Path, root: Path, base_url: str) -> subprocess.CompletedProcess
     return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, **CHILD_OF_TEST)
 
 
-def flip_after_items(sim: Any, run: Path, before: int, change: dict[str, Any], done: threading.Event) -> None:
-    """Turn the simulator bad (``change`` of its config) once the run has written an item after ``before``."""
-    while len(read_items(run / "items.jsonl")) <= before:
-        if done.wait(0.02):
-            return
-    sim.config = replace(sim.config, **change)
-    (run / "flipped").write_text(f"{change} after {len(read_items(run / 'items.jsonl'))} items\n")
+def turn_bad_after_one_reply(sim: Any, replier: Any, change: dict[str, Any]) -> None:
+    """From the next chat reply on, the simulator's config gets ``change`` right after that reply is made (in
+    the server's own handler: no race with the run); the reply itself is still a good one."""
+
+    def once(messages: Any) -> tuple[str, str]:
+        out = replier(messages)
+        if sim.replier is once:
+            sim.replier = replier
+            sim.config = replace(sim.config, **change)
+        return out
+
+    sim.replier = once
 
 
 @pytest.mark.e2e  # launches memcore-run: make test, not make test-fast
@@ -208,7 +212,7 @@ def test_endpoint_turning_bad_mid_run_is_one_line_exit_2_and_keeps_every_item(tm
     fix, every item already written still there, no metrics file; the final rerun against a good endpoint
     completes the 8 items with none twice."""
     run, root = tmp_path / "run", tmp_path / "results"
-    good = SimulatorConfig(ttft_s=0.4, time_scale=1.0)
+    good = SimulatorConfig(ttft_s=0.0, time_scale=0.0)
     bad: list[tuple[dict[str, Any], str]] = [
         ({"body_mode": "html"}, "text/html"),
         ({"body_mode": "empty"}, "empty body"),
@@ -217,17 +221,12 @@ def test_endpoint_turning_bad_mid_run_is_one_line_exit_2_and_keeps_every_item(tm
         ({"models": ("another-model",)}, "backbone.model"),
     ]
     with running_simulator(good) as sim:
+        replier = sim.replier
         for change, said in bad:
-            sim.config = good
+            sim.config, sim.replier = good, replier
             before = len(read_items(run / "items.jsonl"))
-            done = threading.Event()
-            flipper = threading.Thread(target=flip_after_items, args=(sim, run, before, change, done))
-            flipper.start()
-            try:
-                proc = run_cli(run, root, sim.base_url)
-            finally:
-                done.set()
-                flipper.join()
+            turn_bad_after_one_reply(sim, replier, change)
+            proc = run_cli(run, root, sim.base_url)
             assert proc.returncode == 2, proc.stderr[-2000:]
             lines = proc.stderr.strip().splitlines()
             assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], proc.stderr[-2000:]
@@ -235,7 +234,7 @@ def test_endpoint_turning_bad_mid_run_is_one_line_exit_2_and_keeps_every_item(tm
             items = read_items(run / "items.jsonl")
             assert len(items) > before and len({r["item_id"] for r in items}) == len(items)
             assert not (run / "metrics.json").exists()
-        sim.config = good
+        sim.config, sim.replier = good, replier
         final = run_cli(run, root, sim.base_url)
     assert final.returncode == 0, final.stderr[-2000:]
     items = read_items(run / "items.jsonl")
