@@ -1,0 +1,249 @@
+"""The rehearsal of the paper sweep (``experiments/rehearsal.py``, issue 29): its plan and checks on hand-made run
+dirs, a real rehearsal at the tiny scale (real simulator, submitit_local, memcore-run) with the kill -9 / resume
+check, and ``memcore-run`` against an endpoint that turns bad mid-run: one line, exit 2, nothing written lost."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from experiments import rehearsal as R
+from memcore.itemlog import read_items
+from memcore.llm.simulator import SimulatorConfig, running_simulator
+from tests.support import CHILD_OF_TEST, REPO
+
+PAPER_METHODS = ("full_context", "memgpt", "amem", "mem0", "lightmem", "memcore")
+
+
+def plan_for(scale: str, tmp_path: Path, *extra: str) -> R.Plan:
+    args = R._parser().parse_args(["--scale", scale, *extra])
+    return R.make_plan(R.SCALES[scale], tmp_path / "root", args)
+
+
+@pytest.mark.usefixtures("locomo_path")
+def test_quick_plan_is_every_method_and_every_ablation_with_counts_from_the_data(tmp_path: Path) -> None:
+    plan = plan_for("quick", tmp_path)
+    assert [j.method for j in plan.jobs if j.experiment == "paper_main"] == list(PAPER_METHODS)
+    assert [j.ablation for j in plan.jobs if j.experiment == "paper_ablation"] == [
+        "none", "wo_update", "wo_merge", "wo_link", "wo_denoise", "wo_topic", "wo_keyword", "wo_neighbor", "wo_ier",
+    ]  # fmt: skip
+    data = R.load_scale_slice(R.SCALES["quick"])
+    assert plan.questions == data.n_items == 25 and plan.turns == 58  # locomo-mini's slice
+    assert all(len(j.expected_ids) == plan.questions for j in plan.jobs)
+    full = R.load_scale_slice(R.SCALES["full"])
+    assert full.n_items == 1986 and sum(len(c.turns) for c in full.conversations) == 5882
+
+
+@pytest.mark.usefixtures("locomo_path")
+def test_sweep_command_points_the_preset_at_the_simulator_with_the_judge_and_submitit(tmp_path: Path) -> None:
+    plan = plan_for("quick", tmp_path, "--jobs", "3")
+    cmd = R.sweep_command(plan, "paper_main", "http://127.0.0.1:9/v1")
+    for arg in (
+        "experiment=paper_main",
+        "backbone=gpt-4o-mini",
+        "backbone.base_url=http://127.0.0.1:9/v1",
+        "eval.judge=true",
+        "eval.judge_preset=mem0-judge",
+        "eval.judge_runs=3",
+        "hydra/launcher=submitit_local",
+        "hydra.sweeper.max_batch_size=3",
+        "dataset.conversations=[conv-26]",
+    ):
+        assert arg in cmd
+    assert not any(a.startswith("method=") for a in cmd)  # the experiment's own method list
+    assert R.child_env()["OPENAI_API_KEY"] == R.DUMMY_KEY and str(REPO) in R.child_env()["PYTHONPATH"]
+    with pytest.raises(ValueError, match="unknown kind"):
+        plan_for("quick", tmp_path, "--fault", "418=0.1")
+    assert plan_for("quick", tmp_path, "--fault", "drop=0.2").sim["drop"] == 0.2
+
+
+def write_run(run_dir: Path, ids: list[str], *, cost: dict[str, Any] | None = None) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "items.jsonl").write_text("".join(json.dumps({"item_id": i}) + "\n" for i in ids))
+    (run_dir / "metrics.json").write_text(json.dumps({"overall": {"f1": 0.5}, "parse_failures": {"x": 1}}))
+    (run_dir / "cost.json").write_text(json.dumps(cost or {}))
+
+
+def test_items_check_finds_lost_and_duplicated_ids(tmp_path: Path) -> None:
+    ids = ("c#0", "c#1", "c#2")
+    jobs = [R.Job("paper_main", m, "none", tmp_path / m, ids) for m in ("a", "b", "c")]
+    write_run(jobs[0].run_dir, ["c#0", "c#1", "c#2"])
+    write_run(jobs[1].run_dir, ["c#0", "c#2", "c#2"])
+    jobs[2].run_dir.mkdir()
+    plan = R.Plan(R.SCALES["tiny"], tmp_path, jobs, 1, 3, 1, {}, 0.0, 4, 2, 5.0)
+    rows = {r["run"].split()[1]: r for r in R.check_items(plan)}
+    assert rows["a/none"] == {**rows["a/none"], "answered": 3, "lost": 0, "duplicated": 0, "ok": True}
+    assert rows["b/none"] == {**rows["b/none"], "answered": 2, "lost": 1, "duplicated": 1, "ok": False}
+    assert not rows["c/none"]["finished"] and not rows["c/none"]["ok"]
+
+
+def test_spend_counts_every_invocation_and_removes_cache_hits() -> None:
+    cost = {
+        "memory_build": {"llm_calls": 10, "llm_calls_uncached": 5, "prompt_tokens": 2000, "completion_tokens": 200},
+        "items_usage": {
+            "by_stage": {
+                "answer": {"calls": 4, "llm_calls": 4, "prompt_tokens": 1000, "completion_tokens": 40},
+                "judge": {"calls": 12, "llm_calls": 0, "prompt_tokens": 3000, "completion_tokens": 12},
+            }
+        },
+    }
+    spend = R.run_spend(cost, 0.15, 0.60)
+    assert spend["calls"] == 9 and spend["prompt_tokens"] == 2000 and spend["completion_tokens"] == 140
+    assert spend["usd"] == pytest.approx((2000 * 0.15 + 140 * 0.60) / 1e6)
+
+
+def test_metrics_comparison_excludes_only_the_per_invocation_counts(tmp_path: Path) -> None:
+    write_run(tmp_path / "a", ["c#0"])
+    assert R.comparable_metrics(tmp_path / "a") == {"overall": {"f1": 0.5}}
+    assert R.VOLATILE_METRICS == ("parse_failures",)
+
+
+def test_progress_prints_one_line_per_job_and_warns_on_fallbacks(tmp_path: Path) -> None:
+    ids = ("c#0", "c#1")
+    jobs = [R.Job("paper_main", "amem", "none", tmp_path / "amem", ids)]
+    plan = R.Plan(R.SCALES["tiny"], tmp_path, jobs, 1, 2, 1, dict(R.DEFAULT_RATES), 0.0, 4, 2, 5.0)
+    lines: list[str] = []
+    progress = R.Progress(plan, lines.append, every_s=0.0)
+    progress.poll(None)
+    assert lines == [lines[0]] and "0/2 items" in lines[0] and "ETA ?" in lines[0]
+    usage = {"total": {"calls": 100, "parse_failures": 6}, "parse_failures_by_kind": {"ingest": {"raw turn": 6}}}
+    write_run(jobs[0].run_dir, list(ids), cost={"usage": usage, "wall_s": {"total": 12.5}})
+    lines.clear()
+    progress.poll({"requests": 1000, "faults": {"429": 300, "500": 0, "503": 0, "drop": 0, "timeout": 0}})
+    assert lines[0].startswith("done  paper_main") and "items     2/2" in lines[0] and "wall    12.5 s" in lines[0]
+    assert lines[1].startswith("WARNING paper_main amem/none: 6 of 100 replies (6.0 %) fell back")
+    assert lines[2].startswith("WARNING faults 429: 30.0 % of requests") and "1/1 jobs" in lines[3]
+    lines.clear()
+    progress.poll({"requests": 1000, "faults": {"429": 300}})
+    assert len(lines) == 1 and lines[0].startswith("sweep [")  # each warning once; a job's line once
+
+
+def test_bad_options_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert R.main(["--jobs", "1"]) == 2
+    assert R.main(["--kill-at", "1.5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("error: ") for line in err)
+
+
+# ------------------------------------------------------------------------------------------ the real rehearsal
+@pytest.mark.e2e  # real processes (simulator, submitit jobs, memcore-run): make test, not make test-fast
+@pytest.mark.usefixtures("locomo_path")
+def test_tiny_rehearsal_end_to_end_with_kill_9_and_resume(tmp_path: Path) -> None:
+    results = tmp_path / "rehearsal"
+    cmd = [sys.executable, "-m", "experiments.rehearsal", "--scale", "tiny", "--results", str(results)]
+    proc = subprocess.Popen(
+        [*cmd, "--kill-at", "0.6"],
+        cwd=REPO,
+        env=R.child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **CHILD_OF_TEST,
+    )
+    try:
+        out, err = proc.communicate(timeout=1500)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode in (0, 1), err[-3000:]
+    summary = json.loads((results / "tiny" / "summary.json").read_text())
+    checks = summary["checks"]
+    assert checks["jobs"] and checks["items"] and checks["faults"] and checks["resume"], checks
+    assert proc.returncode == (0 if summary["ok"] else 1)
+    assert len(summary["items"]) == 4
+    assert all(r["answered"] == r["expected"] == 4 and not r["lost"] and not r["duplicated"] for r in summary["items"])
+    faults = summary["faults"]
+    assert all(faults["injected"][k] > 0 for k in (*R.FAULT_KINDS, "wrong_json"))
+    assert faults["transport_retries_counted"] == sum(faults["injected"][k] for k in R.FAULT_KINDS)
+    resume = summary["resume"]
+    assert resume["killed_by_sigkill"] and 0 < resume["items_at_kill"] < resume["items_expected"] == 16
+    assert all(r["identical"] for r in resume["compare"]["rows"]) and len(resume["compare"]["rows"]) == 4
+    # quiet: one line per job, sweep lines, no job log on the terminal
+    job_lines = [ln for ln in out.splitlines() if ln.startswith("done  ")]
+    assert len(job_lines) == 4 and all("USD" in ln and "calls" in ln for ln in job_lines)
+    assert "[HYDRA]" not in out and "Traceback" not in out + err
+    for exp, stem in (("paper_main", "main_table"), ("paper_ablation", "ablation_table")):
+        assert (results / "tiny" / "report" / exp / f"{stem}.md").is_file()
+    assert "| every job finished | pass |" in (results / "tiny" / "summary.md").read_text()
+
+
+# ------------------------------------------------------------------------------------------ bad endpoints mid-run
+def run_cli(run: Path, root: Path, base_url: str) -> subprocess.CompletedProcess[str]:
+    cmd = [
+        sys.executable, "-m", "memcore.cli", "backbone=gpt-4o-mini", f"backbone.base_url={base_url}",
+        "++backbone.max_attempts=2", "++backbone.backoff_cap_s=0.05", "backbone.timeout_s=10",
+        "method=rag_bm25", "embedder=hashing", "dataset=locomo-tiny", "concurrency=1", "progress=false",
+        "print_table=false", f"paths.root={root}", f"hydra.run.dir={run}",
+    ]  # fmt: skip
+    env = dict(R.child_env(), OPENAI_API_KEY="sk-right")
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, **CHILD_OF_TEST)
+
+
+def turn_bad_after_one_reply(sim: Any, replier: Any, change: dict[str, Any]) -> None:
+    """From the next chat reply on, the simulator's config gets ``change`` right after that reply is made (in
+    the server's own handler: no race with the run); the reply itself is still a good one."""
+
+    def once(messages: Any) -> tuple[str, str]:
+        out = replier(messages)
+        if sim.replier is once:
+            sim.replier = replier
+            sim.config = replace(sim.config, **change)
+        return out
+
+    sim.replier = once
+
+
+@pytest.mark.e2e  # launches memcore-run: make test, not make test-fast
+@pytest.mark.usefixtures("locomo_path")
+def test_endpoint_turning_bad_mid_run_is_one_line_exit_2_and_keeps_every_item(tmp_path: Path) -> None:
+    """The simulator turns bad after the run has written items: an HTML page, an empty body, cut JSON, a 401, a
+    model it does not serve. Each time: exit 2, one ``error:`` line saying what the server sent and which knob to
+    fix, every item already written still there, no metrics file; the final rerun against a good endpoint
+    completes the 8 items with none twice."""
+    run, root = tmp_path / "run", tmp_path / "results"
+    good = SimulatorConfig(ttft_s=0.0, time_scale=0.0)
+    bad: list[tuple[dict[str, Any], str]] = [
+        ({"body_mode": "html"}, "text/html"),
+        ({"body_mode": "empty"}, "empty body"),
+        ({"body_mode": "malformed"}, "backbone.base_url"),
+        ({"api_key": "sk-other"}, "rejected the API key"),
+        ({"models": ("another-model",)}, "backbone.model"),
+    ]
+    with running_simulator(good) as sim:
+        replier = sim.replier
+        for change, said in bad:
+            sim.config, sim.replier = good, replier
+            before = len(read_items(run / "items.jsonl"))
+            turn_bad_after_one_reply(sim, replier, change)
+            proc = run_cli(run, root, sim.base_url)
+            assert proc.returncode == 2, proc.stderr[-2000:]
+            lines = proc.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], proc.stderr[-2000:]
+            assert "sk-right" not in proc.stderr
+            items = read_items(run / "items.jsonl")
+            assert len(items) > before and len({r["item_id"] for r in items}) == len(items)
+            assert not (run / "metrics.json").exists()
+        sim.config, sim.replier = good, replier
+        final = run_cli(run, root, sim.base_url)
+    assert final.returncode == 0, final.stderr[-2000:]
+    items = read_items(run / "items.jsonl")
+    assert len(items) == len({r["item_id"] for r in items}) == 8
+    assert json.loads((run / "metrics.json").read_text())["overall"]["n"] == 8
+
+
+def test_parser_defaults_are_the_issue_s() -> None:
+    args = R._parser().parse_args([])
+    assert isinstance(args, argparse.Namespace)
+    assert (args.scale, args.jobs, args.kill_at) == ("quick", 2, None)
+    assert args.results == R.DEFAULT_RESULTS
