@@ -2,8 +2,8 @@
 # Issue 27 (deliverable 5): evidence packing in LLM mode, answers included, at one equal context budget.
 # conv-26 of locomo-llm, the local 0.5B model, K_final = 5 as in the K = 5 table (llm_ablation_k5.sh), and
 # eval.context_tokens=$TOKENS (default 500) for every method: memcore with packing off (its 5 whole notes cut to the
-# budget) and on (the raw turns of its ranked notes fill the budget), memcore-cheap packed, rag_hybrid (ranks as
-# deep as the budget holds). The first memcore run builds the memory; the second reuses that snapshot (packing does
+# budget) and on (the raw turns of its ranked notes fill the budget), memcore-cheap packed, rag_hybrid at K = 5
+# turns (as in the K = 5 table) and ranking as deep as the budget holds (eval.budget=null: the equal-token row). The first memcore run builds the memory; the second reuses that snapshot (packing does
 # not change the build). Then the retrieval ablations over the same build (issue 28, deliverable 4: the IER-off
 # rows are paired with the IER-off full model), the runs archived with their items, and the response cache
 # exported so the tables re-derive without a server.
@@ -26,7 +26,8 @@ if [[ " $PHASES " == *" main "* ]]; then
   run method=memcore experiment_name="${TAG}_whole"
   run method=memcore method.pack=true experiment_name="$TAG"
   run method=memcore-cheap method.pack=true experiment_name="$TAG"
-  run method=rag_hybrid experiment_name="$TAG"
+  run method=rag_hybrid experiment_name="$TAG"                        # K = 5 turns, as in the K = 5 table
+  run method=rag_hybrid eval.budget=null experiment_name="${TAG}_fill"  # ranks as deep as the budget holds
 fi
 if [[ " $PHASES " == *" ablations "* ]]; then
   # packed, over the same build: IER on without IER, then the IER-off full model and its retrieval ablations
@@ -39,7 +40,7 @@ if [[ " $PHASES " == *" archive "* ]]; then
   ARCHIVE=${RUN%memcore-run}memcore-archive
   CACHE=${RUN%memcore-run}memcore-cache
   dirs=()
-  for d in "$ROOT/runs/${TAG}" "$ROOT/runs/${TAG}_whole" "$ROOT/runs/${TAG}_noier"; do [[ -d $d ]] && dirs+=("$d"); done
+  for d in "$ROOT/runs/${TAG}" "$ROOT/runs/${TAG}_whole" "$ROOT/runs/${TAG}_fill" "$ROOT/runs/${TAG}_noier"; do [[ -d $d ]] && dirs+=("$d"); done
   "$ARCHIVE" "${dirs[@]}" --out "results/measured/${TAG/_k5/}/runs"
   "$ARCHIVE" --verify "results/measured/${TAG/_k5/}/runs"
   "$CACHE" export --out "results/measured/cache/$TAG.jsonl.gz"
