@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memcore.processes import stop_process
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_RESULTS = REPO / "results" / "rehearsal"
 EXPERIMENTS = ("paper_main", "paper_ablation")
@@ -279,13 +281,7 @@ def start_simulator(plan: Plan, work: Path) -> tuple[subprocess.Popen[bytes], st
 
 
 def stop_simulator(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    stop_process(proc, timeout_s=30)
 
 
 def simulator_stats(base_url: str) -> dict[str, Any] | None:

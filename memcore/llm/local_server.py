@@ -15,6 +15,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from memcore.processes import stop_process
 from memcore.stopflag import StopCheck, StopRequested
 
 log = logging.getLogger(__name__)
@@ -249,13 +250,8 @@ class LlamaCppServer:
             return False
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=15)
+        if self.proc is not None:
+            stop_process(self.proc, timeout_s=15)
         if self._log_fh is not None:
             self._log_fh.close()
             self._log_fh = None

@@ -14,6 +14,8 @@ import sys
 import time
 from types import FrameType
 
+from memcore.processes import stop_process
+
 
 def main(argv: list[str]) -> int:
     if "--" not in argv:
@@ -24,13 +26,7 @@ def main(argv: list[str]) -> int:
     child = subprocess.Popen(cmd)
 
     def stop(signum: int = signal.SIGTERM, frame: FrameType | None = None) -> None:
-        if child.poll() is None:
-            child.terminate()
-            try:
-                child.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+        stop_process(child, timeout_s=15)
         sys.exit(128 + signum if signum else 0)
 
     signal.signal(signal.SIGTERM, stop)
