@@ -315,6 +315,8 @@ def run_spend(cost: dict[str, Any], price_in: float, price_out: float) -> dict[s
     """A run's whole LLM spend over every invocation: memory build (from ``stats.json`` via ``cost.json``) plus
     the items' own usage; calls and tokens the endpoint really served (cache hits removed pro rata) and the USD
     they cost at list price."""
+    from memcore.report.estimate import usd
+
     mb = cost.get("memory_build") or {}
     share = (mb.get("llm_calls_uncached", 0) / mb["llm_calls"]) if mb.get("llm_calls") else 0.0
     calls = float(mb.get("llm_calls_uncached", 0))
@@ -329,7 +331,7 @@ def run_spend(cost: dict[str, Any], price_in: float, price_out: float) -> dict[s
         "calls": calls,
         "prompt_tokens": prompt,
         "completion_tokens": completion,
-        "usd": (prompt * price_in + completion * price_out) / 1e6,
+        "usd": usd({"prompt_tokens": prompt, "completion_tokens": completion}, price_in, price_out),
     }
 
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memcore.llm.cache import RESPONSE_CACHE_FILE, RESPONSE_TABLE, ResponseCache, SQLiteKV
-from memcore.llm.cache_shards import SHARDS_DIR, merge_shards, shared_journal
+from memcore.llm.cache_shards import SHARDS_DIR, merge_shards, pending_shards, shared_journal
 from memcore.llm.cache_transfer import CacheTransferError, export_cache, import_cache
 
 
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f" {counts.conflicts} conflicting (local kept)"
         )
     else:
-        shards = list((path.parent / SHARDS_DIR / path.stem).glob("*.sqlite"))
+        shards = pending_shards(path.parent, path.name)
         pending = f"; {len(shards)} job shards not merged yet (memcore-cache merge)" if shards else ""
         print(f"{path}: {len(cache.kv)} replies{pending}")
     return 0

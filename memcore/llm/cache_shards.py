@@ -67,6 +67,17 @@ CACHE_FILES: tuple[CacheFile, ...] = (
 )
 
 
+def shard_dir(root: Path, file: str) -> Path:
+    """Where the job shards of the cache ``file`` (e.g. ``llm.sqlite``) under ``root`` live."""
+    return root / SHARDS_DIR / Path(file).stem
+
+
+def pending_shards(root: Path, file: str) -> list[Path]:
+    """The shards of the cache ``file`` under ``root`` not merged yet, in name order."""
+    where = shard_dir(root, file)
+    return sorted(where.glob("*.sqlite")) if where.is_dir() else []
+
+
 def check_cache_mode(value: object) -> str:
     """``value`` when it is a cache mode, else one ConfigError line naming the knob, the close matches and the modes."""
     if value not in CACHE_MODES:
@@ -231,7 +242,7 @@ class CacheLayout:
     network_fs: str | None = None
 
     def shard_path(self, file: str) -> Path:
-        return self.root / SHARDS_DIR / Path(file).stem / f"{self.job}.sqlite"
+        return shard_dir(self.root, file) / f"{self.job}.sqlite"
 
     def open(self, file: str, table: str) -> KVStore:
         """The store of the cache ``file`` (e.g. ``llm.sqlite``): the shared file in WAL mode, or this job's shard
@@ -309,8 +320,7 @@ def merge_shards(root: Path, *, keep: bool = False, mounts_text: str | None = No
     results: dict[str, list[ShardResult]] = {}
     journal = shared_journal(root, mounts_text)
     for cache in CACHE_FILES:
-        shard_dir = root / SHARDS_DIR / Path(cache.file).stem
-        shards = sorted(shard_dir.glob("*.sqlite")) if shard_dir.is_dir() else []
+        shards = pending_shards(root, cache.file)
         if not shards:
             continue
         target = SQLiteKV(root / cache.file, table=cache.table, journal=journal)
