@@ -658,42 +658,42 @@ def needed_tokens(rates: Any, turns: int, questions: int, context_delta: float =
 
 
 def check_estimate(plan: Plan, source: Path | None) -> dict[str, Any]:
-    """Per run: the token estimate :mod:`memcore.report.estimate` makes from the same run of the ``source``
-    (smaller) rehearsal, against the tokens this rehearsal's run needed (build + QA calls, cache hits included
-    on both sides: the estimate counts what a method needs; a run of a sweep whose calls another run already
-    made is served by the shared cache). For full LoCoMo this is :func:`~memcore.report.estimate.estimate`
-    itself (LoCoMo's 5,882 turns and 1,986 questions, ``full_context``'s prompt replaced by the mean
-    full-conversation size); for a smaller target the same rates times the target slice's turns and questions."""
+    """Per run: the token estimate :func:`memcore.report.estimate.estimate` makes from the same run of the
+    ``source`` (smaller) rehearsal for this rehearsal's conversations and questions, against the tokens this
+    rehearsal's run needed (build + QA calls, cache hits included on both sides: the estimate counts what a method
+    needs; a run of a sweep whose calls another run already made is served by the shared cache). The build is
+    estimated growth-aware from the source's per-turn trace (each target conversation: the source's measured
+    prefix, then its tail rate), ``full_context``'s prompt with the mean whole-conversation context of the
+    target; for ``--scale full`` that is exactly what the estimate prints for all of LoCoMo."""
     from memcore.config import load_backbone_preset
     from memcore.report.collect import load_run
-    from memcore.report.estimate import (
-        LOCOMO_QUESTIONS,
-        LOCOMO_TURNS,
-        estimate,
-        full_conversation_tokens,
-        measured_rates,
-    )
+    from memcore.report.estimate import estimate, measured_rates
 
     if source is None or not (source / "root" / "runs").is_dir():
         return {"ok": None, "note": "no smaller rehearsal to estimate from (--estimate-from DIR)"}
     budget = int(load_backbone_preset(BACKBONE).context_budget_tokens)
-    is_full = (plan.turns, plan.questions) == (LOCOMO_TURNS, LOCOMO_QUESTIONS)
+    lengths = [len(c.turns) for c in load_scale_slice(plan.scale).conversations]
     rows = []
+    fc_tokens: float | None = None
     for job in plan.jobs:
         pattern = f"{job.experiment}/*/{BACKBONE}/amem/{job.method}/{job.ablation}"
         src_dir = next(iter(sorted((source / "root" / "runs").glob(pattern))), None)
         if src_dir is None or not (src_dir / "metrics.json").is_file() or not (job.run_dir / "metrics.json").is_file():
             continue
         rates = measured_rates(load_run(src_dir))
-        if is_full:
-            fc = full_conversation_tokens(budget) if job.method == "full_context" else None
-            est = estimate(rates, method=job.method, full_context_tokens=fc)
-            est_tokens = est["prompt_tokens"] + est["completion_tokens"]
-        else:
-            delta = slice_context_tokens(plan.scale, budget) - rates.mean_context_tokens
-            est_tokens = needed_tokens(
-                rates, plan.turns, plan.questions, delta if job.method == "full_context" else 0.0
-            )
+        if job.method == "full_context" and fc_tokens is None:
+            fc_tokens = slice_context_tokens(plan.scale, budget)
+        est = estimate(
+            rates,
+            method=job.method,
+            full_context_tokens=fc_tokens if job.method == "full_context" else None,
+            conversation_turns=lengths,
+            questions=plan.questions,
+        )
+        est_tokens = est["prompt_tokens"] + est["completion_tokens"]
+        flat = needed_tokens(rates, plan.turns, plan.questions)
+        if job.method == "full_context" and fc_tokens is not None:
+            flat += (fc_tokens - rates.mean_context_tokens) * plan.questions
         actual = measured_rates(load_run(job.run_dir))
         act_tokens = needed_tokens(actual, actual.turns, actual.questions)
         err = est_tokens / act_tokens - 1 if act_tokens else math.inf
@@ -701,8 +701,12 @@ def check_estimate(plan: Plan, source: Path | None) -> dict[str, Any]:
             {
                 "run": job.label,
                 "estimated_tokens": round(est_tokens),
+                "estimated_tokens_upper": round(est["prompt_tokens_upper"] + est["completion_tokens_upper"]),
+                "flat_rate_tokens": round(flat),
+                "build_growth": "traced" if rates.curves else "flat",
                 "actual_tokens": round(act_tokens),
                 "error": round(err, 4),
+                "flat_rate_error": round(flat / act_tokens - 1, 4) if act_tokens else None,
                 "ok": abs(err) <= ESTIMATE_TOLERANCE,
             }
         )
@@ -788,7 +792,11 @@ def summary_markdown(s: dict[str, Any]) -> str:
     lines.append(
         f"| token estimate vs actual, per method (±{int(ESTIMATE_TOLERANCE * 100)} %) | {mark(e.get('ok'))} | "
         + (
-            "; ".join(f"{r['run']}: {100 * r['error']:+.1f} %" for r in e.get("rows", []))
+            "; ".join(
+                f"{r['run']}: {100 * r['error']:+.1f} %"
+                + (f" (flat rate {100 * r['flat_rate_error']:+.1f} %)" if r.get("build_growth") == "traced" else "")
+                for r in e.get("rows", [])
+            )
             if e.get("rows")
             else e.get("note", "")
         )

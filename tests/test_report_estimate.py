@@ -91,3 +91,61 @@ def test_memory_updates_made_while_answering_count_per_question(tmp_path: Path, 
     assert (r.prompt_per_question, r.completion_per_question) == (1800.0, 130.0)
     totals = usage_totals(run)
     assert (totals["build_calls"], totals["qa_calls"]) == (40, 20)  # 8 retrieve + 4 answer + 8 updates
+
+
+def test_build_curve_continues_at_the_tail_rate_and_bounds_with_the_growth() -> None:
+    """Per-turn prompt tokens 1..6 (growing by 1 a turn), finalize 10: the tail (last third: 5, 6) gives 5.5 a turn
+    past the slice; the upper bound continues the slope: turns 7..10 cost 7 + 8 + 9 + 10."""
+    from memcore.report.estimate import BuildCurve
+
+    curve = BuildCurve(tuple((1.0, float(t), 0.0) for t in range(1, 7)), (0.0, 10.0, 0.0))
+    assert curve.tail_rate() == (1.0, 5.5, 0.0)
+    assert curve.slope() == pytest.approx((0.0, 1.0, 0.0))
+    assert curve.cost(4) == (4.0, 1 + 2 + 3 + 4 + 10.0, 0.0)  # a shorter conversation: the measured prefix
+    assert curve.cost(10) == (10.0, 21 + 4 * 5.5 + 10.0, 0.0)
+    assert curve.cost(10, upper=True) == pytest.approx((10.0, 21 + 34 + 10.0, 0.0))
+    flat = BuildCurve(tuple((1.0, 5.0, 1.0) for _ in range(9)), (0.0, 0.0, 0.0))
+    assert flat.cost(20) == flat.cost(20, upper=True) == (20.0, 100.0, 20.0)
+
+
+def _traced_run(tmp_path: Path):
+    """The run of ``_run`` with a per-turn trace: 20 turns whose prompt tokens grow 500 → 1,450 (by 50), 2 calls
+    and 200 completion tokens each; the trace sums to the ingest totals (nothing added at finalize)."""
+    prompt = [500 + 50 * t for t in range(20)]
+    trace = {"calls": [2] * 20, "prompt_tokens": prompt, "completion_tokens": [200] * 20}
+    ingest = {"calls": 40, "prompt_tokens": sum(prompt), "completion_tokens": 4000}
+    stats = {"conversations": {"c1": {"turns": 20, "ingest_usage": {"total": ingest, "by_stage": {"ingest": ingest}}}}}
+    stats["conversations"]["c1"]["ingest_trace"] = trace
+    cost = {**COST, "usage": {"by_stage": {**COST["usage"]["by_stage"], "ingest": ingest}}}
+    items = [run_item("c1", i, 4, 1.0, 1.0, context_tokens=500) for i in range(4)]
+    write_run(tmp_path, backbone="local", method="memcore", items=items, cost=cost, stats=stats, dataset="locomo-mini")
+    (run,) = load_runs([tmp_path])
+    return run, prompt
+
+
+def test_a_traced_run_is_estimated_at_its_tail_rate(tmp_path: Path) -> None:
+    from memcore.report.estimate import LOCOMO_CONVERSATION_TURNS
+
+    run, prompt = _traced_run(tmp_path)
+    r = measured_rates(run)
+    assert len(r.curves) == 1 and r.prompt_per_turn == sum(prompt) / 20
+    tail = sum(prompt[-7:]) / 7  # round(20 / 3) = 7 turns
+    t = estimate(r, method="memcore", conversation_turns=(30, 10), questions=4)
+    assert t["build_calls"] == 2 * 40
+    assert t["prompt_tokens"] == pytest.approx(sum(prompt) + 10 * tail + sum(prompt[:10]) + 1600 * 4)
+    upper = sum(prompt) + sum(500 + 50 * k for k in range(20, 30)) + sum(prompt[:10]) + 1600 * 4
+    assert t["prompt_tokens_upper"] == pytest.approx(upper)
+    assert sum(LOCOMO_CONVERSATION_TURNS) == LOCOMO_TURNS
+    full = estimate(r, method="memcore")
+    assert full["prompt_tokens"] > r.prompt_per_turn * LOCOMO_TURNS + 1600 * LOCOMO_QUESTIONS  # growth costs more
+    row = estimate_table([run], ["gpt-4o-mini"]).splitlines()[2]
+    assert f"| {r.prompt_per_turn + 200:,.0f} (tail {tail + 200:,.0f}) |" in row and "(≤ " in row
+
+
+def test_a_trace_is_scaled_with_the_rate_adjustments(tmp_path: Path) -> None:
+    """``first_attempts_only`` scales the build totals; the curve is scaled with them, its shape kept."""
+    run, prompt = _traced_run(tmp_path)
+    r = measured_rates(run, first_attempts_only=True)
+    (curve,) = r.curves
+    assert sum(u[1] for u in curve.per_turn) == pytest.approx(r.prompt_per_turn * 20)
+    assert curve.per_turn[-1][1] / curve.per_turn[0][1] == pytest.approx(prompt[-1] / prompt[0])

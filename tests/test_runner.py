@@ -217,6 +217,42 @@ def test_with_progress_bars_off_counts_are_logged_at_most_every_interval(caplog)
     assert lines[2].startswith("progress: ingest 4/10 turns, build 0/10 turns, qa 0/4 items")
 
 
+def test_the_build_traces_what_each_turn_cost() -> None:
+    """``ingest_trace``: per turn, the calls and tokens its ``ingest`` added; ``finalize``'s are the rest of the
+    total (``memcore.report.estimate`` reads the trace to see a cost per turn that grows with the memory)."""
+    from memcore.llm.usage import UsageTracker
+    from memcore.pipeline.build import build_memory
+    from tests.support import story_conversation
+
+    conv = story_conversation(n_sessions=2)
+    scope = UsageTracker()
+
+    class Growing:
+        """Turn k makes k calls of 10 * k prompt tokens and 1 completion token; finalize makes one more call."""
+
+        def __init__(self) -> None:
+            self.k = 0
+
+        def ingest(self, turn: object) -> None:
+            self.k += 1
+            for _ in range(self.k):
+                scope.record("ingest", prompt_tokens=10 * self.k, completion_tokens=1, latency_s=0.0, cached=False)
+
+        def finalize(self) -> None:
+            scope.record("ingest", prompt_tokens=7, completion_tokens=0, latency_s=0.0, cached=False)
+
+    out = build_memory(Growing(), conv, scope)  # type: ignore[arg-type]
+    n = len(conv.turns)
+    assert out["ingest_trace"] == {
+        "calls": list(range(1, n + 1)),
+        "prompt_tokens": [10 * k * k for k in range(1, n + 1)],
+        "completion_tokens": list(range(1, n + 1)),
+    }
+    total = out["ingest_usage"]["total"]
+    assert total["calls"] - sum(out["ingest_trace"]["calls"]) == 1
+    assert total["prompt_tokens"] - sum(out["ingest_trace"]["prompt_tokens"]) == 7
+
+
 @pytest.mark.parametrize("batched", [False, True])
 def test_a_buffered_build_reports_each_turn_as_it_enters_the_memory(batched: bool) -> None:
     """MemCoRe buffers turns (32 per flush): progress and a stop request must follow the gate, turn by turn,

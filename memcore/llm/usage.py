@@ -86,6 +86,16 @@ class UsageTracker:
         with self._lock:
             return self._stages[stage]
 
+    def totals(self) -> tuple[int, int, int]:
+        """(calls, prompt tokens, completion tokens) over every stage so far; cheap (no percentiles)."""
+        with self._lock:
+            stages = list(self._stages.values())
+            return (
+                sum(s.calls for s in stages),
+                sum(s.prompt_tokens for s in stages),
+                sum(s.completion_tokens for s in stages),
+            )
+
     def parse_failures(self) -> dict[str, dict[str, int]]:
         with self._lock:
             return {k: dict(v) for k, v in self._failure_kinds.items()}

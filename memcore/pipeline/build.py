@@ -103,9 +103,11 @@ def build_memory(
         system.set_turn_callback(on_turn)  # type: ignore[union-attr]
     if staged:
         system.set_ingest_callback(on_ingested)  # type: ignore[union-attr]
+    trace = IngestTrace(scope)
     try:
         for turn in conversation.turns:
             system.ingest(turn)
+            trace.turn_done()
             if on_turn is not None and not buffered:
                 on_turn()
         system.finalize()
@@ -118,7 +120,29 @@ def build_memory(
         "ingest_usage": scope.to_json(),
         "ingest_seconds": round(time.perf_counter() - t0, 3),
         "turns": len(conversation.turns),
+        "ingest_trace": trace.to_json(),
     }
+
+
+class IngestTrace:
+    """Per-turn build usage: after each ``ingest`` call, the calls and prompt / completion tokens that turn added
+    (a buffered system's batch lands on the turn that filled it); what ``finalize`` adds is the total minus the
+    turns' sum. ``memcore.report.estimate`` reads it to see whether a method's cost per turn grows with its
+    memory."""
+
+    def __init__(self, scope: UsageTracker) -> None:
+        self._scope = scope
+        self._last = scope.totals()
+        self._deltas: list[tuple[int, int, int]] = []
+
+    def turn_done(self) -> None:
+        now = self._scope.totals()
+        self._deltas.append((now[0] - self._last[0], now[1] - self._last[1], now[2] - self._last[2]))
+        self._last = now
+
+    def to_json(self) -> dict[str, list[int]]:
+        """Three lists, one entry per turn: ``calls``, ``prompt_tokens``, ``completion_tokens``."""
+        return {k: [d[i] for d in self._deltas] for i, k in enumerate(("calls", "prompt_tokens", "completion_tokens"))}
 
 
 @dataclass(frozen=True)
@@ -311,6 +335,7 @@ class MemoryBuilder:
             "turns": len(conversation.turns),
             "ingest_usage": snap.manifest.get("ingest_usage", {}),
             "ingest_seconds": snap.manifest.get("ingest_seconds"),
+            "ingest_trace": snap.manifest.get("ingest_trace"),
             "memory": snap.manifest.get("stats", {}),
         }
         return BuiltMemory(snap.system, snap.reused, stats)

@@ -8,6 +8,15 @@ preset's list price.
 
 ``full_context`` answers from the whole conversation, so its answer prompt does not scale with the
 number of questions alone: its per-question context is replaced by the mean full-conversation size.
+
+A method's build cost per turn can grow with its memory (MemCoRe's gate and merge prompts carry candidate notes,
+which get more and longer as the conversation goes on; A-MEM's evolution, Mem0's update likewise), so a slice's
+mean cost per turn underestimates a long conversation. When the run recorded its per-turn build usage
+(``ingest_trace``, written since issue 29), each conversation of LoCoMo is estimated as the slice's measured
+prefix plus its remaining turns at the slice's *tail* rate (the mean over the last third of its turns: the
+rate the memory has grown to); the upper bound also continues the per-turn growth the slice shows (a
+least-squares slope over its turns), which is what a memory that never saturates would cost. Runs without a
+trace fall back to the mean rate.
 """
 
 from __future__ import annotations
@@ -22,7 +31,86 @@ from memcore.report.collect import ReportInputError, RunData, load_runs, qa_stag
 
 LOCOMO_TURNS = 5882
 LOCOMO_QUESTIONS = 1986
+#: Turns per conversation of locomo10.json, in file order (conv-26 … conv-50); they sum to :data:`LOCOMO_TURNS`.
+LOCOMO_CONVERSATION_TURNS: tuple[int, ...] = (419, 369, 663, 629, 680, 675, 689, 681, 509, 568)
 QA_STAGES: tuple[str, ...] = ("retrieve", "answer", "judge")
+#: The share of a slice's last turns whose mean cost is the rate a longer conversation continues at.
+TAIL_FRACTION = 1 / 3
+
+Usage3 = tuple[float, float, float]  # calls, prompt tokens, completion tokens
+
+
+@dataclass(frozen=True)
+class BuildCurve:
+    """One measured conversation's build: the usage each turn added (``per_turn``, in order) and what
+    ``finalize`` added after the last turn."""
+
+    per_turn: tuple[Usage3, ...]
+    finalize: Usage3
+
+    def tail_rate(self) -> Usage3:
+        """Mean usage per turn over the last :data:`TAIL_FRACTION` of the turns (at least one)."""
+        tail = self.per_turn[-max(1, round(len(self.per_turn) * TAIL_FRACTION)) :]
+        return _mean3(tail)
+
+    def slope(self) -> Usage3:
+        """Least-squares growth per turn of each per-turn usage (0 for fewer than 3 turns)."""
+        n = len(self.per_turn)
+        if n < 3:
+            return (0.0, 0.0, 0.0)
+        xm = (n - 1) / 2
+        sxx = sum((i - xm) ** 2 for i in range(n))
+        return tuple(  # type: ignore[return-value]
+            sum((i - xm) * u[k] for i, u in enumerate(self.per_turn)) / sxx for k in range(3)
+        )
+
+    def cost(self, turns: int, *, upper: bool = False) -> Usage3:
+        """Usage of building a conversation of ``turns`` turns: the measured prefix, the rest at the tail rate
+        (``upper``: plus the measured growth continued, when it is positive), then ``finalize``."""
+        n = len(self.per_turn)
+        done = [sum(u[k] for u in self.per_turn[: min(turns, n)]) for k in range(3)]
+        extra = max(0, turns - n)
+        if extra:
+            rate = self.tail_rate()
+            tail_n = max(1, round(n * TAIL_FRACTION))
+            mid = n - (tail_n + 1) / 2  # the tail window's centre, 0-based turn index
+            # sum over the turns n .. turns-1 of (index - mid)
+            offsets = extra * (n + turns - 1) / 2 - extra * mid
+            growth = self.slope() if upper else (0.0, 0.0, 0.0)
+            done = [d + extra * rate[k] + max(0.0, growth[k]) * offsets for k, d in enumerate(done)]
+        return (done[0] + self.finalize[0], done[1] + self.finalize[1], done[2] + self.finalize[2])
+
+
+def _mean3(rows: Sequence[Usage3]) -> Usage3:
+    n = max(1, len(rows))
+    return (sum(r[0] for r in rows) / n, sum(r[1] for r in rows) / n, sum(r[2] for r in rows) / n)
+
+
+def build_curves(run: RunData, totals: Usage3) -> tuple[BuildCurve, ...]:
+    """The run's per-conversation :class:`BuildCurve` from ``stats.json``'s ``ingest_trace``, each scaled so the
+    curves sum to ``totals`` (the build usage after ``measured_rates``' adjustments); empty when a conversation
+    has no trace (a run from before issue 29, or a reused snapshot built before it)."""
+    convs = (run.stats.get("conversations") or {}).values()
+    curves = []
+    raw = [0.0, 0.0, 0.0]
+    for conv in convs:
+        trace = conv.get("ingest_trace") or {}
+        keys = ("calls", "prompt_tokens", "completion_tokens")
+        if not all(isinstance(trace.get(k), list) for k in keys) or not trace["calls"]:
+            return ()
+        per_turn = tuple(zip(*(map(float, trace[k]) for k in keys)))
+        total = ((conv.get("ingest_usage") or {}).get("total")) or {}
+        fin = tuple(float(total.get(k, 0)) - sum(u[i] for u in per_turn) for i, k in enumerate(keys))
+        curves.append((per_turn, fin))
+        raw = [raw[i] + sum(u[i] for u in per_turn) + fin[i] for i in range(3)]
+    scale = [totals[i] / raw[i] if raw[i] else 0.0 for i in range(3)]
+    return tuple(
+        BuildCurve(
+            tuple((u[0] * scale[0], u[1] * scale[1], u[2] * scale[2]) for u in per_turn),
+            (fin[0] * scale[0], fin[1] * scale[1], fin[2] * scale[2]),
+        )
+        for per_turn, fin in curves
+    )
 
 
 @dataclass(frozen=True)
@@ -38,6 +126,16 @@ class Rates:
     mean_context_tokens: float
     turns: int
     questions: int
+    curves: tuple[BuildCurve, ...] = ()
+
+    def build_usage(self, conversation_turns: Sequence[int], *, upper: bool = False) -> Usage3:
+        """Build usage for conversations of these lengths: each conversation the mean over the measured
+        :attr:`curves` (growth-aware), or the mean per-turn rates times its turns when there is no trace."""
+        if not self.curves:
+            n = sum(conversation_turns)
+            return (self.calls_per_turn * n, self.prompt_per_turn * n, self.completion_per_turn * n)
+        per_conv = [_mean3([c.cost(t, upper=upper) for c in self.curves]) for t in conversation_turns]
+        return (sum(u[0] for u in per_conv), sum(u[1] for u in per_conv), sum(u[2] for u in per_conv))
 
 
 def _stage_totals(
@@ -87,6 +185,7 @@ def measured_rates(
         )
         qa["answer"] = [v * scale for v in answer]
     ctx = [float(r.get("context_tokens") or 0) for r in run.items]
+    curves = build_curves(run, (build[0], build[1], build[2]))
     return Rates(
         calls_per_turn=build[0] / turns if turns else 0.0,
         prompt_per_turn=build[1] / turns if turns else 0.0,
@@ -97,6 +196,7 @@ def measured_rates(
         mean_context_tokens=sum(ctx) / len(ctx) if ctx else 0.0,
         turns=turns,
         questions=n,
+        curves=curves,
     )
 
 
@@ -118,25 +218,49 @@ def full_conversation_tokens(budget: int | None = None) -> float:
     return sum(sizes) / len(sizes)
 
 
-def estimate(rates: Rates, *, method: str, full_context_tokens: float | None = None) -> dict[str, float]:
-    """Full-LoCoMo totals: calls and prompt/completion tokens for build and QA."""
+def estimate(
+    rates: Rates,
+    *,
+    method: str,
+    full_context_tokens: float | None = None,
+    conversation_turns: Sequence[int] = LOCOMO_CONVERSATION_TURNS,
+    questions: int = LOCOMO_QUESTIONS,
+) -> dict[str, float]:
+    """Totals for conversations of ``conversation_turns`` turns and ``questions`` questions (default: all of
+    LoCoMo): calls and prompt / completion tokens for build and QA, and ``*_upper`` tokens with the build's
+    per-turn growth continued (equal to the point estimate without a trace or without growth).
+    ``full_context_tokens``: ``full_context``'s mean context over a whole target conversation."""
     prompt_q = rates.prompt_per_question
     if method == "full_context" and full_context_tokens is not None:
         prompt_q += full_context_tokens - rates.mean_context_tokens
-    build_calls = rates.calls_per_turn * LOCOMO_TURNS
-    qa_calls = sum(rates.calls_per_question.values()) * LOCOMO_QUESTIONS
+    build = rates.build_usage(conversation_turns)
+    upper = rates.build_usage(conversation_turns, upper=True)
+    qa_calls = sum(rates.calls_per_question.values()) * questions
+    qa_prompt, qa_completion = prompt_q * questions, rates.completion_per_question * questions
     return {
-        "build_calls": build_calls,
+        "build_calls": build[0],
         "qa_calls": qa_calls,
-        "calls": build_calls + qa_calls,
-        "prompt_tokens": rates.prompt_per_turn * LOCOMO_TURNS + prompt_q * LOCOMO_QUESTIONS,
-        "completion_tokens": rates.completion_per_turn * LOCOMO_TURNS
-        + rates.completion_per_question * LOCOMO_QUESTIONS,
+        "calls": build[0] + qa_calls,
+        "prompt_tokens": build[1] + qa_prompt,
+        "completion_tokens": build[2] + qa_completion,
+        "prompt_tokens_upper": upper[1] + qa_prompt,
+        "completion_tokens_upper": upper[2] + qa_completion,
     }
 
 
-def usd(totals: dict[str, float], price_in: float, price_out: float) -> float:
-    return (totals["prompt_tokens"] * price_in + totals["completion_tokens"] * price_out) / 1e6
+def usd(totals: dict[str, float], price_in: float, price_out: float, *, upper: bool = False) -> float:
+    """USD of ``totals``' tokens at these list prices per million (``upper``: the ``*_upper`` tokens)."""
+    sfx = "_upper" if upper else ""
+    return (totals["prompt_tokens" + sfx] * price_in + totals["completion_tokens" + sfx] * price_out) / 1e6
+
+
+def tail_tokens_per_turn(rates: Rates) -> float | None:
+    """Build tokens per turn at the measured slices' tails (what a long conversation continues at); None
+    without a trace."""
+    if not rates.curves:
+        return None
+    tails = [c.tail_rate() for c in rates.curves]
+    return sum(t[1] + t[2] for t in tails) / len(tails)
 
 
 def estimate_table(
@@ -172,15 +296,27 @@ def estimate_table(
             fc = fc_cache.setdefault(str(budget), full_conversation_tokens(budget))
         t = estimate(r, method=run.method, full_context_tokens=fc)
         q = r.calls_per_question
+        tail = tail_tokens_per_turn(r)
+        per_turn = f"{r.prompt_per_turn + r.completion_per_turn:,.0f}" + (f" (tail {tail:,.0f})" if tail else "")
+
+        def cost(b: str, t: dict[str, float] = t) -> str:
+            point = usd(t, prices[b].price_in_per_mtok, prices[b].price_out_per_mtok)
+            high = usd(t, prices[b].price_in_per_mtok, prices[b].price_out_per_mtok, upper=True)
+            return f"{point:,.2f}" + (f" (≤ {high:,.2f})" if high > point * 1.005 else "")
+
         lines.append(
             f"| {run.label()} | {run.dataset} / {run.backbone} ({r.turns} turns, {r.questions} q) "
             f"| {r.calls_per_turn:.2f} | {q['retrieve']:.2f} + {q['answer']:.2f} + {q['judge']:.2f} + {q['memory_update']:.2f} "
-            f"| {r.prompt_per_turn + r.completion_per_turn:,.0f} | {r.prompt_per_question + r.completion_per_question:,.0f} "
+            f"| {per_turn} | {r.prompt_per_question + r.completion_per_question:,.0f} "
             f"| {t['calls']:,.0f} | {t['prompt_tokens'] / 1e6:.1f} / {t['completion_tokens'] / 1e6:.2f} | "
-            + " | ".join(f"{usd(t, prices[b].price_in_per_mtok, prices[b].price_out_per_mtok):,.2f}" for b in backbones)
+            + " | ".join(cost(b) for b in backbones)
             + " |"
         )
-    return "\n".join(lines) + "\n"
+    notes = (
+        "\ntokens/turn: the slice's mean; (tail …): the rate over its last third, at which longer conversations "
+        "are estimated. USD (≤ …): if the build's per-turn growth on the slice went on for all of a conversation.\n"
+    )
+    return "\n".join(lines) + "\n" + notes
 
 
 def main(argv: Sequence[str] | None = None) -> int:
