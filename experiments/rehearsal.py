@@ -91,7 +91,10 @@ class Scale:
 #: embedder, fault rates high enough that every kind occurs in ~150 requests). quick: conv-26's first three
 #: sessions (58 turns, the 25 QA whose evidence lies in them: locomo-mini's slice), every method and ablation;
 #: a whole conversation does not fit the few minutes quick is for on a 2-core machine (every job is one
-#: process that loads the embedder). full: all 10 conversations, 1,986 QA per run.
+#: process that loads the embedder). conv: one whole conversation (conv-26: 419 turns, 199 QA) for the methods
+#: whose cost per turn grows with their memory and full_context: what quick's estimate must extrapolate to, at a
+#: tenth of full's work (LoCoMo's conversations are independent, so full's cost is the sum of ten such).
+#: full: all 10 conversations, 1,986 QA per run.
 SCALES: dict[str, Scale] = {
     "tiny": Scale(
         "tiny",
@@ -113,6 +116,14 @@ SCALES: dict[str, Scale] = {
         {"name": "rehearsal-quick", "conversations": ["conv-26"], "max_sessions": 3, "evidence_inside": True},
         time_scale=0.02,
         smaller="tiny",
+    ),
+    "conv": Scale(
+        "conv",
+        {"name": "rehearsal-conv", "conversations": ["conv-26"]},
+        methods=("full_context", "amem", "mem0", "memcore"),
+        ablations=("none",),
+        time_scale=0.02,
+        smaller="quick",
     ),
     "full": Scale("full", {}, time_scale=0.05, smaller="quick"),
 }
@@ -961,7 +972,7 @@ def rebase(job: Job, old: Path, new: Path) -> Job:
 # ------------------------------------------------------------------------------------------------ CLI
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m experiments.rehearsal", description=__doc__.split("\n\n")[0])
-    p.add_argument("--scale", choices=sorted(SCALES), default="quick", help="tiny (tests), quick or full")
+    p.add_argument("--scale", choices=sorted(SCALES), default="quick", help="tiny (tests), quick, conv or full")
     p.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help=f"results dir (default {DEFAULT_RESULTS})")
     p.add_argument("--jobs", type=int, default=2, help="jobs at once (hydra.sweeper.max_batch_size; >= 2)")
     p.add_argument("--concurrency", type=int, default=4, help="LLM requests in flight per job")

@@ -247,3 +247,38 @@ def test_parser_defaults_are_the_issue_s() -> None:
     assert isinstance(args, argparse.Namespace)
     assert (args.scale, args.jobs, args.kill_at) == ("quick", 2, None)
     assert args.results == R.DEFAULT_RESULTS
+
+
+def _traced_memcore_run(runs: Path, dataset: str, turns: int, questions: int) -> None:
+    """A memcore run whose build costs 100 · min(turn, 6) prompt tokens a turn (a memory that grows, then
+    saturates) and whose questions cost 500 prompt tokens each."""
+    from tests.support import run_item
+    from tests.support import write_run as write_report_run
+
+    prompt = [100 * min(t, 6) for t in range(1, turns + 1)]
+    ingest = {"calls": turns, "prompt_tokens": sum(prompt), "completion_tokens": 0}
+    trace = {"calls": [1] * turns, "prompt_tokens": prompt, "completion_tokens": [0] * turns}
+    conv = {"turns": turns, "ingest_usage": {"total": ingest, "by_stage": {"ingest": ingest}}, "ingest_trace": trace}
+    answer = {"calls": questions, "prompt_tokens": 500 * questions, "completion_tokens": 0}
+    cost = {"usage": {"by_stage": {"ingest": ingest, "answer": answer}}, "wall_s": {"total": 1.0}}
+    items = [run_item("conv-26", i, 1, 1.0, 1.0, context_tokens=100) for i in range(questions)]
+    write_report_run(
+        runs / "paper_main", backbone=R.BACKBONE, method="memcore", items=items, cost=cost,
+        stats={"conversations": {"conv-26": conv}}, dataset=dataset,
+    )  # fmt: skip
+
+
+@pytest.mark.usefixtures("locomo_path")
+def test_estimate_check_extrapolates_the_build_from_the_smaller_rehearsal_s_tail(tmp_path: Path) -> None:
+    """Source: 9 turns (its tail, the last 3, at 600 a turn); target: tiny's 18 turns and 4 questions. The
+    growth-aware estimate is exact (2,100 + 12 × 600 build tokens); the slice's mean rate would be 13 % low."""
+    plan = plan_for("tiny", tmp_path, "--no-estimate")
+    plan.jobs[:] = [j for j in plan.jobs if (j.experiment, j.method) == ("paper_main", "memcore")]
+    source = tmp_path / "source"
+    _traced_memcore_run(source / "root" / "runs", "rehearsal-smaller", turns=9, questions=2)
+    assert (plan.turns, plan.questions) == (18, 4)
+    _traced_memcore_run(plan.root / "runs", "rehearsal-tiny", turns=18, questions=4)
+    (row,) = R.check_estimate(plan, source)["rows"]
+    assert row["actual_tokens"] == 2100 + 12 * 600 + 4 * 500
+    assert row["estimated_tokens"] == row["actual_tokens"] and row["ok"] and row["build_growth"] == "traced"
+    assert row["flat_rate_tokens"] == round(3900 / 9 * 18 + 4 * 500) and row["flat_rate_error"] == -0.1327
