@@ -1,6 +1,7 @@
 """Committed tables follow from committed items (issue 28): each table listed is regenerated from its committed
 per-item runs with the command its note gives and must match byte for byte; archived runs re-derive; the index of
-results/measured says for every note what its numbers can be re-derived from."""
+results/measured says for every note what its numbers can be re-derived from; the notes whose items were never kept
+are in results/history, which lists them."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from memcore.report.cli import main as report_main
 from tests.support import REPO
 
 MEASURED = REPO / "results" / "measured"
+HISTORY = REPO / "results" / "history"
 EQ_RUNS = [f"runs/eqtok_{b}{w}" for w in ("", "_whole") for b in (250, 500, 1000, 2000)]
 PACK = ["runs/llm_packing_k5", "runs/llm_packing_k5_whole", "runs/llm_packing_k5_fill"]
 
@@ -86,13 +88,13 @@ def test_every_committed_run_re_derives_from_its_items(note: str) -> None:
         assert rederive(run) == [], run
 
 
-def _index_rows() -> dict[str, str]:
-    """The index's rows: note file name → its Items cell."""
+def _index_rows(index: Path = MEASURED / "README.md") -> dict[str, str]:
+    """An index's rows: note file name → its last cell (the Items cell of results/measured's index)."""
     rows = {}
-    for line in (MEASURED / "README.md").read_text().splitlines():
+    for line in index.read_text().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 3 and cells[0].startswith("`") and cells[0].endswith(".md`"):
-            rows[cells[0].strip("`")] = cells[2]
+        if len(cells) == 3 and re.fullmatch(r"\[?`[^`/]+\.md`(\]\([^)]+\))?", cells[0]):
+            rows[re.search(r"`([^`]+)`", cells[0]).group(1)] = cells[2]
     return rows
 
 
@@ -105,3 +107,25 @@ def test_every_measured_note_says_what_its_numbers_can_be_re_derived_from() -> N
         assert any(k in items for k in kinds), f"{note}: say which of {kinds}"
         for path in re.findall(r"committed: `([^`]+)`", items):
             assert (MEASURED / path).exists(), f"{note} claims committed items at {path}, which is not there"
+
+
+def test_no_measured_note_is_not_kept_unless_mixed() -> None:
+    """A note whose items were never kept belongs in results/history. The one exception is a mixed note: its label
+    starts "mixed:" and names the committed items of its other rows, and the note marks the rows not kept, pointing
+    to results/history/README.md."""
+    for note, items in _index_rows().items():
+        if "not kept" not in items:
+            continue
+        assert items.startswith("mixed:"), f"{note} is labelled not kept: move it to results/history/"
+        assert re.search(r"committed: `[^`]+`", items), f"{note}: a mixed label says which rows are committed"
+        assert "../history/README.md" in (MEASURED / note).read_text(), f"{note}: mark its rows that are not kept"
+
+
+def test_the_history_index_lists_every_history_note() -> None:
+    rows = _index_rows(HISTORY / "README.md")
+    notes = sorted(p.name for p in HISTORY.glob("*.md") if p.name != "README.md")
+    assert notes, "results/history holds the notes made before items were committed"
+    assert sorted(rows) == notes, "results/history/README.md must list every note there, and only those"
+    for note in notes:
+        head = (HISTORY / note).read_text().splitlines()[:4]
+        assert any(line.startswith("> History (not re-derivable)") for line in head), f"{note}: say it is history"

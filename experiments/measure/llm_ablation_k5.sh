@@ -14,6 +14,8 @@
 #         --off <root>/runs/ier_strong_judge_k5/.../wo_ier       (the judge against the gold, recall before/after)
 #       memcore-report <root>/runs/llm_ablation_k5 <root>/runs/llm_ablation_k5_noier --layout ablation --out <dir>
 #       memcore-report <root>/runs/llm_ablation_k5_ref --layout detail --out <dir>      (the reference rows)
+# The table it made before items were committed (sessions 8-10) is results/history/llm_ablation_k5/ (not kept); a
+# rerun archives its items into results/measured/llm_ablation_k5/runs.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 RUN=".venv/bin/memcore-run"
