@@ -70,7 +70,7 @@ def test_a_committed_table_regenerates_from_its_committed_items(
 
 #: Archives whose runs keep their whole config, so their metrics re-derive from their items (equal_tokens/runs was
 #: exported by a script whose slim config predates --verify; its tables are regenerated above instead).
-VERIFIED_ARCHIVES = ["first_run", "baseline_alignment_mem0", "llm_packing", "rehearsal_quick"]
+VERIFIED_ARCHIVES = ["first_run", "baseline_alignment_mem0", "llm_packing", "rehearsal_quick", "link_provenance"]
 
 
 @pytest.mark.parametrize("note", VERIFIED_ARCHIVES)
@@ -96,6 +96,18 @@ def _index_rows(index: Path = MEASURED / "README.md") -> dict[str, str]:
         if len(cells) == 3 and re.fullmatch(r"\[?`[^`/]+\.md`(\]\([^)]+\))?", cells[0]):
             rows[re.search(r"`([^`]+)`", cells[0]).group(1)] = cells[2]
     return rows
+
+
+@pytest.mark.parametrize("run", ["link15", "link15_packed"])
+def test_link_provenance_re_derives_from_the_committed_items_and_notes(run: str, tmp_path: Path) -> None:
+    """link_provenance.md's credit-rule table: recall under each rule, from the run's items and the build's notes."""
+    from experiments.measure.link_provenance import main as provenance_main
+
+    where = MEASURED / "link_provenance"
+    run_dir = where / "runs" / run / "locomo-mini" / "local" / "amem" / "memcore" / "none"
+    out = tmp_path / f"{run}.json"
+    assert provenance_main(["--run", str(run_dir), "--notes", str(where / "notes.jsonl.gz"), "--out", str(out)]) == 0
+    assert out.read_text() == (where / f"{run}.json").read_text()
 
 
 def test_every_measured_note_says_what_its_numbers_can_be_re_derived_from() -> None:

@@ -33,3 +33,12 @@ def test_recall_per_rule_over_the_retrieved_notes() -> None:
     assert s["none"] == {"recall": 25.0, "hit": 50.0, "n": 2}  # (0 + 1/2) / 2; hit on the second only
     assert s["causing turn"] == {"recall": 75.0, "hit": 100.0, "n": 2}  # (1 + 1/2) / 2
     assert s["holder's turns"] == {"recall": 100.0, "hit": 100.0, "n": 2}
+
+
+def test_a_packed_entry_is_credited_with_its_own_turn_under_every_rule() -> None:
+    """Packing shows a note's raw turns (``n<nid>.<k>``), not its context, so a link update credits nothing."""
+    items = [{"category": 1, "evidence": ["D1:3"], "notes": [{"note_id": "n0.0", "dia_ids": ["D1:1"]}]}]
+    s = score(items, note_credits(NOTES))
+    assert s["none"] == s["causing turn"] == s["holder's turns"] == {"recall": 0.0, "hit": 0.0, "n": 1}
+    items[0]["notes"].append({"note_id": "n1.1", "dia_ids": ["D1:3"]})
+    assert score(items, note_credits(NOTES))["holder's turns"] == {"recall": 100.0, "hit": 100.0, "n": 1}

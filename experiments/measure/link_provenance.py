@@ -9,7 +9,7 @@ A link update rewrites a neighbour note's context with a new turn's facts. The n
   at the end of the build. The old rule credited the turns that note held at update time, a subset of these, so
   this bounds the old recall from above.
 
-    python -m experiments.measure.link_provenance --run <run dir> --snapshot <snapshot dir> [--out FILE.json]
+    python -m experiments.measure.link_provenance --run <run dir> (--snapshot <dir> | --notes <notes.jsonl[.gz]>) [--out FILE.json]
 
 The run's items name their notes (``notes[].note_id``); the snapshot's ``notes.jsonl`` gives each note's turns
 and ``linked_sources``. Categories 1-4, items with gold evidence.
@@ -18,6 +18,7 @@ and ``linked_sources``. Categories 1-4, items with gold evidence.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from collections.abc import Sequence
@@ -45,6 +46,16 @@ def note_credits(notes: list[dict]) -> dict[str, dict[str, list[str]]]:
     return out
 
 
+def credited(entry: dict, credits: dict[str, dict[str, list[str]]], rule: str) -> list[str]:
+    """The dia_ids one retrieved entry is credited with: a whole note's under ``rule``; a packed entry
+    (``n<nid>.<k>``, one raw turn of a note) its own turns under every rule (packing shows raw turns only, so a
+    link update's context credits nothing there)."""
+    note_id = str(entry.get("note_id"))
+    if note_id in credits:
+        return credits[note_id][rule]
+    return list(entry.get("dia_ids") or [])
+
+
 def score(items: Sequence[dict], credits: dict[str, dict[str, list[str]]]) -> dict[str, dict[str, float]]:
     """Mean recall and hit (%) per rule over the items of categories 1-4 with gold evidence."""
     scored = [r for r in items if int(r.get("category", 0)) in (1, 2, 3, 4) and r.get("evidence")]
@@ -52,7 +63,7 @@ def score(items: Sequence[dict], credits: dict[str, dict[str, list[str]]]) -> di
     for rule in RULES:
         rows = []
         for r in scored:
-            ids = [d for n in r.get("notes") or [] for d in credits.get(str(n.get("note_id")), {}).get(rule, [])]
+            ids = [d for n in r.get("notes") or [] for d in credited(n, credits, rule)]
             rows.append(evidence_scores(r["evidence"], ids))
         out[rule] = {
             "recall": round(100 * sum(x["recall"] for x in rows) / len(rows), 2),
@@ -65,14 +76,18 @@ def score(items: Sequence[dict], credits: dict[str, dict[str, list[str]]]) -> di
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="link_provenance", description=__doc__.split("\n\n")[0])
     p.add_argument("--run", type=Path, required=True)
-    p.add_argument("--snapshot", type=Path, required=True, help="the build's snapshot dir (holds notes.jsonl)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--snapshot", type=Path, help="the build's snapshot dir (holds notes.jsonl)")
+    src.add_argument("--notes", type=Path, help="a snapshot's notes.jsonl, or a committed copy (.jsonl.gz)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    notes_file = args.snapshot / "notes.jsonl"
+    notes_file = args.notes or args.snapshot / "notes.jsonl"
     if not notes_file.is_file():
         print(f"link_provenance: {notes_file} not found; give the run's snapshot dir (stats.json 'snapshot')")
         return 2
-    notes = [json.loads(line) for line in notes_file.read_text().splitlines() if line.strip()]
+    opener = gzip.open if notes_file.suffix == ".gz" else open
+    with opener(notes_file, "rt", encoding="utf-8") as fh:
+        notes = [json.loads(line) for line in fh if line.strip()]
     credits = note_credits(notes)
     result = {
         "notes": len(notes),
