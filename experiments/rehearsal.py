@@ -216,6 +216,7 @@ def make_plan(scale: Scale, root: Path, args: argparse.Namespace) -> Plan:
         if kind not in rates:
             raise ValueError(f"--fault {spec}: unknown kind {kind!r}; kinds: {', '.join(rates)}")
         rates[kind] = float(value)
+    time_scale = scale.time_scale if args.time_scale is None else float(args.time_scale)
     return Plan(
         scale=scale,
         root=root,
@@ -224,12 +225,24 @@ def make_plan(scale: Scale, root: Path, args: argparse.Namespace) -> Plan:
         questions=len(ids),
         conversations=len(data.conversations),
         sim=rates,
-        time_scale=scale.time_scale if args.time_scale is None else float(args.time_scale),
+        time_scale=time_scale,
         concurrency=int(args.concurrency),
         parallel_jobs=int(args.jobs),
-        timeout_s=float(args.timeout_s),
+        timeout_s=float(args.timeout_s) if args.timeout_s is not None else default_timeout_s(time_scale),
         extra=list(args.override or []),
     )
+
+
+#: The longest reply the client must wait for without a timeout (the default ``--timeout-s`` covers it).
+LONGEST_REPLY_TOKENS = 4000
+
+
+def default_timeout_s(time_scale: float, ttft_s: float = 0.4, tokens_per_s: float = 80.0) -> float:
+    """The client read timeout: at least 5 s, and longer than the simulator takes for a
+    :data:`LONGEST_REPLY_TOKENS`-token reply at ``time_scale``. A timeout below the endpoint's real latency turns
+    every long reply into a timeout and, retried, into a failed run (found at ``--time-scale 1``, where LightMem's
+    extraction replies take more than 5 s)."""
+    return max(5.0, round((ttft_s + LONGEST_REPLY_TOKENS / tokens_per_s) * time_scale, 1))
 
 
 # ------------------------------------------------------------------------------------------------ processes
@@ -903,7 +916,9 @@ def child_command(args: argparse.Namespace, work_name: str) -> list[str]:
     """This rehearsal without ``--kill-at``, into ``<results>/<work_name>``: what the kill check runs, kills and
     reruns."""
     cmd = [sys.executable, "-m", "experiments.rehearsal", "--scale", args.scale, "--results", str(args.results)]
-    cmd += ["--jobs", str(args.jobs), "--concurrency", str(args.concurrency), "--timeout-s", str(args.timeout_s)]
+    cmd += ["--jobs", str(args.jobs), "--concurrency", str(args.concurrency)]
+    if args.timeout_s is not None:
+        cmd += ["--timeout-s", str(args.timeout_s)]
     if args.time_scale is not None:
         cmd += ["--time-scale", str(args.time_scale)]
     for f in args.fault or []:
@@ -977,7 +992,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=2, help="jobs at once (hydra.sweeper.max_batch_size; >= 2)")
     p.add_argument("--concurrency", type=int, default=4, help="LLM requests in flight per job")
     p.add_argument("--time-scale", type=float, default=None, help="simulator latency scale (default: the scale's)")
-    p.add_argument("--timeout-s", type=float, default=5.0, help="client read timeout (the timeout fault outlasts it)")
+    p.add_argument(
+        "--timeout-s",
+        type=float,
+        default=None,
+        help="client read timeout (the timeout fault outlasts it; default: max(5 s, a 4,000-token reply's latency))",
+    )
     p.add_argument(
         "--fault",
         action="append",

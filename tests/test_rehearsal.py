@@ -249,6 +249,14 @@ def test_parser_defaults_are_the_issue_s() -> None:
     assert args.results == R.DEFAULT_RESULTS
 
 
+@pytest.mark.usefixtures("locomo_path")
+def test_the_client_timeout_outlasts_the_simulated_latency_at_any_time_scale(tmp_path: Path) -> None:
+    """At --time-scale 1 a 4,000-token reply takes 50.4 s; a 5 s timeout would fail every long reply."""
+    assert plan_for("quick", tmp_path).timeout_s == 5.0  # scaled latency (0.02): the floor
+    assert plan_for("quick", tmp_path, "--time-scale", "1").timeout_s == 50.4
+    assert plan_for("quick", tmp_path, "--time-scale", "1", "--timeout-s", "9").timeout_s == 9.0
+
+
 def _traced_memcore_run(runs: Path, dataset: str, turns: int, questions: int) -> None:
     """A memcore run whose build costs 100 · min(turn, 6) prompt tokens a turn (a memory that grows, then
     saturates) and whose questions cost 500 prompt tokens each."""
