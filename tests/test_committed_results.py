@@ -115,22 +115,16 @@ def test_every_measured_note_says_what_its_numbers_can_be_re_derived_from() -> N
     notes = sorted(p.name for p in MEASURED.glob("*.md") if p.name != "README.md")
     assert sorted(rows) == notes, "results/measured/README.md must list every note, and only those"
     for note, items in rows.items():
-        kinds = ("committed", "replayable", "rerun", "not kept")
+        kinds = ("committed", "replayable", "rerun")
         assert any(k in items for k in kinds), f"{note}: say which of {kinds}"
         for path in re.findall(r"committed: `([^`]+)`", items):
             assert (MEASURED / path).exists(), f"{note} claims committed items at {path}, which is not there"
 
 
-def test_no_measured_note_is_not_kept_unless_mixed() -> None:
-    """A note whose items were never kept belongs in results/history. The one exception is a mixed note: its label
-    starts "mixed:" and names the committed items of its other rows, and the note marks the rows not kept, pointing
-    to results/history/README.md."""
+def test_no_measured_note_is_not_kept() -> None:
+    """A note, or a table of one, whose items were never kept belongs in results/history."""
     for note, items in _index_rows().items():
-        if "not kept" not in items:
-            continue
-        assert items.startswith("mixed:"), f"{note} is labelled not kept: move it to results/history/"
-        assert re.search(r"committed: `[^`]+`", items), f"{note}: a mixed label says which rows are committed"
-        assert "../history/README.md" in (MEASURED / note).read_text(), f"{note}: mark its rows that are not kept"
+        assert "not kept" not in items, f"{note} is labelled not kept: move it to results/history/"
 
 
 def test_the_history_index_lists_every_history_note() -> None:
