@@ -290,3 +290,40 @@ def test_estimate_check_extrapolates_the_build_from_the_smaller_rehearsal_s_tail
     assert row["actual_tokens"] == 2100 + 12 * 600 + 4 * 500
     assert row["estimated_tokens"] == row["actual_tokens"] and row["ok"] and row["build_growth"] == "traced"
     assert row["flat_rate_tokens"] == round(3900 / 9 * 18 + 4 * 500) and row["flat_rate_error"] == -0.1327
+
+
+def test_wall_prediction_skips_reused_builds_and_adds_fault_waits_and_harness_time(tmp_path: Path) -> None:
+    """Build: 10 sequential calls of 0.4 s + 80 tokens (1 s each, time scale 1) plus 0.1 s expected fault wait
+    per call; QA: 8 calls over concurrency 4. An ablation that reuses the snapshot has no build time; a run at
+    a small time scale measures the harness's own time, added per job."""
+    cost = {
+        "memory_build": {"llm_calls": 10, "llm_calls_uncached": 10, "completion_tokens": 480, "snapshots_built": 1},
+        "items_usage": {"by_stage": {"answer": {"calls": 8, "llm_calls": 8, "completion_tokens": 256}}},
+        "wall_s": {"total": 40.0},
+    }
+    reused = {**cost, "memory_build": {**cost["memory_build"], "snapshots_built": 0, "snapshots_reused": 1}}
+    jobs = []
+    for exp, ablation, c in (("paper_main", "none", cost), ("paper_ablation", "wo_ier", reused)):
+        job = R.Job(exp, "memcore", ablation, tmp_path / "root" / exp / ablation, ("c#0",))
+        job.run_dir.mkdir(parents=True)
+        (job.run_dir / "cost.json").write_text(json.dumps(c))
+        jobs.append(job)
+    rates = {"429": 0.1, "500": 0.0, "503": 0.0, "drop": 0.0, "timeout": 0.0, "wrong_json": 0.0}
+    plan = R.Plan(R.SCALES["quick"], tmp_path / "root", jobs, 58, 1, 1, rates, 1.0, 4, 2, 5.0)
+    assert R.fault_wait_per_call(plan) == pytest.approx(0.1)  # 10 % of calls wait a 1 s Retry-After
+    per_job = R.predicted_wall(plan)["per_job_s"]
+    build, qa = 10 * (0.4 + 0.6) + 10 * 0.1, (8 * 0.4 + 256 / 80 + 8 * 0.1) / 4
+    assert per_job["paper_main memcore/none"] == pytest.approx(build + qa)
+    assert per_job["paper_ablation memcore/wo_ier"] == pytest.approx(qa)
+    # the same scale at time scale 0.02: each job's wall beyond its latency there is the harness's own time
+    small = tmp_path / "small"
+    for job in jobs:
+        moved = R.rebase(job, plan.root, small / "root")
+        moved.run_dir.mkdir(parents=True)
+        (moved.run_dir / "cost.json").write_text((job.run_dir / "cost.json").read_text())
+    (small / "summary.json").write_text(json.dumps({"scale": "quick", "time_scale": 0.02}))
+    overhead = R.harness_overhead(plan, small)
+    small_latency = R.predicted_wall(replace(plan, time_scale=0.02))["per_job_s"]
+    assert overhead["paper_main memcore/none"] == pytest.approx(40.0 - small_latency["paper_main memcore/none"])
+    wall = R.check_wall(plan, {"paper_main": 60.0, "paper_ablation": 45.0}, {}, small)
+    assert wall["predicted_with_overhead_s"] == pytest.approx(sum(per_job.values()) + sum(overhead.values()), abs=0.1)

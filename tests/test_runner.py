@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -251,6 +252,55 @@ def test_the_build_traces_what_each_turn_cost() -> None:
     total = out["ingest_usage"]["total"]
     assert total["calls"] - sum(out["ingest_trace"]["calls"]) == 1
     assert total["prompt_tokens"] - sum(out["ingest_trace"]["prompt_tokens"]) == 7
+
+
+def test_a_buffered_staged_build_traces_each_turn_with_its_own_gate_calls() -> None:
+    """A MemCoRe-like system: each ``ingest`` makes one ingestion call (10 tokens) and reports it; every third
+    turn flushes the buffer through the gate, one call per turn costing 100 x its position. The trace puts every
+    gate call on its own turn, not on the turn that filled the buffer (nor on ``finalize``, which flushes the
+    rest)."""
+    from memcore.llm.usage import UsageTracker
+    from memcore.pipeline.build import build_memory
+    from tests.support import story_conversation
+
+    conv = story_conversation(n_sessions=2)
+    scope = UsageTracker()
+
+    class Staged:
+        def __init__(self) -> None:
+            self.buffer: list[int] = []
+            self.seen = 0
+            self.turn_cb: Any = None
+            self.ingest_cb: Any = None
+
+        def set_turn_callback(self, cb: Any) -> None:
+            self.turn_cb = cb
+
+        def set_ingest_callback(self, cb: Any) -> None:
+            self.ingest_cb = cb
+
+        def _flush(self) -> None:
+            for pos in self.buffer:
+                scope.record("ingest", prompt_tokens=100 * pos, completion_tokens=0, latency_s=0.0, cached=False)
+                self.turn_cb()
+            self.buffer = []
+
+        def ingest(self, turn: object) -> None:
+            self.seen += 1
+            scope.record("ingest", prompt_tokens=10, completion_tokens=1, latency_s=0.0, cached=False)
+            self.ingest_cb(1)
+            self.buffer.append(self.seen)
+            if len(self.buffer) == 3:
+                self._flush()
+
+        def finalize(self) -> None:
+            self._flush()
+
+    n = len(conv.turns)
+    out = build_memory(Staged(), conv, scope)  # type: ignore[arg-type]
+    assert out["ingest_trace"]["calls"] == [2] * n
+    assert out["ingest_trace"]["prompt_tokens"] == [10 + 100 * k for k in range(1, n + 1)]
+    assert out["ingest_trace"]["completion_tokens"] == [1] * n
 
 
 @pytest.mark.parametrize("batched", [False, True])

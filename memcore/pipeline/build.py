@@ -92,24 +92,35 @@ def build_memory(
     on_turn: Callable[[], None] | None = None,
     on_ingested: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    """Ingest every turn in order, finalize; returns the manifest extras (ingest usage, seconds, turns).
-    ``on_turn`` runs once per turn: as the turn enters the memory for a ``BufferedIngest`` system, else after
-    its ``ingest`` call. ``on_ingested(n)`` runs when a ``StagedIngest`` system finished ingesting ``n`` more
-    turns (before its gate); other systems have no separate stage and never call it."""
+    """Ingest every turn in order, finalize; returns the manifest extras (ingest usage, seconds, turns, the
+    per-turn :class:`IngestTrace`). ``on_turn`` runs once per turn: as the turn enters the memory for a
+    ``BufferedIngest`` system, else after its ``ingest`` call. ``on_ingested(n)`` runs when a ``StagedIngest``
+    system finished ingesting ``n`` more turns (before its gate); other systems have no separate stage and never
+    call it."""
     t0 = time.perf_counter()
-    buffered = on_turn is not None and isinstance(system, BufferedIngest)
-    staged = on_ingested is not None and isinstance(system, StagedIngest)
+    trace = IngestTrace(scope, len(conversation.turns))
+    buffered = isinstance(system, BufferedIngest)
+    staged = isinstance(system, StagedIngest)
+
+    def entered() -> None:
+        trace.entered()
+        if on_turn is not None:
+            on_turn()
+
+    def ingested(n: int) -> None:
+        trace.ingested(n)
+        if on_ingested is not None:
+            on_ingested(n)
+
     if buffered:
-        system.set_turn_callback(on_turn)  # type: ignore[union-attr]
+        system.set_turn_callback(entered)  # type: ignore[union-attr]
     if staged:
-        system.set_ingest_callback(on_ingested)  # type: ignore[union-attr]
-    trace = IngestTrace(scope)
+        system.set_ingest_callback(ingested)  # type: ignore[union-attr]
     try:
         for turn in conversation.turns:
             system.ingest(turn)
-            trace.turn_done()
-            if on_turn is not None and not buffered:
-                on_turn()
+            if not buffered:
+                entered()
         system.finalize()
     finally:
         if buffered:
@@ -125,24 +136,47 @@ def build_memory(
 
 
 class IngestTrace:
-    """Per-turn build usage: after each ``ingest`` call, the calls and prompt / completion tokens that turn added
-    (a buffered system's batch lands on the turn that filled it); what ``finalize`` adds is the total minus the
-    turns' sum. ``memcore.report.estimate`` reads it to see whether a method's cost per turn grows with its
-    memory."""
+    """Per-turn build usage: the calls and prompt / completion tokens each turn cost, in turn order.
 
-    def __init__(self, scope: UsageTracker) -> None:
+    A turn's cost is what the build spent up to the moment it entered the memory (after its ``ingest`` call, or
+    a buffered system's turn callback, so a batch's gate calls land on their own turns), plus its share of a
+    separate ingestion stage (a ``StagedIngest`` system's ``n`` turns ingested at once share that stage's cost
+    evenly). What ``finalize`` adds is the total minus the turns' sum. ``memcore.report.estimate`` reads it to see
+    whether a method's cost per turn grows with its memory."""
+
+    def __init__(self, scope: UsageTracker, turns: int) -> None:
         self._scope = scope
         self._last = scope.totals()
-        self._deltas: list[tuple[int, int, int]] = []
+        self._turns = [[0, 0, 0] for _ in range(turns)]
+        self._ingested = 0
+        self._entered = 0
 
-    def turn_done(self) -> None:
+    def _delta(self) -> tuple[int, int, int]:
         now = self._scope.totals()
-        self._deltas.append((now[0] - self._last[0], now[1] - self._last[1], now[2] - self._last[2]))
+        d = (now[0] - self._last[0], now[1] - self._last[1], now[2] - self._last[2])
         self._last = now
+        return d
+
+    def entered(self) -> None:
+        """The next turn entered the memory: it costs what was spent since the last event."""
+        d = self._delta()
+        if self._entered < len(self._turns):
+            self._turns[self._entered] = [a + b for a, b in zip(self._turns[self._entered], d)]
+        self._entered += 1
+
+    def ingested(self, n: int) -> None:
+        """``n`` more turns finished the ingestion stage: they share what was spent since the last event."""
+        d = self._delta()
+        slots = [i for i in range(self._ingested, self._ingested + n) if i < len(self._turns)]
+        for k, total in enumerate(d):
+            share, rest = divmod(total, max(1, len(slots)))
+            for j, i in enumerate(slots):
+                self._turns[i][k] += share + (1 if j < rest else 0)
+        self._ingested += n
 
     def to_json(self) -> dict[str, list[int]]:
         """Three lists, one entry per turn: ``calls``, ``prompt_tokens``, ``completion_tokens``."""
-        return {k: [d[i] for d in self._deltas] for i, k in enumerate(("calls", "prompt_tokens", "completion_tokens"))}
+        return {k: [t[i] for t in self._turns] for i, k in enumerate(("calls", "prompt_tokens", "completion_tokens"))}
 
 
 @dataclass(frozen=True)
