@@ -149,3 +149,16 @@ def test_a_trace_is_scaled_with_the_rate_adjustments(tmp_path: Path) -> None:
     (curve,) = r.curves
     assert sum(u[1] for u in curve.per_turn) == pytest.approx(r.prompt_per_turn * 20)
     assert curve.per_turn[-1][1] / curve.per_turn[0][1] == pytest.approx(prompt[-1] / prompt[0])
+
+
+def test_a_final_flush_belongs_to_the_turns_it_processed(tmp_path: Path) -> None:
+    """Mem0-like: each session's adds run when the next session starts, the last session's in ``finalize``: the
+    turns after the last one that cost anything share what ``finalize`` made; a trace whose last turn cost
+    something keeps ``finalize`` as its own (once per conversation)."""
+    from memcore.report.estimate import _spread_final_flush
+
+    per_turn = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (2.0, 200.0, 20.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+    spread, fin = _spread_final_flush(per_turn, (4.0, 400.0, 40.0))
+    assert spread == (*per_turn[:3], (2.0, 200.0, 20.0), (2.0, 200.0, 20.0)) and fin == (0.0, 0.0, 0.0)
+    kept = per_turn[:3]
+    assert _spread_final_flush(kept, (1.0, 50.0, 5.0)) == (kept, (1.0, 50.0, 5.0))

@@ -86,6 +86,22 @@ def _mean3(rows: Sequence[Usage3]) -> Usage3:
     return (sum(r[0] for r in rows) / n, sum(r[1] for r in rows) / n, sum(r[2] for r in rows) / n)
 
 
+def _spread_final_flush(per_turn: tuple[Usage3, ...], fin: Usage3) -> tuple[tuple[Usage3, ...], Usage3]:
+    """A method that processes turns in batches (Mem0 per session, LightMem per segment) leaves its last
+    batch to ``finalize``: the turns after the last one that cost anything are that batch, so what ``finalize``
+    made is theirs, spread evenly (all turns when none cost anything). Nothing moves when the last turn cost
+    something: then ``finalize`` did work of its own, once per conversation."""
+    n = len(per_turn)
+    start = n
+    while start > 0 and per_turn[start - 1][0] == 0:
+        start -= 1
+    if start == n or fin[0] <= 0:
+        return per_turn, fin
+    share = tuple(f / (n - start) for f in fin)
+    spread = tuple((u[0] + share[0], u[1] + share[1], u[2] + share[2]) for u in per_turn[start:])
+    return per_turn[:start] + spread, (0.0, 0.0, 0.0)
+
+
 def build_curves(run: RunData, totals: Usage3) -> tuple[BuildCurve, ...]:
     """The run's per-conversation :class:`BuildCurve` from ``stats.json``'s ``ingest_trace``, each scaled so the
     curves sum to ``totals`` (the build usage after ``measured_rates``' adjustments); empty when a conversation
@@ -101,6 +117,7 @@ def build_curves(run: RunData, totals: Usage3) -> tuple[BuildCurve, ...]:
         per_turn = tuple(zip(*(map(float, trace[k]) for k in keys)))
         total = ((conv.get("ingest_usage") or {}).get("total")) or {}
         fin = tuple(float(total.get(k, 0)) - sum(u[i] for u in per_turn) for i, k in enumerate(keys))
+        per_turn, fin = _spread_final_flush(per_turn, fin)
         curves.append((per_turn, fin))
         raw = [raw[i] + sum(u[i] for u in per_turn) + fin[i] for i in range(3)]
     scale = [totals[i] / raw[i] if raw[i] else 0.0 for i in range(3)]
