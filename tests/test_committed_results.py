@@ -70,19 +70,28 @@ def test_a_committed_table_regenerates_from_its_committed_items(
 
 #: Archives whose runs keep their whole config, so their metrics re-derive from their items (equal_tokens/runs was
 #: exported by a script whose slim config predates --verify; its tables are regenerated above instead).
-VERIFIED_ARCHIVES = ["first_run", "baseline_alignment_mem0", "llm_packing", "rehearsal_quick", "link_provenance"]
+VERIFIED_ARCHIVES = [
+    "first_run/runs",
+    "baseline_alignment_mem0/runs",
+    "llm_packing/runs",
+    "rehearsal_quick/runs",
+    "link_provenance/runs",
+    "rehearsal_latency/root/runs",  # laid out as a rehearsal's work dir: the rehearsal's checks read them as is
+    "rehearsal_conv/root/runs",
+    "rehearsal_quick_idle/root/runs",
+    "rehearsal_tiny_idle/root/runs",
+]
 
 
-@pytest.mark.parametrize("note", VERIFIED_ARCHIVES)
-def test_every_committed_run_re_derives_from_its_items(note: str) -> None:
+@pytest.mark.parametrize("archive", VERIFIED_ARCHIVES)
+def test_every_committed_run_re_derives_from_its_items(archive: str) -> None:
     from memcore.report.archive import rederive
     from memcore.report.collect import find_run_dirs
     from tests.support import data_file_or_skip
 
-    if not (MEASURED / note / "runs").is_dir():
-        pytest.skip(f"no committed runs under results/measured/{note}")
+    assert (MEASURED / archive).is_dir(), f"results/measured/{archive} is listed but not committed"
     data_file_or_skip()
-    runs = find_run_dirs([MEASURED / note / "runs"])
+    runs = find_run_dirs([MEASURED / archive])
     assert runs
     for run in runs:
         assert rederive(run) == [], run
@@ -135,3 +144,31 @@ def test_the_history_index_lists_every_history_note() -> None:
     for note in notes:
         head = (HISTORY / note).read_text().splitlines()[:4]
         assert any(line.startswith("> History (not re-derivable)") for line in head), f"{note}: say it is history"
+
+
+@pytest.mark.usefixtures("locomo_path")
+def test_the_rehearsal_checks_re_derive_from_the_committed_runs() -> None:
+    """rehearsal_quick.md's wall check at time scale 1 and its estimate checks (tiny -> quick, quick -> a whole
+    conversation) recompute, from the archived runs alone, to the numbers of the committed summaries."""
+    import json
+
+    from experiments import rehearsal as R
+
+    def plan(note: str, scale: str, *extra: str) -> R.Plan:
+        args = R._parser().parse_args(["--scale", scale, *extra])
+        return R.make_plan(R.SCALES[scale], MEASURED / note / "root", args)
+
+    def summary(note: str) -> dict:
+        return json.loads((MEASURED / note / "summary.json").read_text())
+
+    idle = MEASURED / "rehearsal_quick_idle"
+    conv = R.check_estimate(plan("rehearsal_conv", "conv"), idle)
+    assert conv["rows"] == summary("rehearsal_conv")["estimate"]["rows"] and conv["ok"]
+    quick = R.check_estimate(plan("rehearsal_quick_idle", "quick"), MEASURED / "rehearsal_tiny_idle")
+    assert quick["rows"] == summary("rehearsal_quick_idle")["estimate"]["rows"]
+    committed = summary("rehearsal_latency")["wall"]
+    wall = R.check_wall(
+        plan("rehearsal_latency", "quick", "--time-scale", "1.0"), committed["per_sweep_measured_s"], {}, idle
+    )
+    keys = ("predicted_s", "predicted_with_overhead_s", "ratio", "ratio_with_overhead", "per_job_predicted_s")
+    assert {k: wall[k] for k in keys} == {k: committed[k] for k in keys}
