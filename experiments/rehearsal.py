@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -593,7 +593,21 @@ def fault_wait_per_call(plan: Plan) -> float:
     )
 
 
-def predicted_wall(plan: Plan, overhead_s: dict[str, float] | None = None) -> dict[str, Any]:
+def batched_wall(times: Sequence[float], parallel_jobs: int) -> float:
+    """The wall of jobs taking ``times`` that Hydra launches in batches of ``parallel_jobs``, starting the next
+    batch when the whole batch is done: the sum over batches of the batch's slowest job."""
+    return sum(max(times[i : i + parallel_jobs]) for i in range(0, len(times), parallel_jobs))
+
+
+def sweep_walls(plan: Plan, per_job: dict[str, float]) -> dict[str, float]:
+    """Each sweep's wall from its jobs' times (:func:`batched_wall`)."""
+    return {
+        exp: batched_wall([per_job[j.label] for j in plan.jobs if j.experiment == exp], plan.parallel_jobs)
+        for exp in EXPERIMENTS
+    }
+
+
+def predicted_wall(plan: Plan) -> dict[str, Any]:
     """The wall time the sweeps should take if LLM latency is what bounds them.
 
     Each call's simulated latency is ``(ttft_s + completion_tokens / tokens_per_s) × time_scale`` (the simulator's
@@ -604,8 +618,9 @@ def predicted_wall(plan: Plan, overhead_s: dict[str, float] | None = None) -> di
     does not change the build) takes none. QA runs ``concurrency`` requests in flight
     (``min(concurrency, conversations)`` for a method that answers its items in order). Hydra launches a sweep in
     batches of ``--jobs`` jobs and starts the next batch when the whole batch is done, so a sweep takes the sum
-    over its batches of the batch's slowest job. CPU time and process start-up are not in the model: the check
-    fails, honestly, when the machine rather than the endpoint bounds the sweep."""
+    over its batches of the batch's slowest job (:func:`sweep_walls`). CPU time and process start-up are not in the
+    model: the check fails, honestly, when the machine rather than the endpoint bounds the sweep
+    (:func:`harness_overhead` measures them)."""
     from memcore.methods import get_method
 
     c, n_conv = plan.concurrency, plan.conversations
@@ -630,22 +645,13 @@ def predicted_wall(plan: Plan, overhead_s: dict[str, float] | None = None) -> di
         qa_c = min(c, n_conv) if get_method(job.method).sequential_qa else c
         per_job[job.label] = build / max(1, min(c, n_conv)) + qa / max(1, qa_c)
         waits[job.label] = (build_calls + qa_calls) * wait
-    if overhead_s:
-        per_job = {k: v + overhead_s.get(k, 0.0) for k, v in per_job.items()}
-    sweeps: dict[str, float] = {}
-    for exp in EXPERIMENTS:
-        times = [per_job[j.label] for j in plan.jobs if j.experiment == exp]
-        batches = [times[i : i + plan.parallel_jobs] for i in range(0, len(times), plan.parallel_jobs)]
-        sweeps[exp] = sum(max(b) for b in batches if b)
-    return {"per_job_s": per_job, "per_sweep_s": sweeps, "fault_waits_s": sum(waits.values())}
+    return {"per_job_s": per_job, "per_sweep_s": sweep_walls(plan, per_job), "fault_waits_s": sum(waits.values())}
 
 
 def harness_overhead(plan: Plan, source: Path) -> dict[str, float]:
     """Per job: the harness's own time (start-up, CPU work), measured by a rehearsal of the same scale at a small
     time scale (``source``: its dir, e.g. the default 0.02): that job's wall minus the latency
     :func:`predicted_wall` gives it there. Empty when ``source`` has no summary or another scale."""
-    from dataclasses import replace
-
     summary = read_json(source / "summary.json") or {}
     if summary.get("scale") != plan.scale.name or "time_scale" not in summary:
         return {}
@@ -689,7 +695,8 @@ def check_wall(
     }
     overhead = harness_overhead(plan, overhead_from) if overhead_from is not None else {}
     if overhead:
-        full = sum(predicted_wall(plan, overhead)["per_sweep_s"].values())
+        with_overhead = {k: v + overhead.get(k, 0.0) for k, v in pred["per_job_s"].items()}
+        full = sum(sweep_walls(plan, with_overhead).values())
         out["overhead_from"] = overhead_from.name
         out["overhead_s"] = {k: round(v, 1) for k, v in overhead.items()}
         out["predicted_with_overhead_s"] = round(full, 1)
@@ -701,7 +708,7 @@ def check_wall(
 def extrapolate_full_wall(plan: Plan) -> dict[str, Any]:
     """The wall a ``--scale full`` rehearsal would take on this machine at this load, from this one's: each job's
     measured wall (``cost.json``) scaled by (LoCoMo's turns + questions) / (this slice's), the sweeps' batches of
-    ``--jobs`` summed as in :func:`predicted_wall`. Linear in the work: right when CPU bounds the jobs (as on a
+    ``--jobs`` summed by :func:`batched_wall`. Linear in the work: right when CPU bounds the jobs (as on a
     busy 2-core machine), pessimistic when LLM latency does (full LoCoMo's ten conversations build at once)."""
     from memcore.report.estimate import LOCOMO_QUESTIONS, LOCOMO_TURNS
 
@@ -713,32 +720,15 @@ def extrapolate_full_wall(plan: Plan) -> dict[str, Any]:
             for j in plan.jobs
             if j.experiment == exp
         ]
-        total += sum(max(times[i : i + plan.parallel_jobs]) for i in range(0, len(times), plan.parallel_jobs))
+        total += batched_wall(times, plan.parallel_jobs)
     return {"factor": round(factor, 2), "wall_s": round(total), "hours": round(total / 3600, 1)}
 
 
-def slice_context_tokens(scale: Scale, budget: int) -> float:
-    """Mean size of the context ``full_context`` builds for a whole conversation of the scale's slice (what
-    :func:`memcore.report.estimate.full_conversation_tokens` computes for full LoCoMo): known from the data before
-    any run, as the estimate needs it."""
-    from baselines.full_context import FullContext, FullContextConfig
-    from memcore.text import count_tokens
-
-    sizes = []
-    for conv in load_scale_slice(scale).conversations:
-        fc = FullContext(FullContextConfig(), budget)
-        for turn in conv.turns:
-            fc.ingest(turn)
-        fc.finalize()
-        sizes.append(count_tokens(fc.retrieve("").render()))
-    return sum(sizes) / len(sizes)
-
-
-def needed_tokens(rates: Any, turns: int, questions: int, context_delta: float = 0.0) -> float:
-    """Tokens (prompt + completion) a run of ``turns`` turns and ``questions`` questions needs at ``rates``
-    (:class:`memcore.report.estimate.Rates`), ``context_delta`` more prompt tokens per question."""
+def needed_tokens(rates: Any, turns: int, questions: int) -> float:
+    """Tokens (prompt + completion) a run of ``turns`` turns and ``questions`` questions needed, from its
+    :class:`memcore.report.estimate.Rates` (their mean per-turn and per-question rates)."""
     per_turn = rates.prompt_per_turn + rates.completion_per_turn
-    per_question = rates.prompt_per_question + rates.completion_per_question + context_delta
+    per_question = rates.prompt_per_question + rates.completion_per_question
     return per_turn * turns + per_question * questions
 
 
@@ -752,12 +742,13 @@ def check_estimate(plan: Plan, source: Path | None) -> dict[str, Any]:
     target; for ``--scale full`` that is exactly what the estimate prints for all of LoCoMo."""
     from memcore.config import load_backbone_preset
     from memcore.report.collect import load_run
-    from memcore.report.estimate import estimate, measured_rates
+    from memcore.report.estimate import estimate, full_conversation_tokens, measured_rates
 
     if source is None or not (source / "root" / "runs").is_dir():
         return {"ok": None, "note": "no smaller rehearsal to estimate from (--estimate-from DIR)"}
     budget = int(load_backbone_preset(BACKBONE).context_budget_tokens)
-    lengths = [len(c.turns) for c in load_scale_slice(plan.scale).conversations]
+    conversations = load_scale_slice(plan.scale).conversations
+    lengths = [len(c.turns) for c in conversations]
     rows = []
     fc_tokens: float | None = None
     for job in plan.jobs:
@@ -767,18 +758,17 @@ def check_estimate(plan: Plan, source: Path | None) -> dict[str, Any]:
             continue
         rates = measured_rates(load_run(src_dir))
         if job.method == "full_context" and fc_tokens is None:
-            fc_tokens = slice_context_tokens(plan.scale, budget)
-        est = estimate(
-            rates,
-            method=job.method,
-            full_context_tokens=fc_tokens if job.method == "full_context" else None,
-            conversation_turns=lengths,
-            questions=plan.questions,
-        )
+            fc_tokens = full_conversation_tokens(budget, conversations)
+        target = {
+            "method": job.method,
+            "full_context_tokens": fc_tokens if job.method == "full_context" else None,
+            "conversation_turns": lengths,
+            "questions": plan.questions,
+        }
+        est = estimate(rates, **target)
         est_tokens = est["prompt_tokens"] + est["completion_tokens"]
-        flat = needed_tokens(rates, plan.turns, plan.questions)
-        if job.method == "full_context" and fc_tokens is not None:
-            flat += (fc_tokens - rates.mean_context_tokens) * plan.questions
+        flat_est = estimate(replace(rates, curves=()), **target)  # the mean per-turn rate, as before the trace
+        flat = flat_est["prompt_tokens"] + flat_est["completion_tokens"]
         actual = measured_rates(load_run(job.run_dir))
         act_tokens = needed_tokens(actual, actual.turns, actual.questions)
         err = est_tokens / act_tokens - 1 if act_tokens else math.inf

@@ -25,9 +25,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memcore.report.collect import ReportInputError, RunData, load_runs, qa_stage_usage, qa_time_ingest
+
+if TYPE_CHECKING:
+    from memcore.types import Conversation
 
 LOCOMO_TURNS = 5882
 LOCOMO_QUESTIONS = 1986
@@ -217,16 +220,18 @@ def measured_rates(
     )
 
 
-def full_conversation_tokens(budget: int | None = None) -> float:
+def full_conversation_tokens(budget: int | None = None, conversations: Sequence[Conversation] | None = None) -> float:
     """Mean size (approximate tokens, ``memcore.text.count_tokens``, the unit of items' ``context_tokens``)
-    of the context ``full_context`` builds for a whole LoCoMo conversation under ``budget``."""
+    of the context ``full_context`` builds for a whole conversation under ``budget``: each of ``conversations``
+    (default: all of LoCoMo)."""
     from baselines.full_context import FullContext, FullContextConfig
     from memcore.data import load_locomo, resolve_locomo_path
     from memcore.text import count_tokens
 
-    dataset = load_locomo(resolve_locomo_path(None))
+    if conversations is None:
+        conversations = load_locomo(resolve_locomo_path(None)).conversations
     sizes = []
-    for conv in dataset.conversations:
+    for conv in conversations:
         fc = FullContext(FullContextConfig(), budget or 10**9)
         for turn in conv.turns:
             fc.ingest(turn)
