@@ -327,3 +327,69 @@ def test_wall_prediction_skips_reused_builds_and_adds_fault_waits_and_harness_ti
     assert overhead["paper_main memcore/none"] == pytest.approx(40.0 - small_latency["paper_main memcore/none"])
     wall = R.check_wall(plan, {"paper_main": 60.0, "paper_ablation": 45.0}, {}, small)
     assert wall["predicted_with_overhead_s"] == pytest.approx(sum(per_job.values()) + sum(overhead.values()), abs=0.1)
+
+
+def _run_with_faults(tmp_path: Path, name: str, by_stage: dict[str, dict]) -> R.Job:
+    """A memcore run (paper_main, ablation ``name``) of one sequential build call and one answer, whose
+    ``cost.json`` carries the invocation's usage ``by_stage``."""
+    cost = {
+        "memory_build": {"llm_calls": 1, "llm_calls_uncached": 1, "completion_tokens": 0, "snapshots_built": 1},
+        "items_usage": {"by_stage": {"answer": {"calls": 1, "llm_calls": 1, "completion_tokens": 0}}},
+        "usage": {"by_stage": by_stage},
+        "wall_s": {"total": 1.0},
+    }
+    job = R.Job("paper_main", "memcore", name, tmp_path / name, ("c#0",))
+    job.run_dir.mkdir(parents=True)
+    (job.run_dir / "cost.json").write_text(json.dumps(cost))
+    return job
+
+
+def test_wall_prediction_puts_the_faults_each_job_counted_on_its_own_path(tmp_path: Path) -> None:
+    """A job whose client counted one read timeout in its build waits timeout + backoff (50.4 + 0.4 s) on its
+    critical path, one with a 429 in QA waits the Retry-After; the expected rate (2 % timeouts) would have given
+    each 2 × 0.02 × 50.8 s. A run from before kinds were counted falls back to the expected rate."""
+    timeout = _run_with_faults(
+        tmp_path,
+        "timeout",
+        {
+            "ingest": {"errors_retried": 1, "retries_by_kind": {"timeout": 1}, "retry_wait_s": 50.9},
+            "answer": {"errors_retried": 0, "retries_by_kind": {}, "retry_wait_s": 0.0},
+        },
+    )
+    rate_limited = _run_with_faults(
+        tmp_path, "429", {"answer": {"errors_retried": 1, "retries_by_kind": {"429": 1}, "retry_wait_s": 1.1}}
+    )
+    old = _run_with_faults(tmp_path, "old", {"ingest": {"errors_retried": 3}})
+    rates = {"429": 0.0, "500": 0.0, "503": 0.0, "drop": 0.0, "timeout": 0.02, "wrong_json": 0.0}
+    plan = R.Plan(R.SCALES["quick"], tmp_path, [timeout, rate_limited], 58, 1, 1, rates, 1.0, 4, 2, 50.4)
+    assert R.fault_waits(plan)["timeout"] == pytest.approx(50.8)
+    latency = 0.4 + 0.4 / 4  # one sequential build call, one answer call in one of 4 lanes, no completion tokens
+    pred = R.predicted_wall(plan)
+    assert pred["fault_waits_from"] == "counted"
+    assert pred["fault_waits_s"] == pytest.approx(50.8 + 1.0)
+    assert R.measured_fault_wait(timeout) == pytest.approx(50.9) and R.measured_fault_wait(rate_limited) == 1.1
+    alone = R.predicted_wall(replace(plan, jobs=[timeout]))["per_job_s"][timeout.label]
+    assert alone == pytest.approx(latency + 50.8)
+    qa_wait = R.predicted_wall(replace(plan, jobs=[rate_limited]))["per_job_s"][rate_limited.label]
+    assert qa_wait == pytest.approx(latency + 1.0 / 4)  # QA's wait shares the 4 lanes like its latency
+    fallback = R.predicted_wall(replace(plan, jobs=[old]))
+    assert fallback["fault_waits_from"] == "expected"
+    assert fallback["fault_waits_s"] == pytest.approx(2 * 0.02 * 50.8)
+
+
+def test_fault_check_compares_counts_per_kind(tmp_path: Path) -> None:
+    """Totals that agree are not enough when every run counted kinds: a timeout counted as a dropped connection
+    fails the check; runs from before kinds were counted are checked on the total."""
+    rates = {"429": 0.0, "500": 0.0, "503": 0.0, "drop": 0.0, "timeout": 0.01, "wrong_json": 0.0}
+    sim = {"faults": {"timeout": 2}, "wrong_json": 0, "requests": 100, "replies": 98}
+
+    def check(by_stage: dict[str, dict]) -> dict:
+        job = _run_with_faults(tmp_path, f"r{len(list(tmp_path.iterdir()))}", by_stage)
+        return R.check_faults(R.Plan(R.SCALES["quick"], tmp_path, [job], 58, 1, 1, rates, 1.0, 4, 2, 5.0), sim)
+
+    right = check({"ingest": {"errors_retried": 2, "retries_by_kind": {"timeout": 2}}})
+    assert right["ok"] and right["transport_retries_by_kind"] == {"timeout": 2}
+    wrong = check({"ingest": {"errors_retried": 2, "retries_by_kind": {"timeout": 1, "drop": 1}}})
+    assert wrong["ok"] is False and wrong["transport_retries_counted"] == 2
+    legacy = check({"ingest": {"errors_retried": 2}})
+    assert legacy["ok"] and legacy["transport_retries_by_kind"] is None

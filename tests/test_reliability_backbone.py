@@ -51,6 +51,22 @@ TRANSPORT_FAULTS = [
 ]
 
 
+#: The kind the client counts each proxy fault under (``UsageTracker.record_transport_retry``).
+FAULT_KIND = {
+    "drop": "drop",
+    "reset": "drop",
+    "delay:2": "timeout",
+    "status:429": "429",
+    "status:500": "500",
+    "status:503": "503",
+    "truncate": "malformed",
+    "cut": "drop",  # the connection closes mid-body: httpx reports a broken connection
+    "html": "malformed",
+    "empty_choices": "malformed",
+    "null_content": "malformed",
+}
+
+
 @pytest.mark.parametrize(("fault", "reaches_upstream"), TRANSPORT_FAULTS, ids=[f for f, _ in TRANSPORT_FAULTS])
 def test_transport_fault_is_retried_then_succeeds(
     upstream: FakeUpstream, fault: str, reaches_upstream: bool, caplog: pytest.LogCaptureFixture
@@ -63,6 +79,7 @@ def test_transport_fault_is_retried_then_succeeds(
         assert proxy.log == [(0, fault), (1, fault), (2, "pass")]
     stage = c.usage.to_json()["by_stage"]["answer"]
     assert stage["errors_retried"] == 2
+    assert stage["retries_by_kind"] == {FAULT_KIND[fault]: 2}
     assert stage["calls"] == 1 and stage["llm_calls"] == 1  # one logical call, however many attempts
     if not fault.startswith("delay"):  # a delayed request may still be in the proxy when we look
         assert upstream.chat_requests == (3 if reaches_upstream else 1)

@@ -90,7 +90,11 @@ def test_each_fault_kind_is_survived_and_counted(kind: str) -> None:
     assert done.text == reply(QUESTION)[1]
     assert seen["faults"][kind] == 2 and sum(seen["faults"].values()) == 2
     assert seen["requests"] == 3 and seen["replies"] == 1
-    assert chat.usage.to_json()["by_stage"]["answer"]["errors_retried"] == 2
+    answer = chat.usage.to_json()["by_stage"]["answer"]
+    assert answer["errors_retried"] == 2
+    assert answer["retries_by_kind"] == {kind: 2}  # the client names the fault the simulator injected
+    # the time each fault cost: a timeout waits out the client's 0.5 s timeout, every retry its backoff
+    assert answer["retry_wait_s"] >= (1.0 if kind == "timeout" else 0.01)
 
 
 def test_retry_after_of_a_429_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -156,6 +156,7 @@ class OpenAITransport:
         not_completion = False  # the last failure was a reply that is not a chat completion (HTML, empty, cut)
         for attempt in range(1, self.max_attempts + 1):
             retry_after = 0.0
+            kind = "other"
             with self._sem:
                 t0 = time.perf_counter()
                 raw: Any = None
@@ -165,14 +166,18 @@ class OpenAITransport:
                 except (oa.APIConnectionError, oa.APITimeoutError) as exc:
                     self._raise_if_server_exited()
                     last, not_completion = f"{type(exc).__name__}: {redact(str(exc), self._secrets)}", False
+                    kind = "timeout" if isinstance(exc, oa.APITimeoutError) else "drop"
                 except oa.RateLimitError as exc:
                     last, not_completion = f"{type(exc).__name__}: {redact(str(exc), self._secrets)}", False
                     retry_after = _retry_after_s(exc.response)
+                    kind = "429"
                 except oa.InternalServerError as exc:
                     last, not_completion = f"{type(exc).__name__}: {redact(str(exc), self._secrets)}", False
+                    kind = _status_kind(exc.status_code)
                 except (JSONDecodeError, oa.APIResponseValidationError) as exc:
                     # A 200 whose body is cut or not the completion schema (a proxy or server dying mid-reply).
                     last, not_completion = _describe_body(raw, f"malformed response body ({type(exc).__name__})"), True
+                    kind = "malformed"
                 except oa.AuthenticationError:
                     raise MissingKeyError(
                         f"{self.base_url} rejected the API key (model {self.model}); set the key's environment variable correctly."
@@ -180,6 +185,7 @@ class OpenAITransport:
                 except oa.APIStatusError as exc:
                     if exc.status_code in (408, 409, 425) or exc.status_code >= 500:
                         last, not_completion = f"HTTP {exc.status_code}", False
+                        kind = _status_kind(exc.status_code)
                     else:
                         raise BackboneError(
                             f"{self.base_url} refused the request for model {self.model} with HTTP {exc.status_code}: "
@@ -191,6 +197,7 @@ class OpenAITransport:
                     text = _message_text(resp)
                     if text is None:
                         last, not_completion = _describe_body(raw, "empty or malformed completion payload"), True
+                        kind = "malformed"
                     else:
                         usage = getattr(resp, "usage", None)
                         return Completion(
@@ -213,9 +220,9 @@ class OpenAITransport:
                     self.max_attempts - 1,
                     delay,
                 )
-                if self._usage is not None:
-                    self._usage.record_transport_retry(stage)
                 time.sleep(delay)
+                if self._usage is not None:
+                    self._usage.record_transport_retry(stage, kind, time.perf_counter() - t0)
         fix = (
             " backbone.base_url must be the /v1 root of an OpenAI-compatible server (a wrong path, a proxy or a "
             "captive portal answers like this); fix it and rerun the same command, finished items are kept."
@@ -226,6 +233,11 @@ class OpenAITransport:
             f"the chat backbone at {self.base_url} (model {self.model}) failed {self.max_attempts} times in a row "
             f"(last: {last}).{fix}"
         )
+
+
+def _status_kind(status: int) -> str:
+    """The transport-fault kind of a retried HTTP status (:data:`memcore.llm.usage.TRANSPORT_FAULTS`)."""
+    return str(status) if status in (429, 500, 503) else f"http_{status}"
 
 
 #: The longest Retry-After a 429 may impose before a retry (seconds); a longer one is capped to it.

@@ -22,9 +22,9 @@ class ScopedUsage:
         with usage_scope(self.scope):
             self.inner.record(stage, **counts)
 
-    def record_transport_retry(self, stage: str) -> None:
+    def record_transport_retry(self, stage: str, kind: str = "other", wait_s: float = 0.0) -> None:
         with usage_scope(self.scope):
-            self.inner.record_transport_retry(stage)
+            self.inner.record_transport_retry(stage, kind, wait_s)
 
     def record_parse_retry(self, stage: str) -> None:
         with usage_scope(self.scope):

@@ -18,6 +18,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 STAGES = ("ingest", "retrieve", "answer", "judge")
+#: The kinds of transport fault a retry is counted under: HTTP 429, 500 and 503 (other statuses are ``http_<code>``),
+#: a dropped connection, a read timeout, a 200 whose body is not a chat completion, and anything else.
+TRANSPORT_FAULTS = ("429", "500", "503", "drop", "timeout", "malformed", "other")
 
 
 @dataclass
@@ -30,6 +33,8 @@ class StageUsage:
     parse_retries: int = 0
     parse_failures: int = 0
     errors_retried: int = 0
+    retries_by_kind: dict[str, int] = field(default_factory=dict)
+    retry_wait_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         lat = np.asarray(self.latencies, dtype=float)
@@ -45,6 +50,8 @@ class StageUsage:
             "parse_retries": self.parse_retries,
             "parse_failures": self.parse_failures,
             "errors_retried": self.errors_retried,
+            "retries_by_kind": dict(sorted(self.retries_by_kind.items())),
+            "retry_wait_s": round(self.retry_wait_s, 3),
         }
 
 
@@ -68,9 +75,15 @@ class UsageTracker:
             if not cached:
                 s.latencies.append(float(latency_s))
 
-    def record_transport_retry(self, stage: str) -> None:
+    def record_transport_retry(self, stage: str, kind: str = "other", wait_s: float = 0.0) -> None:
+        """A request that failed in transport and is retried: ``kind`` is a :data:`TRANSPORT_FAULTS` kind or ``http_<code>``
+        (what the server or the wire did), ``wait_s`` the time the fault cost (the failed attempt plus the backoff before the
+        retry)."""
         with self._lock:
-            self._stages[stage].errors_retried += 1
+            s = self._stages[stage]
+            s.errors_retried += 1
+            s.retries_by_kind[kind] = s.retries_by_kind.get(kind, 0) + 1
+            s.retry_wait_s += float(wait_s)
 
     def record_parse_retry(self, stage: str) -> None:
         with self._lock:
@@ -119,7 +132,7 @@ class UsageSink(Protocol):
         self, stage: str, *, prompt_tokens: int, completion_tokens: int, latency_s: float, cached: bool
     ) -> None: ...
 
-    def record_transport_retry(self, stage: str) -> None: ...
+    def record_transport_retry(self, stage: str, kind: str = "other", wait_s: float = 0.0) -> None: ...
 
     def record_parse_retry(self, stage: str) -> None: ...
 
@@ -169,9 +182,9 @@ class ContextUsage:
                 cached=cached,
             )
 
-    def record_transport_retry(self, stage: str) -> None:
+    def record_transport_retry(self, stage: str, kind: str = "other", wait_s: float = 0.0) -> None:
         for s in self._sinks():
-            s.record_transport_retry(stage)
+            s.record_transport_retry(stage, kind, wait_s)
 
     def record_parse_retry(self, stage: str) -> None:
         for s in self._sinks():
