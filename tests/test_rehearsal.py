@@ -166,6 +166,7 @@ def test_tiny_rehearsal_end_to_end_with_kill_9_and_resume(tmp_path: Path) -> Non
     faults = summary["faults"]
     assert all(faults["injected"][k] > 0 for k in (*R.FAULT_KINDS, "wrong_json"))
     assert faults["transport_retries_counted"] == sum(faults["injected"][k] for k in R.FAULT_KINDS)
+    assert faults["transport_retries_by_kind"] is None  # resumed: the killed invocation's retries are in no cost.json
     resume = summary["resume"]
     assert resume["killed_by_sigkill"] and 0 < resume["items_at_kill"] < resume["items_expected"] == 16
     assert all(r["identical"] for r in resume["compare"]["rows"]) and len(resume["compare"]["rows"]) == 4
@@ -176,6 +177,38 @@ def test_tiny_rehearsal_end_to_end_with_kill_9_and_resume(tmp_path: Path) -> Non
     for exp, stem in (("paper_main", "main_table"), ("paper_ablation", "ablation_table")):
         assert (results / "tiny" / "report" / exp / f"{stem}.md").is_file()
     assert "| every job finished | pass |" in (results / "tiny" / "summary.md").read_text()
+
+
+@pytest.mark.e2e  # real processes (simulator, submitit jobs, memcore-run): make test, not make test-fast
+@pytest.mark.usefixtures("locomo_path")
+def test_quick_rehearsal_end_to_end_counts_every_fault_by_kind(tmp_path: Path) -> None:
+    """The issue's ``--scale quick``: every method of both sweeps over conv-26's first three sessions (15 runs ×
+    25 QA) against the faulty simulator at scaled latency. Every job finishes with its 25 items, each injected
+    fault is counted by the client under its own kind, and the wall prediction uses those counts."""
+    results = tmp_path / "rehearsal"
+    tiny = REPO / "results" / "measured" / "rehearsal_tiny_idle"
+    cmd = [sys.executable, "-m", "experiments.rehearsal", "--scale", "quick", "--results", str(results)]
+    proc = subprocess.run(
+        [*cmd, "--estimate-from", str(tiny)],
+        cwd=REPO,
+        env=R.child_env(),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        **CHILD_OF_TEST,
+    )
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    summary = json.loads((results / "quick" / "summary.json").read_text())
+    assert summary["ok"] and proc.returncode == 0, summary["checks"]
+    assert len(summary["items"]) == 15
+    assert all(r["answered"] == r["expected"] == 25 and not r["lost"] and not r["duplicated"] for r in summary["items"])
+    faults = summary["faults"]
+    injected = {k: n for k, n in faults["injected"].items() if k != "wrong_json" and n}
+    assert faults["ok"] and faults["transport_retries_by_kind"] == injected and len(injected) == len(R.FAULT_KINDS)
+    wall = summary["wall"]
+    assert wall["fault_waits_from"] == "counted" and wall["fault_waits_measured_s"] > 0
+    assert {r["run"] for r in summary["estimate"]["rows"]} == {r["run"] for r in summary["items"]}
+    assert len([ln for ln in proc.stdout.splitlines() if ln.startswith("done  ")]) == 15
 
 
 # ------------------------------------------------------------------------------------------ bad endpoints mid-run

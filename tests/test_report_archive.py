@@ -95,3 +95,23 @@ def test_archiving_an_unfinished_run_is_one_clear_error(tmp_path: Path, capsys: 
     assert main([str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert read_items(tmp_path / "none.jsonl") == []
+
+
+def test_a_rehearsal_work_dir_is_archived_with_no_machine_path(finished_run: Path, tmp_path: Path) -> None:
+    """``experiments.measure.archive_rehearsal``: the summary names ``<results>`` for the results dir, the runs
+    re-derive; a dir that is not a finished rehearsal is exit 2 and writes nothing."""
+    import shutil
+
+    from experiments.measure.archive_rehearsal import archive
+
+    work = tmp_path / "results" / "quick"
+    shutil.copytree(finished_run, work / "root" / "runs" / "paper_main" / "run")
+    (work / "summary.json").write_text(json.dumps({"log": str(work / "logs" / "paper_main.log"), "ok": True}))
+    measured = tmp_path / "measured"
+    assert archive(work, "rehearsal_x", measured=measured) == 0
+    out = measured / "rehearsal_x"
+    assert json.loads((out / "summary.json").read_text())["log"] == "<results>/quick/logs/paper_main.log"
+    assert (out / "root" / "runs" / "paper_main" / "run" / ITEMS_GZ).is_file()
+    assert str(tmp_path) not in (out / "root" / "runs" / "paper_main" / "run" / "config.yaml").read_text()
+    assert archive(tmp_path / "nothing", "rehearsal_y", measured=measured) == 2
+    assert not (measured / "rehearsal_y").exists()
