@@ -633,6 +633,20 @@ def counted_fault_wait(plan: Plan, kinds: dict[str, int]) -> float:
     return sum(n * w.get(k, BACKOFF_S) for k, n in kinds.items())
 
 
+def longest_fault_wait(plan: Plan, kinds: dict[str, int]) -> float:
+    """The longest single wait among the faults counted in ``kinds`` (0 when there are none)."""
+    w = fault_waits(plan)
+    return max((w.get(k, BACKOFF_S) for k, n in kinds.items() if n), default=0.0)
+
+
+def phase_wall(latency: float, waits: float, longest: float, lanes: int, units: int) -> float:
+    """The wall of a job phase (its memory build, or its QA) whose ``units`` independent chains of calls
+    (conversations, questions) take ``latency`` in all, plus ``waits`` of faults, on ``lanes`` at once: the work
+    shared over the lanes, but never less than the one chain that met the ``longest`` fault (a 50 s timeout in a
+    QA phase of a few seconds a lane holds that question's lane past the others)."""
+    return max((latency + waits) / max(1, lanes), longest + latency / max(1, units))
+
+
 def batched_wall(times: Sequence[float], parallel_jobs: int) -> float:
     """The wall of jobs taking ``times`` that Hydra launches in batches of ``parallel_jobs``, starting the next
     batch when the whole batch is done: the sum over batches of the batch's slowest job."""
@@ -656,7 +670,8 @@ def predicted_wall(plan: Plan) -> dict[str, Any]:
     turn sees the notes before it) and conversations build at once, so the build takes ``build time /
     min(concurrency, conversations)``; a conversation whose snapshot another job already built (an ablation that
     does not change the build) takes none. QA runs ``concurrency`` requests in flight
-    (``min(concurrency, conversations)`` for a method that answers its items in order). Hydra launches a sweep in
+    (``min(concurrency, conversations)`` for a method that answers its items in order). A phase never takes less
+    than its one chain (conversation, question) that met the longest counted fault (:func:`phase_wall`). Hydra launches a sweep in
     batches of ``--jobs`` jobs and starts the next batch when the whole batch is done, so a sweep takes the sum
     over its batches of the batch's slowest job (:func:`sweep_walls`). CPU time and process start-up are not in the
     model: the check fails, honestly, when the machine rather than the endpoint bounds the sweep
@@ -678,22 +693,36 @@ def predicted_wall(plan: Plan) -> dict[str, Any]:
         built, reused = int(mb.get("snapshots_built", 1)), int(mb.get("snapshots_reused", 0))
         built_share = built / (built + reused) if built + reused else 1.0
         lat = lambda calls, completion: (calls * plan.ttft_s + completion / plan.tokens_per_s) * plan.time_scale  # noqa: E731
-        build_calls = mb.get("llm_calls_uncached", 0) * built_share
-        build = lat(build_calls, share * mb.get("completion_tokens", 0) * built_share)
-        qa, qa_calls = 0.0, 0.0
-        for s in ((cost.get("items_usage") or {}).get("by_stage") or {}).values():
-            frac = (s["llm_calls"] / s["calls"]) if s.get("calls") else 0.0
-            qa += lat(s.get("llm_calls", 0), frac * s.get("completion_tokens", 0))
-            qa_calls += s.get("llm_calls", 0)
+        if stages and all("llm_completion_tokens" in v for v in stages.values()):
+            # the invocation's own count of what the endpoint served (a whole run: the wall is only checked for
+            # a sweep that was not resumed): exact where cached calls' replies differ in length from the rest
+            ingest = stages.get("ingest") or {}
+            build_calls = float(ingest.get("llm_calls", 0))
+            build = lat(build_calls, ingest.get("llm_completion_tokens", 0))
+            qa_stages = [v for k, v in stages.items() if k != "ingest"]
+            qa = sum(lat(v.get("llm_calls", 0), v["llm_completion_tokens"]) for v in qa_stages)
+            qa_calls = float(sum(v.get("llm_calls", 0) for v in qa_stages))
+        else:  # runs from before: the served calls' completion tokens taken as the cached and served calls' mean
+            build_calls = mb.get("llm_calls_uncached", 0) * built_share
+            build = lat(build_calls, share * mb.get("completion_tokens", 0) * built_share)
+            qa, qa_calls = 0.0, 0.0
+            for s in ((cost.get("items_usage") or {}).get("by_stage") or {}).values():
+                frac = (s["llm_calls"] / s["calls"]) if s.get("calls") else 0.0
+                qa += lat(s.get("llm_calls", 0), frac * s.get("completion_tokens", 0))
+                qa_calls += s.get("llm_calls", 0)
+        build_longest = qa_longest = 0.0
         if stages and build_kinds is not None and qa_kinds is not None:
             # the faults this job met (its client counted each retry's kind): a rare 50 s timeout lands on the
             # job that met it, which the expected rate spreads thin over all of them
             build_wait, qa_wait = counted_fault_wait(plan, build_kinds), counted_fault_wait(plan, qa_kinds)
+            build_longest, qa_longest = longest_fault_wait(plan, build_kinds), longest_fault_wait(plan, qa_kinds)
             counted_jobs += 1
         else:
             build_wait, qa_wait = build_calls * wait, qa_calls * wait
         qa_c = min(c, n_conv) if get_method(job.method).sequential_qa else c
-        per_job[job.label] = (build + build_wait) / max(1, min(c, n_conv)) + (qa + qa_wait) / max(1, qa_c)
+        per_job[job.label] = phase_wall(build, build_wait, build_longest, min(c, n_conv), n_conv) + phase_wall(
+            qa, qa_wait, qa_longest, qa_c, len(job.expected_ids)
+        )
         waits[job.label] = build_wait + qa_wait
     return {
         "per_job_s": per_job,

@@ -327,7 +327,7 @@ def test_estimate_check_extrapolates_the_build_from_the_smaller_rehearsal_s_tail
 
 def test_wall_prediction_skips_reused_builds_and_adds_fault_waits_and_harness_time(tmp_path: Path) -> None:
     """Build: 10 sequential calls of 0.4 s + 80 tokens (1 s each, time scale 1) plus 0.1 s expected fault wait
-    per call; QA: 8 calls over concurrency 4. An ablation that reuses the snapshot has no build time; a run at
+    per call; QA: 8 questions of one call each over concurrency 4. An ablation that reuses the snapshot has no build time; a run at
     a small time scale measures the harness's own time, added per job."""
     cost = {
         "memory_build": {"llm_calls": 10, "llm_calls_uncached": 10, "completion_tokens": 480, "snapshots_built": 1},
@@ -337,7 +337,7 @@ def test_wall_prediction_skips_reused_builds_and_adds_fault_waits_and_harness_ti
     reused = {**cost, "memory_build": {**cost["memory_build"], "snapshots_built": 0, "snapshots_reused": 1}}
     jobs = []
     for exp, ablation, c in (("paper_main", "none", cost), ("paper_ablation", "wo_ier", reused)):
-        job = R.Job(exp, "memcore", ablation, tmp_path / "root" / exp / ablation, ("c#0",))
+        job = R.Job(exp, "memcore", ablation, tmp_path / "root" / exp / ablation, tuple(f"c#{i}" for i in range(8)))
         job.run_dir.mkdir(parents=True)
         (job.run_dir / "cost.json").write_text(json.dumps(c))
         jobs.append(job)
@@ -396,7 +396,7 @@ def test_wall_prediction_puts_the_faults_each_job_counted_on_its_own_path(tmp_pa
     rates = {"429": 0.0, "500": 0.0, "503": 0.0, "drop": 0.0, "timeout": 0.02, "wrong_json": 0.0}
     plan = R.Plan(R.SCALES["quick"], tmp_path, [timeout, rate_limited], 58, 1, 1, rates, 1.0, 4, 2, 50.4)
     assert R.fault_waits(plan)["timeout"] == pytest.approx(50.8)
-    latency = 0.4 + 0.4 / 4  # one sequential build call, one answer call in one of 4 lanes, no completion tokens
+    latency = 0.4 + 0.4  # one build call, one question's answer call (one question cannot use 4 lanes)
     pred = R.predicted_wall(plan)
     assert pred["fault_waits_from"] == "counted"
     assert pred["fault_waits_s"] == pytest.approx(50.8 + 1.0)
@@ -404,7 +404,7 @@ def test_wall_prediction_puts_the_faults_each_job_counted_on_its_own_path(tmp_pa
     alone = R.predicted_wall(replace(plan, jobs=[timeout]))["per_job_s"][timeout.label]
     assert alone == pytest.approx(latency + 50.8)
     qa_wait = R.predicted_wall(replace(plan, jobs=[rate_limited]))["per_job_s"][rate_limited.label]
-    assert qa_wait == pytest.approx(latency + 1.0 / 4)  # QA's wait shares the 4 lanes like its latency
+    assert qa_wait == pytest.approx(latency + 1.0)  # the one question waits out its 429 itself
     fallback = R.predicted_wall(replace(plan, jobs=[old]))
     assert fallback["fault_waits_from"] == "expected"
     assert fallback["fault_waits_s"] == pytest.approx(2 * 0.02 * 50.8)
@@ -426,3 +426,22 @@ def test_fault_check_compares_counts_per_kind(tmp_path: Path) -> None:
     assert wrong["ok"] is False and wrong["transport_retries_counted"] == 2
     legacy = check({"ingest": {"errors_retried": 2}})
     assert legacy["ok"] and legacy["transport_retries_by_kind"] is None
+
+
+def test_a_phase_takes_its_share_of_the_lanes_but_never_less_than_its_longest_chain() -> None:
+    """25 questions of 12 s in all on 4 lanes: 3 s; with one 50.8 s timeout among them, the question that met it
+    takes 50.8 s + its own 0.48 s, longer than the lanes' share (62.8 / 4 = 15.7 s); fewer chains than lanes
+    cannot use every lane."""
+    assert R.phase_wall(12.0, 0.0, 0.0, 4, 25) == pytest.approx(3.0)
+    assert R.phase_wall(12.0, 50.8, 50.8, 4, 25) == pytest.approx(50.8 + 12.0 / 25)
+    assert R.phase_wall(12.0, 0.0, 0.0, 4, 2) == pytest.approx(6.0)
+
+
+def test_wall_prediction_reads_the_completion_tokens_the_endpoint_served(tmp_path: Path) -> None:
+    """A build whose 10 served calls wrote 800 completion tokens and whose 30 cached calls wrote 3,000: the served
+    calls take 10 × 0.4 + 800 / 80 = 14 s (the mean over all calls would give 10 × 0.4 + 950 / 80 = 15.9 s)."""
+    stage = {"calls": 40, "llm_calls": 10, "completion_tokens": 3800, "llm_completion_tokens": 800}
+    job = _run_with_faults(tmp_path, "served", {"ingest": {**stage, "retries_by_kind": {}}})
+    rates = dict.fromkeys(("429", "500", "503", "drop", "timeout", "wrong_json"), 0.0)
+    plan = R.Plan(R.SCALES["quick"], tmp_path, [job], 58, 1, 1, rates, 1.0, 4, 2, 5.0)
+    assert R.predicted_wall(plan)["per_job_s"][job.label] == pytest.approx(14.0)

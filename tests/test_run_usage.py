@@ -21,6 +21,21 @@ from tests.support import compose_run
 SLICE = ["dataset=locomo-tiny", "dataset.max_qa=4", "embedder=hashing", "backbone=scripted", "concurrency=1"]
 
 
+def test_stage_usage_counts_served_completion_tokens_and_retries_by_kind() -> None:
+    """``llm_completion_tokens`` counts only the calls the endpoint served; a transport retry is counted under
+    its kind with the time it cost."""
+    tracker = UsageTracker()
+    tracker.record("ingest", prompt_tokens=10, completion_tokens=7, latency_s=0.1, cached=False)
+    tracker.record("ingest", prompt_tokens=10, completion_tokens=90, latency_s=0.0, cached=True)
+    tracker.record_transport_retry("ingest", "timeout", 50.5)
+    tracker.record_transport_retry("ingest", "429", 1.0)
+    tracker.record_transport_retry("ingest", "429", 1.25)
+    stage = tracker.to_json()["by_stage"]["ingest"]
+    assert (stage["completion_tokens"], stage["llm_completion_tokens"]) == (97, 7)
+    assert stage["errors_retried"] == 3 and stage["retries_by_kind"] == {"429": 2, "timeout": 1}
+    assert stage["retry_wait_s"] == 52.75
+
+
 def test_item_usage_and_its_sum_by_hand() -> None:
     tracker = UsageTracker()
     tracker.record("answer", prompt_tokens=10, completion_tokens=2, latency_s=0.1, cached=False)

@@ -29,6 +29,7 @@ class StageUsage:
     cached_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    llm_completion_tokens: int = 0  # of the calls the endpoint served (not the cache): what its latency depends on
     latencies: list[float] = field(default_factory=list)
     parse_retries: int = 0
     parse_failures: int = 0
@@ -44,6 +45,7 @@ class StageUsage:
             "llm_calls": self.calls - self.cached_calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "llm_completion_tokens": self.llm_completion_tokens,
             "latency_s_total": round(float(lat.sum()), 3) if lat.size else 0.0,
             "latency_s_p50": round(float(np.percentile(lat, 50)), 3) if lat.size else None,
             "latency_s_p95": round(float(np.percentile(lat, 95)), 3) if lat.size else None,
@@ -73,6 +75,7 @@ class UsageTracker:
             s.prompt_tokens += int(prompt_tokens)
             s.completion_tokens += int(completion_tokens)
             if not cached:
+                s.llm_completion_tokens += int(completion_tokens)
                 s.latencies.append(float(latency_s))
 
     def record_transport_retry(self, stage: str, kind: str = "other", wait_s: float = 0.0) -> None:
