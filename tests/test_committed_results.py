@@ -80,6 +80,7 @@ VERIFIED_ARCHIVES = [
     "rehearsal_conv/root/runs",
     "rehearsal_quick_idle/root/runs",
     "rehearsal_tiny_idle/root/runs",
+    "rehearsal_latency_kinds/root/runs",
 ]
 
 
@@ -172,3 +173,16 @@ def test_the_rehearsal_checks_re_derive_from_the_committed_runs() -> None:
     )
     keys = ("predicted_s", "predicted_with_overhead_s", "ratio", "ratio_with_overhead", "per_job_predicted_s")
     assert {k: wall[k] for k in keys} == {k: committed[k] for k in keys}
+    # session 15: the same rehearsal with the client counting faults by kind; the wall predicted from the faults
+    # each job met (and the completion tokens the endpoint served) passes
+    kinds = summary("rehearsal_latency_kinds")
+    wall = R.check_wall(
+        plan("rehearsal_latency_kinds", "quick", "--time-scale", "1.0"),
+        kinds["wall"]["per_sweep_measured_s"],
+        {},
+        idle,
+    )
+    keys = (*keys, "fault_waits_s", "fault_waits_from", "fault_waits_measured_s", "ok")
+    assert {k: wall[k] for k in keys} == {k: kinds["wall"][k] for k in keys} and wall["ok"]
+    faults = R.check_faults(plan("rehearsal_latency_kinds", "quick", "--time-scale", "1.0"), kinds["simulator"])
+    assert faults == kinds["faults"] and faults["ok"] and faults["transport_retries_by_kind"] is not None

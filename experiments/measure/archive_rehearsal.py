@@ -3,7 +3,8 @@
     python -m experiments.measure.archive_rehearsal <results>/<scale> rehearsal_full [--slim]
 
 ``<results>/<scale>`` is the dir ``python -m experiments.rehearsal --results <results>`` wrote (``summary.json``,
-``summary.md``, ``root/runs``). Its summary is copied with the results path replaced by ``<results>``, its runs
+``summary.md``, ``root/runs``). Its summary is copied with the results path replaced by ``<results>`` (and paths
+inside this repository made relative to it), its runs
 are packed by ``memcore-archive`` (``--root``: their paths become ``<root>``) and verified (every metric recomputed
 from the archived items), so ``tests/test_committed_results.py`` can recompute the rehearsal's checks from the
 archive alone. Exit 1 when a run does not re-derive, 2 when the work dir is not a finished rehearsal.
@@ -34,7 +35,8 @@ def archive(work: Path, name: str, *, slim: bool = False, measured: Path = MEASU
     results = str(work.resolve().parent)
     for f in ("summary.json", "summary.md"):
         if (work / f).is_file():
-            (out / f).write_text((work / f).read_text().replace(results, "<results>"))
+            text = (work / f).read_text().replace(results, "<results>")
+            (out / f).write_text(text.replace(f"{REPO}/", ""))  # --estimate-from etc. inside the repository
     from memcore.report.archive import main as memcore_archive
 
     runs = out / "root" / "runs"
