@@ -81,6 +81,7 @@ VERIFIED_ARCHIVES = [
     "rehearsal_quick_idle/root/runs",
     "rehearsal_tiny_idle/root/runs",
     "rehearsal_latency_kinds/root/runs",
+    "rehearsal_full/root/runs",
 ]
 
 
@@ -150,7 +151,8 @@ def test_the_history_index_lists_every_history_note() -> None:
 @pytest.mark.usefixtures("locomo_path")
 def test_the_rehearsal_checks_re_derive_from_the_committed_runs() -> None:
     """rehearsal_quick.md's wall check at time scale 1 and its estimate checks (tiny -> quick, quick -> a whole
-    conversation) recompute, from the archived runs alone, to the numbers of the committed summaries."""
+    conversation), and rehearsal_full.md's estimate (quick -> all of LoCoMo) and fault checks, recompute from the
+    archived runs alone to the numbers of the committed summaries."""
     import json
 
     from experiments import rehearsal as R
@@ -186,3 +188,8 @@ def test_the_rehearsal_checks_re_derive_from_the_committed_runs() -> None:
     assert {k: wall[k] for k in keys} == {k: kinds["wall"][k] for k in keys} and wall["ok"]
     faults = R.check_faults(plan("rehearsal_latency_kinds", "quick", "--time-scale", "1.0"), kinds["simulator"])
     assert faults == kinds["faults"] and faults["ok"] and faults["transport_retries_by_kind"] is not None
+    # session 16: the full rehearsal (all of LoCoMo); its per-method token estimate from the quick slice
+    full = R.check_estimate(plan("rehearsal_full", "full"), idle)
+    assert full["rows"] == summary("rehearsal_full")["estimate"]["rows"]
+    faults = R.check_faults(plan("rehearsal_full", "full"), summary("rehearsal_full")["simulator"])
+    assert faults == summary("rehearsal_full")["faults"] and faults["ok"]

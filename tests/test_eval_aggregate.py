@@ -265,3 +265,6 @@ def test_ier_refinement_compares_round_one_with_the_final_pool_by_hand() -> None
     )
     off = [item(1, ["D1:1"], ["D1:1"], None, stop="off")]
     assert ier_refinement(off) is None and ier_refinement([{"category": 1, "evidence": ["D1:1"]}]) is None
+    # a slim archive drops rounds_log and keeps ier_stop: the same numbers re-derive from it
+    slim = [{**it, "extra": {k: v for k, v in it["extra"].items() if k != "rounds_log"}} for it in items]
+    assert ier_refinement(slim) == res

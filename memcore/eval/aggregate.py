@@ -179,11 +179,11 @@ def ier_refinement(
     """What iterative refinement changed, for items of ``categories`` with gold evidence: how many were refined
     (more than one round) and, over those, recall and hit of round 1's pool (``extra.round1_dia_ids``) against
     the final one. None when refinement was off for every item (``extra.ier_stop`` "off") or the method has none
-    (no ``extra.rounds_log``)."""
+    (neither ``extra.rounds_log`` nor ``extra.ier_stop``; a slim archive keeps only the second)."""
     from memcore.eval.metrics import evidence_scores
 
     extras = [it.get("extra") or {} for it in items]
-    if not any("rounds_log" in x and x.get("ier_stop") != "off" for x in extras):
+    if not any(("rounds_log" in x or "ier_stop" in x) and x.get("ier_stop") != "off" for x in extras):
         return None
     scored = _evidence_items(items, categories)
     refined = [it for it in scored if "round1_dia_ids" in (it.get("extra") or {})]
