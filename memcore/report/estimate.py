@@ -9,6 +9,13 @@ preset's list price.
 ``full_context`` answers from the whole conversation, so its answer prompt does not scale with the
 number of questions alone: its per-question context is replaced by the mean full-conversation size.
 
+MemGPT keeps the conversation in its main context (LoCoMo's conversations fit gpt-4o-mini's window, so nothing
+is evicted): each turn's build prompt and each question's retrieve and answer prompts grow with the
+conversation. For such a method (:data:`CONVERSATION_IN_CONTEXT`) the build continues the slice's per-turn
+growth (the upper bound becomes the estimate) and the retrieve / answer prompts per question scale with the
+target conversation's length over the slice's (measured: ×9–10 from the quick slice to all of LoCoMo,
+``results/measured/rehearsal_full.md``).
+
 A method's build cost per turn can grow with its memory (MemCoRe's gate and merge prompts carry candidate notes,
 which get more and longer as the conversation goes on; A-MEM's evolution, Mem0's update likewise), so a slice's
 mean cost per turn underestimates a long conversation. When the run recorded its per-turn build usage
@@ -24,7 +31,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memcore.report.collect import ReportInputError, RunData, load_runs, qa_stage_usage, qa_time_ingest
@@ -37,6 +44,10 @@ LOCOMO_QUESTIONS = 1986
 #: Turns per conversation of locomo10.json, in file order (conv-26 … conv-50); they sum to :data:`LOCOMO_TURNS`.
 LOCOMO_CONVERSATION_TURNS: tuple[int, ...] = (419, 369, 663, 629, 680, 675, 689, 681, 509, 568)
 QA_STAGES: tuple[str, ...] = ("retrieve", "answer", "judge")
+#: Methods whose main context holds the conversation: their per-turn and per-question prompts grow with it.
+CONVERSATION_IN_CONTEXT: frozenset[str] = frozenset({"memgpt"})
+#: The QA stages whose prompts carry that context (the judge sees only the question and the answers).
+CONTEXT_STAGES: tuple[str, ...] = ("retrieve", "answer")
 #: The share of a slice's last turns whose mean cost is the rate a longer conversation continues at.
 TAIL_FRACTION = 1 / 3
 
@@ -147,6 +158,9 @@ class Rates:
     turns: int
     questions: int
     curves: tuple[BuildCurve, ...] = ()
+    #: Prompt tokens per question of each QA stage (they sum, with memory updates, to ``prompt_per_question``).
+    prompt_per_question_by_stage: dict[str, float] = field(default_factory=dict)
+    conversations: int = 1
 
     def build_usage(self, conversation_turns: Sequence[int], *, upper: bool = False) -> Usage3:
         """Build usage for conversations of these lengths: each conversation the mean over the measured
@@ -217,6 +231,8 @@ def measured_rates(
         turns=turns,
         questions=n,
         curves=curves,
+        prompt_per_question_by_stage={s: v[1] / n for s, v in qa.items()},
+        conversations=max(1, len(convs)),
     )
 
 
@@ -251,12 +267,19 @@ def estimate(
     """Totals for conversations of ``conversation_turns`` turns and ``questions`` questions (default: all of
     LoCoMo): calls and prompt / completion tokens for build and QA, and ``*_upper`` tokens with the build's
     per-turn growth continued (equal to the point estimate without a trace or without growth).
-    ``full_context_tokens``: ``full_context``'s mean context over a whole target conversation."""
+    ``full_context_tokens``: ``full_context``'s mean context over a whole target conversation. A method of
+    :data:`CONVERSATION_IN_CONTEXT` gets the upper build as its estimate and its :data:`CONTEXT_STAGES` prompts
+    scaled by the mean target conversation's turns over the slice's."""
     prompt_q = rates.prompt_per_question
     if method == "full_context" and full_context_tokens is not None:
         prompt_q += full_context_tokens - rates.mean_context_tokens
     build = rates.build_usage(conversation_turns)
     upper = rates.build_usage(conversation_turns, upper=True)
+    if method in CONVERSATION_IN_CONTEXT and rates.turns and conversation_turns:
+        growth = (sum(conversation_turns) / len(conversation_turns)) / (rates.turns / rates.conversations)
+        carried = sum(rates.prompt_per_question_by_stage.get(s, 0.0) for s in CONTEXT_STAGES)
+        prompt_q += carried * (growth - 1.0)
+        build = upper
     qa_calls = sum(rates.calls_per_question.values()) * questions
     qa_prompt, qa_completion = prompt_q * questions, rates.completion_per_question * questions
     return {
