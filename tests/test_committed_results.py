@@ -189,7 +189,7 @@ def test_the_rehearsal_checks_re_derive_from_the_committed_runs() -> None:
     faults = R.check_faults(plan("rehearsal_latency_kinds", "quick", "--time-scale", "1.0"), kinds["simulator"])
     assert faults == kinds["faults"] and faults["ok"] and faults["transport_retries_by_kind"] is not None
     # session 16: the full rehearsal (all of LoCoMo); its per-method token estimate from the quick slice
-    full = R.check_estimate(plan("rehearsal_full", "full"), idle)
-    assert full["rows"] == summary("rehearsal_full")["estimate"]["rows"]
-    faults = R.check_faults(plan("rehearsal_full", "full"), summary("rehearsal_full")["simulator"])
-    assert faults == summary("rehearsal_full")["faults"] and faults["ok"]
+    full_summary, full_plan = summary("rehearsal_full"), plan("rehearsal_full", "full")
+    assert R.check_estimate(full_plan, idle)["rows"] == full_summary["estimate"]["rows"]
+    faults = R.check_faults(full_plan, full_summary["simulator"])
+    assert faults == full_summary["faults"] and faults["ok"]

@@ -158,7 +158,7 @@ class Rates:
     turns: int
     questions: int
     curves: tuple[BuildCurve, ...] = ()
-    #: Prompt tokens per question of each QA stage (they sum, with memory updates, to ``prompt_per_question``).
+    #: Prompt tokens per question of each QA stage and of memory updates (they sum to ``prompt_per_question``).
     prompt_per_question_by_stage: dict[str, float] = field(default_factory=dict)
     conversations: int = 1
 
