@@ -179,6 +179,18 @@ def decode_ids(encoded: Sequence[Any], turns: Sequence[str]) -> list[str]:
     return out
 
 
+def run_lengths(values: Sequence[Any]) -> list[list[Any]]:
+    """``[[value, count], ...]``: consecutive equal values collapsed (a note's scores and channels, which a
+    full-context or MemGPT item repeats hundreds of times)."""
+    out: list[list[Any]] = []
+    for v in values:
+        if out and out[-1][0] == v:
+            out[-1][1] += 1
+        else:
+            out.append([v, 1])
+    return out
+
+
 def encode_ints(values: Sequence[int]) -> list[Any]:
     """Integers with runs of three or more consecutive values as ``[first, last]`` (note references)."""
     names = [str(v) for v in values]
@@ -285,7 +297,7 @@ class NoteTable:
 
 def item_detail(item: Mapping[str, Any], notes: NoteTable) -> dict[str, Any]:
     """What the item page needs beyond the index row: its notes (as references into ``notes``, with their scores
-    and channels), retrieved ids when they are not just the notes' turns, gold ranks, IER rounds, judge verdicts,
+    and channels as :func:`run_lengths`), retrieved ids when they are not just the notes' turns, gold ranks, IER rounds, judge verdicts,
     usage, latency, the raw reply and the audited scores."""
     its = item.get("notes") or []
     refs = [notes.ref(n) for n in its]
@@ -298,8 +310,8 @@ def item_detail(item: Mapping[str, Any], notes: NoteTable) -> dict[str, Any]:
         extra["round1_dia_ids"] = [str(d) for d in extra["round1_dia_ids"]]
     return {
         "n": encode_ints(refs),
-        "ns": None if all(not s for s in scores) else scores,
-        "nc": channels[0] if len(set(channels)) <= 1 and channels else channels,
+        "ns": run_lengths(scores),
+        "nc": run_lengths(channels),
         "rid": None if retrieved == flat else encode_ids(retrieved, notes.index),
         "ev": [str(d) for d in item.get("evidence") or []],
         "granks": gold_ranks(item),

@@ -2,7 +2,7 @@
 // item detail and conversations are loaded on demand by adding a <script>, so the site works from file://.
 "use strict";
 
-const CATS = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop", 5: "adversarial"};
+const CATS = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"};
 const OUTCOMES = [
   ["", "any outcome"],
   ["f1zero", "F1 = 0 (miss)"],
@@ -79,6 +79,12 @@ function decodeInts(enc) {
   for (const e of enc) {
     if (Array.isArray(e)) { for (let k = e[0]; k <= e[1]; k++) out.push(k); } else out.push(Number(e));
   }
+  return out;
+}
+
+function expandRuns(pairs) {
+  const out = [];
+  for (const [v, n] of pairs || []) for (let k = 0; k < n; k++) out.push(v);
   return out;
 }
 
@@ -365,6 +371,7 @@ function itemColumn(row, d, noteTable, c) {
   if (other.length) html += "<h4>Method extras</h4>" + kvTable(other.map(([k, v]) => [k, `<code>${esc(JSON.stringify(v))}</code>`]));
   // The context, note by note.
   const refs = decodeInts(d.n);
+  const noteScores = expandRuns(d.ns), noteChannels = expandRuns(d.nc);
   html += `<h4>Context the answerer got (${refs.length} notes, ${num(row.ctok)} tokens)</h4>`;
   html += "<p class='note recon'>Reconstructed from the notes' turn ids: items do not store the rendered context, so each note is shown as the conversation turns it cites; a method's own note text (summaries, keywords, timestamps) is not shown. Gold evidence turns are highlighted.</p>";
   html += "<div class='context'>";
@@ -372,8 +379,8 @@ function itemColumn(row, d, noteTable, c) {
   refs.forEach((ref, k) => {
     const [noteId, enc, tokens] = noteTable[ref];
     const ids = c ? decodeIds(enc, c.turns) : enc.map(String);
-    const score = d.ns ? d.ns[k] : null;
-    const ch = Array.isArray(d.nc) ? d.nc[k] : d.nc;
+    const score = noteScores[k];
+    const ch = noteChannels[k];
     const hasGold = ids.some((i) => ev.has(i));
     parts.push(`<div class="note-block${hasGold ? " has-gold" : ""}"><div class="note-head">#${k + 1} ${esc(noteId)} · ${num(tokens)} tok${score != null ? " · score " + score : ""}${ch ? " · " + esc(ch) : ""}</div>` +
       ids.map((i) => turnLine(c, i, ev.has(i), "in-context")).join("") + "</div>");

@@ -1,0 +1,181 @@
+"""memcore-view without a browser: the data the site is built from, and the command's handling of bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from memcore.eval.aggregate import format_table
+from memcore.eval.bootstrap import paired_delta_ci
+from memcore.view.data import (
+    INDEX_COLUMNS,
+    build_site_data,
+    decode_ids,
+    encode_ids,
+    encode_ints,
+    gold_ranks,
+    load_view_run,
+    run_lengths,
+)
+from memcore.view.site import MARKER, main, view_command
+
+REPO = Path(__file__).resolve().parents[1]
+QUICKSTART = REPO / "results/measured/first_run/runs/quickstart/locomo-quick/local-small/amem/memcore/none"
+QUICK = REPO / "results/measured/rehearsal_quick/runs"
+QUICK_FULL = QUICK / "paper_main/rehearsal-quick/gpt-4o-mini/amem/full_context/none"
+QUICK_MEMCORE = QUICK / "paper_main/rehearsal-quick/gpt-4o-mini/amem/memcore/none"
+
+
+def test_encode_ids_round_trip_with_runs_and_unknown_ids() -> None:
+    turns = [f"D1:{i}" for i in range(1, 11)]
+    index = {t: i for i, t in enumerate(turns)}
+    ids = ["D1:1", "D1:2", "D1:3", "D1:4", "D1:7", "D9:9", "D1:8", "D1:5", "D1:6"]
+    enc = encode_ids(ids, index)
+    assert enc == [[0, 3], 6, "D9:9", 7, 4, 5]
+    assert decode_ids(enc, turns) == ids
+    assert encode_ints(list(range(0, 374))) == [[0, 373]]
+
+
+def test_run_lengths() -> None:
+    assert run_lengths(["fifo", "fifo", "core", "fifo"]) == [["fifo", 2], ["core", 1], ["fifo", 1]]
+    assert run_lengths([]) == []
+
+
+def test_gold_ranks_rank_tokens_before_and_missing() -> None:
+    item = {
+        "evidence": ["D1:5", "D2:1", "D3:3", "D4:4"],
+        "notes": [
+            {"dia_ids": ["D1:1"], "tokens": 40},
+            {"dia_ids": ["D1:2", "D1:5"], "tokens": 60},
+            {"dia_ids": ["D1:5", "D2:1"], "tokens": 10},
+        ],
+        "retrieved_dia_ids": ["D1:1", "D1:2", "D1:5", "D2:1", "D4:4"],
+        "extra": {"round1_dia_ids": ["D3:3"]},
+    }
+    ranks = {g["dia_id"]: g for g in gold_ranks(item)}
+    assert (ranks["D1:5"]["rank"], ranks["D1:5"]["tokens_before"]) == (2, 40)
+    assert (ranks["D2:1"]["rank"], ranks["D2:1"]["tokens_before"]) == (3, 100)
+    assert ranks["D3:3"]["rank"] is None and ranks["D3:3"]["in_round1"] and not ranks["D3:3"]["in_retrieved"]
+    assert ranks["D4:4"]["rank"] is None and ranks["D4:4"]["in_retrieved"]
+    assert all(g["n_notes"] == 3 for g in ranks.values())
+
+
+def test_site_data_of_the_quickstart_run(locomo_path: Path) -> None:
+    vr = load_view_run(QUICKSTART)
+    data = build_site_data([vr])
+    run = data.runs[0]
+    assert run["cols"] == list(INDEX_COLUMNS)
+    assert len(run["rows"]) == len(vr.items) == 4
+    # The overview's table is memcore-run's own table of the run's metrics, not a recomputation.
+    assert run["table"] == format_table(vr.run.metrics, f"{vr.label} on {vr.run.dataset}")
+    turns = [t[0] for t in data.convs["conv-26"]["turns"]]
+    assert turns[0] == "D1:1" and all(t.startswith("D1:") for t in turns)  # the slice holds session 1 only
+    chunk = data.details[0]["conv-26"]
+    for item, row in zip(vr.items, run["rows"]):
+        rec = dict(zip(run["cols"], row))
+        assert rec["id"] == item["item_id"] and rec["q"] == item["question"] and rec["f1"] == pytest.approx(item["scores"]["f1"], abs=1e-4)
+        detail = chunk["items"][item["item_id"]]
+        refs = [r for e in detail["n"] for r in (range(e[0], e[1] + 1) if isinstance(e, list) else [e])]
+        notes = [chunk["notes"][r] for r in refs]
+        assert [n[0] for n in notes] == [n["note_id"] for n in item["notes"]]
+        assert [decode_ids(n[1], turns) for n in notes] == [n["dia_ids"] for n in item["notes"]]
+        assert detail["ev"] == item["evidence"]
+        assert detail["extra"]["rounds_log"] == item["extra"]["rounds_log"]
+
+
+def test_two_run_deltas_are_the_reports_paired_intervals(locomo_path: Path) -> None:
+    a, b = load_view_run(QUICK_FULL), load_view_run(QUICK_MEMCORE)
+    data = build_site_data([a, b])
+    assert data.diff is not None
+    rows = {r["group"]: r for r in data.diff["deltas"]}
+    want = paired_delta_ci(b.items, a.items, "f1", n_boot=1000, seed=0, alpha=0.05, categories=(1,))
+    assert want is not None
+    assert rows["1 multi-hop"]["f1"] == pytest.approx([100 * want[0], 100 * want[1], 100 * want[2], want[3]])
+    assert "recall" in rows["overall"] and "| full_context" in data.diff["detail"]
+
+
+def test_view_command_line() -> None:
+    assert view_command(["a/run"], "a/run/view") == "memcore-view a/run --out a/run/view"
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+def _live_copy(tmp_path: Path) -> Path:
+    """The quickstart run as a live run dir (plain items.jsonl)."""
+    run = tmp_path / "run"
+    shutil.copytree(QUICKSTART, run)
+    with gzip.open(run / "items.jsonl.gz", "rt") as fh:
+        (run / "items.jsonl").write_text(fh.read())
+    (run / "items.jsonl.gz").unlink()
+    return run
+
+
+def _fails(argv: list[str], capsys: pytest.CaptureFixture[str], needle: str) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: ") and needle in err, err
+    return err
+
+
+def _no_leftovers(parent: Path) -> None:
+    assert not [p.name for p in parent.iterdir() if p.name.endswith(".tmp") or ".old-" in p.name]
+
+
+def test_run_without_items(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _live_copy(tmp_path)
+    (run / "items.jsonl").write_text("")
+    _fails([str(run), "--out", str(tmp_path / "site")], capsys, "no items")
+    assert not (tmp_path / "site").exists()
+    _no_leftovers(tmp_path)
+
+
+def test_torn_item_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _live_copy(tmp_path)
+    text = (run / "items.jsonl").read_text()
+    (run / "items.jsonl").write_text(text[: len(text) - 40])
+    _fails([str(run), "--out", str(tmp_path / "site")], capsys, "torn")
+    (run / "items.jsonl").write_text("".join(text.splitlines(keepends=True)[:3]))  # whole lines, one missing
+    _fails([str(run), "--out", str(tmp_path / "site")], capsys, "metrics.json counts 4")
+    assert not (tmp_path / "site").exists()
+    _no_leftovers(tmp_path)
+
+
+def test_runs_on_different_slices(tmp_path: Path, capsys: pytest.CaptureFixture[str], locomo_path: Path) -> None:
+    _fails([str(QUICKSTART), str(QUICK_MEMCORE), "--out", str(tmp_path / "site")], capsys, "different slices")
+    assert not (tmp_path / "site").exists()
+
+
+def test_unwritable_or_foreign_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    _fails([str(QUICKSTART), "--out", str(blocker / "site")], capsys, "cannot be written")
+    _fails([str(QUICKSTART), "--out", str(blocker)], capsys, "is a file")
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("mine")
+    _fails([str(QUICKSTART), "--out", str(foreign)], capsys, "not a memcore-view site")
+    assert (foreign / "keep.txt").read_text() == "mine"
+    _no_leftovers(tmp_path)
+
+
+def test_build_then_rebuild_replaces_the_site(tmp_path: Path, capsys: pytest.CaptureFixture[str], locomo_path: Path) -> None:
+    out = tmp_path / "site"
+    assert main([str(QUICKSTART), "--out", str(out)]) == 0
+    assert (out / MARKER).is_file() and (out / "index.html").is_file() and (out / "data/run0.js").is_file()
+    (out / "stale.txt").write_text("from an earlier build")
+    run = _live_copy(tmp_path)
+    (run / "items.jsonl").write_text("")
+    assert main([str(run), "--out", str(out)]) == 2  # a failed rebuild keeps the earlier site whole
+    assert (out / "stale.txt").exists() and (out / "data/run0.js").is_file()
+    assert main([str(QUICKSTART), "--out", str(out)]) == 0
+    assert not (out / "stale.txt").exists()
+    payload = (out / "data/run0.js").read_text()
+    assert payload.startswith("MV.run(0,")
+    body = json.loads(payload[len("MV.run(0,") : payload.rindex(")")])
+    assert body["n_items"] == 4 and len(body["rows"]) == 4
+    assert str(REPO) not in payload  # no machine path in the site
+    _no_leftovers(tmp_path)
+    capsys.readouterr()
