@@ -69,12 +69,14 @@ def open_site(driver: Any, site: Path, fragment: str = "overview") -> float:
 
 
 def open_view(driver: Any, fragment: str) -> None:
-    """Go to ``fragment`` in the loaded site and wait until the view is drawn (an item: its context is shown)."""
+    """Go to ``fragment`` in the loaded site and wait until the view is drawn (:func:`wait_view`)."""
     driver.execute_script("location.hash = arguments[0]", fragment)
-    view = fragment.split("/")[0].split("?")[0]
-    wait_for(driver, f"return document.body.dataset.view === {view!r}")
-    if view == "item":
-        wait_for(driver, "return document.querySelector('.context, .col p') !== null")
+    wait_view(driver, fragment.split("/")[0].split("?")[0])
+
+
+def wait_view(driver: Any, view: str) -> None:
+    """Wait until ``view`` (overview, items, item, diff) is drawn; an item once its data is loaded and shown."""
+    wait_for(driver, f"return document.body.dataset.view === {view!r} && document.body.dataset.drawn === 'yes'")
 
 
 def filter_items(driver: Any, category: str, outcome: str, text: str = "") -> dict[str, Any]:

@@ -451,15 +451,17 @@ function drawDiffTable(q) {
 }
 
 // ------------------------------------------------------------------------------------------- routing
-function route() {
+async function route() {
   const {view, arg, params} = parseHash();
   for (const v of ["overview", "items", "diff"]) el("nav-" + v).classList.toggle("active", v === view);
   window.scrollTo(0, 0);
+  document.body.dataset.view = view;
+  document.body.dataset.drawn = "no";
   if (view === "items") renderItems(params);
-  else if (view === "item") renderItem(arg);
+  else if (view === "item") await renderItem(arg);
   else if (view === "diff") renderDiff(params);
   else renderOverview();
-  document.body.dataset.view = view;
+  if (parseHash().view === view) document.body.dataset.drawn = "yes";
 }
 
 async function start() {
