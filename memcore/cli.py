@@ -62,6 +62,9 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         print()
         print(result.table)
         print(f"\nresults: {result.run_dir}")
+        from memcore.view.site import viewer_hint
+
+        print(viewer_hint([result.run_dir], Path(result.run_dir) / "view"))
     overall = result.metrics.get("overall", {})
     return overall.get("f1")
 

@@ -21,7 +21,7 @@ from memcore.view.data import (
     load_view_run,
     run_lengths,
 )
-from memcore.view.site import MARKER, main, view_command
+from memcore.view.site import MARKER, main, view_command, viewer_hint
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "results/measured/first_run/runs/quickstart/locomo-quick/local-small/amem/memcore/none"
@@ -179,3 +179,43 @@ def test_build_then_rebuild_replaces_the_site(tmp_path: Path, capsys: pytest.Cap
     assert str(REPO) not in payload  # no machine path in the site
     _no_leftovers(tmp_path)
     capsys.readouterr()
+
+
+def test_viewer_hint_names_the_runs_or_the_form() -> None:
+    assert viewer_hint(["r1"], "out/view") == "look at it item by item: memcore-view r1 --out out/view"
+    assert viewer_hint(["r1", "r2"], "v").endswith("memcore-view r1 r2 --out v")
+    assert "memcore-view RUN [RUN2] --out v" in viewer_hint(["a", "b", "c"], "v")
+
+
+def test_memcore_report_closes_with_the_viewer_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from memcore.report.cli import main as report_main
+
+    out = tmp_path / "report"
+    assert report_main([str(QUICKSTART), "--out", str(out), "--no-plots", "--no-reference", "--n-boot", "10"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("look at it item by item: memcore-view ") and "first_run/runs/quickstart" in last
+    assert last.endswith(f" --out {out / 'view'}")
+
+
+@pytest.mark.e2e  # launches processes: make test, not make test-fast
+def test_memcore_run_closes_with_the_viewer_command_that_works(tmp_path: Path, locomo_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.support import CHILD_OF_TEST
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    cmd = [
+        sys.executable, "-m", "memcore.cli", "progress=false", "dataset=locomo-tiny", "backbone=scripted",
+        "embedder=hashing", "method=rag_bm25", f"paths.root={tmp_path / 'results'}", f"hydra.run.dir={tmp_path / 'run'}",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=REPO, env=env, **CHILD_OF_TEST)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("look at it item by item: memcore-view "), last
+    args = last.split("memcore-view ", 1)[1].split()
+    view = [sys.executable, "-m", "memcore.view.site", *args]
+    done = subprocess.run(view, capture_output=True, text=True, timeout=240, cwd=REPO, env=env, **CHILD_OF_TEST)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (Path(args[-1]) / "index.html").is_file()

@@ -177,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if not args.quiet:
         print(f"{len(written)} files written under {Path(written[0]).parent if written else args.out}")
+        from memcore.report.collect import find_run_dirs
+        from memcore.view.site import viewer_hint
+
+        print(viewer_hint(find_run_dirs(args.runs, include_old=args.include_old), written[-1].parent / "view"))
     return 0
 
 
