@@ -70,7 +70,7 @@ def open_site(driver: Any, site: Path, fragment: str = "overview") -> float:
 
 def open_view(driver: Any, fragment: str) -> None:
     """Go to ``fragment`` in the loaded site and wait until the view is drawn (:func:`wait_view`)."""
-    driver.execute_script("location.hash = arguments[0]", fragment)
+    driver.execute_script("document.body.dataset.drawn = 'no'; location.hash = arguments[0]", fragment)
     wait_view(driver, fragment.split("/")[0].split("?")[0])
 
 
@@ -81,7 +81,8 @@ def wait_view(driver: Any, view: str) -> None:
 
 def filter_items(driver: Any, category: str, outcome: str, text: str = "") -> dict[str, Any]:
     """On the items view: choose ``category`` and ``outcome`` (option values) and type ``text`` the way a user
-    does (change events), then report the rows shown and the ms the filter and redraw took (layout forced)."""
+    does (change events), then report the items matched (``rows``), the ids of the rows drawn (the first page) and
+    the ms the three filter steps and redraws took (layout forced)."""
     return driver.execute_script(
         """
         const [cat, out, text] = arguments;
@@ -92,7 +93,8 @@ def filter_items(driver: Any, category: str, outcome: str, text: str = "") -> di
         fire('f-q', text, 'input');
         const rows = document.querySelectorAll('#items-table tbody tr');
         void document.body.offsetHeight;
-        return {ms: performance.now() - t0, rows: rows.length, ids: [...rows].map(r => r.dataset.id)};
+        const matched = parseInt(document.getElementById('f-count').textContent, 10);
+        return {ms: performance.now() - t0, rows: matched, ids: [...rows].map(r => r.dataset.id)};
         """,
         category,
         outcome,

@@ -22,6 +22,8 @@ const COLUMNS = [
   ["gmiss", "gold missing"], ["tok", "LLM tok"], ["lat", "latency s"],
 ];
 const TEXT_COLS = new Set(["id", "q", "gold", "ans"]);
+// Rows drawn at once; "show more" adds as many. Filtering and sorting always cover every item.
+const PAGE = 200;
 
 const MV = {
   meta: null,
@@ -235,22 +237,20 @@ function drawItemTable(run, p) {
   const rows = sortRows(filterRows(run.rows, p), p.get("sort"), p.get("dir"));
   el("f-count").textContent = `${rows.length} of ${run.rows.length} items`;
   const sortKey = p.get("sort"), dir = p.get("dir");
-  let html = "<table class='items'><thead><tr>" + COLUMNS.map(([k, label]) => {
+  el("items-table").innerHTML = "<table class='items'><thead><tr>" + COLUMNS.map(([k, label]) => {
     const mark = sortKey === k ? (dir === "desc" ? " ▼" : " ▲") : "";
     return `<th data-sort="${k}">${esc(label)}${mark}</th>`;
-  }).join("") + "</tr></thead><tbody>";
-  const parts = [];
-  for (const r of rows) {
-    parts.push(`<tr data-id="${esc(r.id)}">` + COLUMNS.map(([k]) => {
-      const v = r[k];
-      if (k === "cat") return `<td>${v}</td>`;
-      if (TEXT_COLS.has(k)) return `<td class="t">${esc(v == null ? "–" : v)}</td>`;
-      if (["f1", "bleu1", "judge", "recall", "hit"].includes(k)) return `<td class="${k === "f1" || k === "judge" ? scoreClass(v) : ""}">${v == null ? "–" : v.toFixed(2)}</td>`;
-      return `<td>${v == null ? "–" : esc(v)}</td>`;
-    }).join("") + "</tr>");
-  }
-  html += parts.join("") + "</tbody></table>";
-  el("items-table").innerHTML = html;
+  }).join("") + "</tr></thead><tbody></tbody></table><p id='more'></p>";
+  const body = el("items-table").querySelector("tbody");
+  let shown = 0;
+  const more = () => {
+    const next = rows.slice(shown, shown + PAGE);
+    body.insertAdjacentHTML("beforeend", next.map(itemRow).join(""));
+    shown += next.length;
+    el("more").innerHTML = shown < rows.length ? `<button id="more-btn">show ${Math.min(PAGE, rows.length - shown)} more (${rows.length - shown} not shown)</button>` : "";
+    if (el("more-btn")) el("more-btn").addEventListener("click", more);
+  };
+  more();
   el("items-table").querySelector("thead").addEventListener("click", (ev) => {
     const th = ev.target.closest("th");
     if (!th) return;
@@ -260,10 +260,20 @@ function drawItemTable(run, p) {
     q.set("sort", k); q.set("dir", nextDir);
     location.hash = "items?" + q.toString();
   });
-  el("items-table").querySelector("tbody").addEventListener("click", (ev) => {
+  body.addEventListener("click", (ev) => {
     const tr = ev.target.closest("tr");
     if (tr) location.hash = "item/" + encodeURIComponent(tr.dataset.id);
   });
+}
+
+function itemRow(r) {
+  return `<tr data-id="${esc(r.id)}">` + COLUMNS.map(([k]) => {
+    const v = r[k];
+    if (k === "cat") return `<td>${v}</td>`;
+    if (TEXT_COLS.has(k)) return `<td class="t">${esc(v == null ? "–" : v)}</td>`;
+    if (["f1", "bleu1", "judge", "recall", "hit"].includes(k)) return `<td class="${k === "f1" || k === "judge" ? scoreClass(v) : ""}">${v == null ? "–" : v.toFixed(2)}</td>`;
+    return `<td>${v == null ? "–" : esc(v)}</td>`;
+  }).join("") + "</tr>";
 }
 
 function scoreClass(v) { return v == null ? "" : v >= 0.5 ? "good" : v > 0 ? "mid" : "bad"; }
