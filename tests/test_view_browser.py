@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from memcore.view.browser import browser_missing, chromium, filter_items, open_site, open_view, shown_gold_turns, wait_view
+from memcore.view.browser import (
+    browser_missing,
+    chromium,
+    filter_items,
+    open_site,
+    open_view,
+    shown_gold_turns,
+    wait_view,
+)
 from memcore.view.site import build
 
 pytestmark = pytest.mark.e2e

@@ -77,7 +77,11 @@ def test_site_data_of_the_quickstart_run(locomo_path: Path) -> None:
     chunk = data.details[0]["conv-26"]
     for item, row in zip(vr.items, run["rows"]):
         rec = dict(zip(run["cols"], row))
-        assert rec["id"] == item["item_id"] and rec["q"] == item["question"] and rec["f1"] == pytest.approx(item["scores"]["f1"], abs=1e-4)
+        assert (
+            rec["id"] == item["item_id"]
+            and rec["q"] == item["question"]
+            and rec["f1"] == pytest.approx(item["scores"]["f1"], abs=1e-4)
+        )
         detail = chunk["items"][item["item_id"]]
         refs = [r for e in detail["n"] for r in (range(e[0], e[1] + 1) if isinstance(e, list) else [e])]
         notes = [chunk["notes"][r] for r in refs]
@@ -161,7 +165,9 @@ def test_unwritable_or_foreign_out(tmp_path: Path, capsys: pytest.CaptureFixture
     _no_leftovers(tmp_path)
 
 
-def test_build_then_rebuild_replaces_the_site(tmp_path: Path, capsys: pytest.CaptureFixture[str], locomo_path: Path) -> None:
+def test_build_then_rebuild_replaces_the_site(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], locomo_path: Path
+) -> None:
     out = tmp_path / "site"
     assert main([str(QUICKSTART), "--out", str(out)]) == 0
     assert (out / MARKER).is_file() and (out / "index.html").is_file() and (out / "data/run0.js").is_file()

@@ -59,6 +59,7 @@ def measure(site: Path, runs: list[Path]) -> dict[str, Any]:
     """One pass over the views in a fresh browser; milliseconds per step."""
     out: dict[str, Any] = {}
     with chromium() as driver:
+        out["browser"] = f"{driver.capabilities.get('browserName')} {driver.capabilities.get('browserVersion')}"
         out["open"] = open_site(driver, site)
         out["items"] = timed(driver, "location.hash = 'items'")
         shown = filter_items(driver, "1", "f1zero")
@@ -117,7 +118,17 @@ def main(argv: list[str] | None = None) -> int:
         f" largest site {biggest / 2**20:.1f} MiB (limit 20 MiB: {'met' if biggest < SIZE_LIMIT else 'MISSED'})."
     )
     path = write_result(args.name, {"machine_at_start": before, "repeat": args.repeat, "cases": results})
-    md = f"command: `python -m experiments.benchmarks.view_scale`\n\n{table}\n\n{verdict}\n"
+    after = machine_state()
+    browser = next(iter(results.values()))["passes"][0]["browser"]
+    md = (
+        f"command: `python -m experiments.benchmarks.view_scale --repeat {args.repeat}`\n\n"
+        f"Headless {browser} (Debian), sites opened from disk (file://); {args.repeat} passes per case, each in a fresh"
+        f" browser; shared 2-core machine, load average {before['loadavg_1_5_15'][0]} at start and"
+        f" {after['loadavg_1_5_15'][0]} at end. Steps (page clock, ms): open = navigation start to the index of every"
+        " run loaded and the overview drawn; items = the item list drawn; filter = category 1 + F1 = 0; text = a text"
+        " filter; sort = by F1; item = the item with the most notes opened (its chunk and conversation loaded then);"
+        f" diff = the two-run view.\n\n{table}\n\n{verdict}\n"
+    )
     (RESULTS_DIR / f"{args.name}.md").write_text(md)
     print(md)
     print(f"written: {path}")

@@ -99,7 +99,9 @@ def prepare_out(out: Path) -> Path:
         parent.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
     except OSError as exc:
-        raise ViewInputError(f"--out {out} cannot be written ({exc.strerror or exc}); pass a writable folder.") from None
+        raise ViewInputError(
+            f"--out {out} cannot be written ({exc.strerror or exc}); pass a writable folder."
+        ) from None
 
 
 def publish(tmp: Path, out: Path) -> None:

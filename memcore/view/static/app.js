@@ -412,13 +412,14 @@ function renderDiff(p) {
   const deltas = MV.meta.diff.deltas;
   const ms = ["f1", "judge", "recall"].filter((m) => deltas.some((r) => r[m] != null));
   html += "<h3>B − A per category (points, paired per item; 95 % bootstrap interval over items, as memcore-report)</h3>";
-  html += "<table class='md' id='deltas'><tr><th>category</th>" + ms.map((m) => `<th>${m}</th>`).join("") + "<th>n</th></tr>" +
+  html += "<table class='md' id='deltas'><tr><th>category</th>" + ms.map((m) => `<th>${m}</th>`).join("") + "</tr>" +
     deltas.map((r) => `<tr><td>${esc(r.group)}</td>` + ms.map((m) => {
       const v = r[m];
       if (!v) return "<td>–</td>";
       const sig = v[1] > 0 ? "good" : v[2] < 0 ? "bad" : "";
-      return `<td class="${sig}">${v[0] >= 0 ? "+" : ""}${v[0].toFixed(2)} [${v[1].toFixed(2)}, ${v[2].toFixed(2)}]</td>`;
-    }).join("") + `<td>${(ms.map((m) => r[m]).find((v) => v) || [0, 0, 0, "–"])[3]}</td></tr>`).join("") + "</table>";
+      return `<td class="${sig}">${v[0] >= 0 ? "+" : ""}${v[0].toFixed(2)} [${v[1].toFixed(2)}, ${v[2].toFixed(2)}] <span class="n">n=${v[3]}</span></td>`;
+    }).join("") + "</tr>").join("") + "</table>";
+  html += "<p class='note'>Green: the interval is above 0 (B better); red: below 0. Items, not conversations, are resampled (memcore.eval.bootstrap.paired_delta_ci), so on one or two conversations the interval is narrower than a conversation-level one.</p>";
   html += "<details><summary>The report's detail table, both runs</summary>" + markdown(MV.meta.diff.detail) + "</details>";
   const cats = [["", "all categories"], ...[...new Set(A.rows.map((r) => r.cat))].sort().map((c) => [String(c), c + " " + (CATS[c] || "")])];
   html += "<h3>Items where the runs disagree</h3><div class='filters'>" +
