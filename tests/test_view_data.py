@@ -225,3 +225,13 @@ def test_memcore_run_closes_with_the_viewer_command_that_works(tmp_path: Path, l
     done = subprocess.run(view, capture_output=True, text=True, timeout=240, cwd=REPO, env=env, **CHILD_OF_TEST)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (Path(args[-1]) / "index.html").is_file()
+
+
+def test_dataset_config_fills_an_old_archives_sparse_block() -> None:
+    from omegaconf import OmegaConf
+
+    from memcore.view.data import dataset_config
+
+    merged = dataset_config(OmegaConf.create({"dataset": {"name": "locomo-quick", "max_qa": 3}}))
+    assert merged.name == "locomo-quick" and merged.max_qa == 3
+    assert merged.path is None and merged.max_sessions == 1 and list(merged.conversations) == ["conv-26"]

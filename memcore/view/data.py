@@ -330,6 +330,18 @@ def item_detail(item: Mapping[str, Any], notes: NoteTable) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ conversations
+def dataset_config(cfg: Any) -> Any:
+    """The run's ``dataset`` block over its named dataset config's defaults (``configs/dataset/<name>.yaml``):
+    archives of older runs keep only the keys that were set."""
+    from memcore.config import CONFIG_DIR
+
+    block = cfg.get("dataset") or OmegaConf.create({})
+    defaults = CONFIG_DIR / "dataset" / f"{block.get('name')}.yaml"
+    if not defaults.is_file():
+        return block
+    return OmegaConf.merge(OmegaConf.load(defaults), block)
+
+
 def load_conversations(run: RunData) -> tuple[dict[str, Any], dict[str, str]]:
     """The run's LoCoMo slice, as the harness loads it from the run's ``config.yaml`` (``dataset``): per
     conversation its speakers, sessions and turns (only the sessions the slice holds), and every QA item's question
@@ -340,9 +352,8 @@ def load_conversations(run: RunData) -> tuple[dict[str, Any], dict[str, str]]:
     cfg_path = run.path / "config.yaml"
     if not cfg_path.is_file():
         raise ViewInputError(f"{run.path}: no config.yaml, so the conversation slice is unknown; re-archive the run.")
-    cfg = OmegaConf.load(cfg_path)
     try:
-        data = load_slice(cfg.dataset)
+        data = load_slice(dataset_config(OmegaConf.load(cfg_path)))
     except DataError as exc:
         raise ViewInputError(f"cannot load the run's LoCoMo slice: {exc}") from None
     convs: dict[str, Any] = {}

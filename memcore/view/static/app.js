@@ -343,7 +343,11 @@ function itemColumn(row, d, noteTable, c) {
     if (g.rank != null) where = `<span class="good">in context: note ${g.rank} of ${g.n_notes}, after ${num(g.tokens_before)} tokens</span>`;
     else if (g.in_round1) where = `<span class="bad">not in context: in round 1's pool, dropped by refinement</span>`;
     else if (g.in_retrieved) where = `<span class="bad">not in the notes the answerer got (retrieved ids only)</span>`;
-    else where = `<span class="bad">never retrieved (not among the ${g.n_notes} notes)</span>`;
+    else {
+      const dropped = ((d.extra || {}).context_budget || {}).dropped;
+      where = `<span class="bad">not retrieved: not among the ${g.n_notes} notes handed over` +
+        (dropped ? ` (${dropped} candidates were cut to fit the token budget; the item does not record which)` : "") + "</span>";
+    }
     html += `<div class="gold-status">${where}</div>` + turnLine(c, g.dia_id, true, g.rank == null ? "missing" : "present");
   }
   html += "</div>";
