@@ -331,15 +331,22 @@ def item_detail(item: Mapping[str, Any], notes: NoteTable) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ conversations
 def dataset_config(cfg: Any) -> Any:
-    """The run's ``dataset`` block over its named dataset config's defaults (``configs/dataset/<name>.yaml``):
-    archives of older runs keep only the keys that were set."""
+    """The run's ``dataset`` block over its named dataset config (``configs/dataset/<name>.yaml`` with the configs
+    its Hydra ``defaults`` list names): archives of older runs keep only the keys that were set."""
+    block = cfg.get("dataset") or OmegaConf.create({})
+    return OmegaConf.merge(_dataset_defaults(str(block.get("name")), depth=0), block)
+
+
+def _dataset_defaults(name: str, depth: int) -> Any:
+    """``configs/dataset/<name>.yaml`` with its ``defaults`` merged in (empty when there is no such file)."""
     from memcore.config import CONFIG_DIR
 
-    block = cfg.get("dataset") or OmegaConf.create({})
-    defaults = CONFIG_DIR / "dataset" / f"{block.get('name')}.yaml"
-    if not defaults.is_file():
-        return block
-    return OmegaConf.merge(OmegaConf.load(defaults), block)
+    path = CONFIG_DIR / "dataset" / f"{name}.yaml"
+    if depth > 4 or not path.is_file():
+        return OmegaConf.create({})
+    own = OmegaConf.load(path)
+    bases = [d for d in own.pop("defaults", []) if isinstance(d, str) and d != "_self_"]
+    return OmegaConf.merge(*(_dataset_defaults(b, depth + 1) for b in bases), own)
 
 
 def load_conversations(run: RunData) -> tuple[dict[str, Any], dict[str, str]]:
