@@ -58,6 +58,7 @@ def test_overview_filter_and_one_items_gold_turns(driver: Any, tmp_path: Path, l
     driver.find_element("css selector", f"#items-table tbody tr[data-id='{item_id}']").click()
     wait_view(driver, "item")
     assert driver.find_element("id", "item-question").text == items[item_id]["question"]
+    assert f"item 1 of {len(want)}" in driver.find_element("css selector", ".crumbs").text
     gold = shown_gold_turns(driver)
     evidence = set(items[item_id]["evidence"])
     # Every gold turn is shown (in the context or as missing), and nothing else is highlighted as gold.

@@ -235,6 +235,7 @@ function renderItems(p) {
 
 function drawItemTable(run, p) {
   const rows = sortRows(filterRows(run.rows, p), p.get("sort"), p.get("dir"));
+  MV.lastList = {ids: rows.map((r) => r.id), back: location.hash};
   el("f-count").textContent = `${rows.length} of ${run.rows.length} items`;
   const sortKey = p.get("sort"), dir = p.get("dir");
   el("items-table").innerHTML = "<table class='items'><thead><tr>" + COLUMNS.map(([k, label]) => {
@@ -291,7 +292,7 @@ async function renderItem(id) {
   try { await Promise.all(loads); } catch (e) { el("main").innerHTML = `<p class="bad">${esc(e.message)}</p>`; setStatus(""); return; }
   setStatus("");
   const c = MV.convs[conv];
-  let html = `<p class="crumbs"><a href="javascript:history.back()">← back</a> · ${esc(id)} · conversation ${esc(conv)}</p>`;
+  let html = `<p class="crumbs">${listNav(id)} · ${esc(id)} · conversation ${esc(conv)}</p>`;
   html += `<h2 id="item-question">${esc(first.q || "(question not stored in this slim archive)")}</h2>`;
   html += `<p>category ${first.cat} ${esc(CATS[first.cat] || "")} · gold answer: <strong id="item-gold">${esc(first.gold)}</strong></p>`;
   html += `<div class="cols cols-${MV.runs.length}">`;
@@ -303,6 +304,21 @@ async function renderItem(id) {
   });
   el("main").innerHTML = html + "</div>";
 }
+
+// Previous / next item of the list the item was opened from (keys: j / k), and the way back to that list.
+function listNav(id) {
+  const list = MV.lastList;
+  const k = list ? list.ids.indexOf(id) : -1;
+  if (k < 0) return `<a href="#items">← all items</a>`;
+  const link = (j, label) => j >= 0 && j < list.ids.length ? `<a id="${label === "next" ? "nav-next" : "nav-prev"}" href="#item/${encodeURIComponent(list.ids[j])}">${label === "next" ? "next →" : "← previous"}</a>` : `<span class="off">${label === "next" ? "next →" : "← previous"}</span>`;
+  return `<a href="${esc(list.back)}">↑ back to the list</a> · ${link(k - 1, "prev")} · item ${k + 1} of ${list.ids.length} · ${link(k + 1, "next")} <span class="note">(keys j / k)</span>`;
+}
+
+document.addEventListener("keydown", (ev) => {
+  if (document.body.dataset.view !== "item" || ev.target.closest("input, select, textarea")) return;
+  const target = ev.key === "j" ? el("nav-next") : ev.key === "k" ? el("nav-prev") : null;
+  if (target) location.hash = target.getAttribute("href");
+});
 
 function turnLine(c, dia, gold, extraClass) {
   const k = c ? c.index.get(dia) : undefined;
@@ -365,7 +381,7 @@ function itemColumn(row, d, noteTable, c) {
           (rest.length ? ` · ${rest.map(([k, v]) => esc(k) + ": " + esc(JSON.stringify(v))).join(" · ")}` : "") + "</li>";
       }).join("") + "</ol>";
     } else {
-      html += "<p class='note'>The round log (sub-queries) is not kept in a slim archive; only the stop reason is.</p>";
+      html += `<p class='note'>${d.slim ? "The round log (sub-queries) is not kept in a slim archive; only the stop reason is." : "The item records no round log; only the stop reason."}</p>`;
     }
     if (x.round1_dia_ids) html += `<p class="note">Round 1's pool: ${x.round1_dia_ids.filter((i) => ev.has(i)).length} of ${ev.size} gold turns.</p>`;
   }
@@ -379,7 +395,7 @@ function itemColumn(row, d, noteTable, c) {
         const u = usage[s] || {};
         return `<tr><td>${esc(s)}</td><td>${num(u.calls)}</td><td>${num(u.cached_calls)}</td><td>${num(u.prompt_tokens)}</td><td>${num(u.completion_tokens)}</td><td>${num(u.parse_retries)} / ${num(u.parse_failures)}</td><td>${lat[s] == null ? "–" : Number(lat[s]).toFixed(2)}</td></tr>`;
       }).join("") + "</table>";
-    if (!Object.keys(lat).length) html += "<p class='note'>Latencies are not kept in a slim archive.</p>";
+    if (!Object.keys(lat).length) html += `<p class='note'>${d.slim ? "Latencies are not kept in a slim archive." : "The item records no latencies."}</p>`;
   }
   const other = Object.entries(x).filter(([k]) => !["rounds_log", "ier_stop", "round1_dia_ids"].includes(k));
   if (other.length) html += "<h4>Method extras</h4>" + kvTable(other.map(([k, v]) => [k, `<code>${esc(JSON.stringify(v))}</code>`]));
@@ -453,6 +469,7 @@ function drawDiffTable(q) {
     rows.push([a, b, b[q.metric] - a[q.metric]]);
   }
   rows.sort((x, y) => Math.abs(y[2]) - Math.abs(x[2]) || (x[0].id < y[0].id ? -1 : 1));
+  MV.lastList = {ids: rows.map((r) => r[0].id), back: location.hash};
   el("d-count").textContent = `${rows.length} items differ in ${q.metric}`;
   el("diff-table").innerHTML = "<table class='items diff'><thead><tr><th>item</th><th>cat</th><th>question</th><th>gold</th><th>A answer</th><th>A</th><th>B answer</th><th>B</th><th>B − A</th><th>A / B gold missing</th></tr></thead><tbody>" +
     rows.map(([a, b, dlt]) => `<tr data-id="${esc(a.id)}"><td class="t">${esc(a.id)}</td><td>${a.cat}</td><td class="t">${esc(a.q)}</td><td class="t">${esc(a.gold)}</td>` +
