@@ -235,3 +235,31 @@ def test_dataset_config_fills_an_old_archives_sparse_block() -> None:
     merged = dataset_config(OmegaConf.create({"dataset": {"name": "locomo-quick", "max_qa": 3}}))
     assert merged.name == "locomo-quick" and merged.max_qa == 3
     assert merged.path is None and merged.max_sessions == 1 and list(merged.conversations) == ["conv-26"]
+
+
+@pytest.mark.e2e  # launches a process: make test, not make test-fast
+def test_serve_answers_on_localhost(tmp_path: Path, locomo_path: Path) -> None:
+    import re
+    import subprocess
+    import sys
+    import urllib.request
+
+    from tests.support import CHILD_OF_TEST
+
+    cmd = [sys.executable, "-u", "-m", "memcore.view.site", str(QUICKSTART), "--out", str(tmp_path / "s"), "--serve"]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO, **CHILD_OF_TEST
+    )
+    try:
+        url = None
+        for line in proc.stdout or []:
+            m = re.search(r"serving on (http://127\.0\.0\.1:\d+/)", line)
+            if m:
+                url = m.group(1)
+                break
+        assert url, "memcore-view --serve printed no URL"
+        with urllib.request.urlopen(url + "data/run0.js", timeout=30) as resp:
+            assert resp.read().startswith(b"MV.run(0,")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
