@@ -263,3 +263,9 @@ def test_serve_answers_on_localhost(tmp_path: Path, locomo_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_data_files_hold_no_nan() -> None:
+    from memcore.view.site import _js
+
+    assert _js("MV.x", {"a": [float("nan"), 1.5, float("inf")], "b": "t"}) == 'MV.x({"a":[null,1.5,null],"b":"t"});\n'

@@ -13,6 +13,7 @@ import argparse
 import functools
 import http.server
 import json
+import math
 import os
 import re
 import shutil
@@ -34,9 +35,20 @@ PLOT_SEARCH_DEPTH = 8
 
 
 def _js(call: str, *args: Any) -> str:
-    """A data file: one call of a loader the page defines, with JSON arguments."""
-    body = ",".join(json.dumps(a, ensure_ascii=False, separators=(",", ":"), allow_nan=False) for a in args)
+    """A data file: one call of a loader the page defines, with JSON arguments (a NaN or infinite number, which
+    JSON cannot hold, becomes null)."""
+    body = ",".join(json.dumps(_finite(a), ensure_ascii=False, separators=(",", ":"), allow_nan=False) for a in args)
     return f"{call}({body});\n"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def safe_name(text: str) -> str:
