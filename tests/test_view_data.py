@@ -269,3 +269,11 @@ def test_data_files_hold_no_nan() -> None:
     from memcore.view.site import _js
 
     assert _js("MV.x", {"a": [float("nan"), 1.5, float("inf")], "b": "t"}) == 'MV.x({"a":[null,1.5,null],"b":"t"});\n'
+
+
+def test_committed_example_uses_the_current_page() -> None:
+    """results/examples/view is made by ``python -m experiments.view_example``; rerun it after changing the page."""
+    static = REPO / "memcore/view/static"
+    for site in ("quickstart", "two_runs"):
+        for name in ("index.html", "app.js", "style.css"):
+            assert (REPO / "results/examples/view" / site / name).read_bytes() == (static / name).read_bytes(), name
