@@ -277,3 +277,13 @@ def test_committed_example_uses_the_current_page() -> None:
     for site in ("quickstart", "two_runs"):
         for name in ("index.html", "app.js", "style.css"):
             assert (REPO / "results/examples/view" / site / name).read_bytes() == (static / name).read_bytes(), name
+
+
+def test_corrupt_gzipped_item_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(QUICKSTART, run)
+    data = (run / "items.jsonl.gz").read_bytes()
+    (run / "items.jsonl.gz").write_bytes(data[: len(data) // 2])
+    _fails([str(run), "--out", str(tmp_path / "site")], capsys, "not a readable item log")
+    assert not (tmp_path / "site").exists()
+    _no_leftovers(tmp_path)

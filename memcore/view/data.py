@@ -89,7 +89,8 @@ def read_checked_items(run: RunData) -> list[dict[str, Any]]:
     except ItemLogError as exc:
         raise ViewInputError(str(exc)) from None
     except (OSError, EOFError, zlib.error, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ViewInputError(f"{packed}: not a readable gzipped item log ({exc}); re-archive the run.") from None
+        source = live if live.exists() else packed
+        raise ViewInputError(f"{source}: not a readable item log ({exc}); rerun or re-archive the run.") from None
     if not items:
         raise ViewInputError(f"{run.path}: the run has no items ({ITEMS} is missing or empty); nothing to show.")
     expected = run.metrics.get("n_items")
