@@ -287,3 +287,12 @@ def test_corrupt_gzipped_item_log(tmp_path: Path, capsys: pytest.CaptureFixture[
     _fails([str(run), "--out", str(tmp_path / "site")], capsys, "not a readable item log")
     assert not (tmp_path / "site").exists()
     _no_leftovers(tmp_path)
+
+
+def test_missing_dataset_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMCORE_DATA", str(tmp_path / "no-such-dir"))
+    _fails([str(QUICKSTART), "--out", str(tmp_path / "site")], capsys, "cannot load the run's LoCoMo slice")
+    assert not (tmp_path / "site").exists()
+    _no_leftovers(tmp_path)
