@@ -296,3 +296,16 @@ def test_missing_dataset_is_one_line(
     _fails([str(QUICKSTART), "--out", str(tmp_path / "site")], capsys, "cannot load the run's LoCoMo slice")
     assert not (tmp_path / "site").exists()
     _no_leftovers(tmp_path)
+
+
+def test_plots_come_from_a_report_that_names_the_run(tmp_path: Path) -> None:
+    from memcore.view.site import find_plots
+
+    run = tmp_path / "exp/runs/a/locomo/m/none"
+    run.mkdir(parents=True)
+    plots = tmp_path / "exp/report/plots"
+    plots.mkdir(parents=True)
+    (plots / "category_f1.png").write_bytes(b"png")
+    assert find_plots(run) == []  # a report of other runs
+    (tmp_path / "exp/report/runs.txt").write_text("runs/b/locomo/m/none\nruns/a/locomo/m/none\n")
+    assert find_plots(run) == [plots / "category_f1.png"]

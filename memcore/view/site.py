@@ -57,12 +57,17 @@ def safe_name(text: str) -> str:
 
 
 def find_plots(run_dir: Path) -> list[Path]:
-    """The report's PNG figures for the run: ``report/plots/*.png`` in the run dir or the nearest folder above it
-    that has them (a sweep's or an archive's report)."""
+    """The report's PNG figures for the run: ``report/plots/*.png`` in the run dir, or in the nearest folder above it
+    whose ``report/runs.txt`` (written by ``memcore-report``) names the run (a sweep's or an archive's report)."""
     here = Path(run_dir).resolve()
+    parts = here.parts
+    tail = "/".join(parts[len(parts) - 1 - parts[::-1].index("runs") :] if "runs" in parts else parts[-2:])
     for d in [here, *here.parents][:PLOT_SEARCH_DEPTH]:
         pngs = sorted((d / "report" / "plots").glob("*.png"))
-        if pngs:
+        if not pngs:
+            continue
+        listed = d / "report" / "runs.txt"
+        if d == here or (listed.is_file() and any(ln.strip().endswith(tail) for ln in listed.read_text().splitlines())):
             return pngs
     return []
 

@@ -159,7 +159,7 @@ function renderOverview() {
       html += `<h3>Iterative refinement</h3><p>${num(r.n_refined)} of ${num(r.n)} items refined; recall round 1 ${pct(r.recall_round1)} → final ${pct(r.recall_final)} %, hit ${pct(r.hit_round1)} → ${pct(r.hit_final)} %.</p>`;
     }
     if (run.plots && run.plots.length) {
-      html += "<h3>The report's plots</h3><div class='plots'>" + run.plots.map((p) =>
+      html += "<h3>The report's plots</h3><p class='note'>From the memcore-report output beside this run; they show every run of that report.</p><div class='plots'>" + run.plots.map((p) =>
         `<a href="data/plots/${esc(p)}"><img src="data/plots/${esc(p)}" alt="${esc(p)}"></a>`).join("") + "</div>";
     } else {
       html += "<p class='note'>No report plots found beside this run (memcore-report writes them under report/plots).</p>";
