@@ -4,6 +4,7 @@ to category-1 misses, one item's highlighted gold turns, and the two-run view.""
 from __future__ import annotations
 
 import gzip
+import os
 import json
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,8 @@ def _items(run: Path) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def driver() -> Any:
     why = browser_missing()
+    if why and os.environ.get("CI"):
+        pytest.fail(f"CI installs Chromium, its driver and selenium: {why}")
     if why:
         pytest.skip(why)
     with chromium() as d:
