@@ -115,7 +115,9 @@ def test_reimplemented_methods_are_labelled(tmp_path: Path, paper) -> None:
     assert "| memgpt (reimplementation) |" in md
     assert "memgpt-full-window (reimplementation) (variant of memgpt)" in md
     assert "| memcore |" in md and "memcore (reimplementation)" not in md
-    assert "(reimplementation): this harness's reimplementation, not the authors' code: memgpt: cpacker/MemGPT 0.2.6" in md
+    assert (
+        "(reimplementation): this harness's reimplementation, not the authors' code: memgpt: cpacker/MemGPT 0.2.6" in md
+    )
 
 
 def test_variant_is_labelled_and_never_compared(tmp_path: Path, paper) -> None:

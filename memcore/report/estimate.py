@@ -9,9 +9,10 @@ preset's list price.
 ``full_context`` answers from the whole conversation, so its answer prompt does not scale with the
 number of questions alone: its per-question context is replaced by the mean full-conversation size.
 
-MemGPT keeps the conversation in its main context (LoCoMo's conversations fit gpt-4o-mini's window, so nothing
-is evicted): each turn's build prompt and each question's retrieve and answer prompts grow with the
-conversation. For such a method (:data:`CONVERSATION_IN_CONTEXT`) the build continues the slice's per-turn
+``memgpt-full-window`` keeps the conversation in its main context (LoCoMo's conversations fit gpt-4o-mini's
+window, so nothing is evicted): each turn's build prompt and each question's retrieve and answer prompts grow
+with the conversation. (``memgpt`` pages at MemGPT's 8,192-token window, so its prompts stop growing there: its
+tail rate is the estimate, as for any other method.) For such a method (:data:`CONVERSATION_IN_CONTEXT`) the build continues the slice's per-turn
 growth (the upper bound becomes the estimate) and the retrieve / answer prompts per question scale with the
 target conversation's length over the slice's (measured: ×9–10 from the quick slice to all of LoCoMo,
 ``results/measured/rehearsal_full.md``).
@@ -45,7 +46,7 @@ LOCOMO_QUESTIONS = 1986
 LOCOMO_CONVERSATION_TURNS: tuple[int, ...] = (419, 369, 663, 629, 680, 675, 689, 681, 509, 568)
 QA_STAGES: tuple[str, ...] = ("retrieve", "answer", "judge")
 #: Methods whose main context holds the conversation: their per-turn and per-question prompts grow with it.
-CONVERSATION_IN_CONTEXT: frozenset[str] = frozenset({"memgpt"})
+CONVERSATION_IN_CONTEXT: frozenset[str] = frozenset({"memgpt-full-window"})
 #: The QA stages whose prompts carry that context (the judge sees only the question and the answers).
 CONTEXT_STAGES: tuple[str, ...] = ("retrieve", "answer")
 #: The share of a slice's last turns whose mean cost is the rate a longer conversation continues at.

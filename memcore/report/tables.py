@@ -451,9 +451,7 @@ def _common_notes(
             "(variant of X): our own configuration of X (e.g. memcore-cheap: no LLM calls), not the paper's method; "
             "never compared with the paper's numbers."
         )
-    reimplemented = sorted(
-        {m for s in summaries if (m := s.run.variant_of or s.run.method_label) in REIMPLEMENTED}
-    )
+    reimplemented = sorted({m for s in summaries if (m := s.run.variant_of or s.run.method_label) in REIMPLEMENTED})
     if reimplemented:
         notes.append(
             "(reimplementation): this harness's reimplementation, not the authors' code: "
