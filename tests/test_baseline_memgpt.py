@@ -434,6 +434,13 @@ def test_system_prompt_is_memgpt_chat_verbatim_then_the_framing() -> None:
     assert "case-insensitive string matching" in agent.system_prompt  # recall_search: substring, as MemGPT
     assert agent.core.blocks["persona"][0].text == framing.PERSONA.format(speaker_a="Alice", speaker_b="Bob")
     assert P.summary_system(100) == P.SUMMARY_SYSTEM and "less than 50 words" in P.summary_system(50)
+    # gpt_summarize.SYSTEM (WORD_LIMIT 100) and constants.MESSAGE_SUMMARY_WARNING_STR @ 0.2.6, as Python values
+    assert hashlib.sha256(P.SUMMARY_SYSTEM.encode()).hexdigest() == (
+        "9860926f45bd06032479babd89080009af2321eb104da70e17a8ccba00c77a8a"
+    )
+    assert hashlib.sha256(P.PRESSURE_ALERT.encode()).hexdigest() == (
+        "269e10af6ec9afdc72fd4e881b0fa656ebbf1a8b0f6413f0bc608dd98d0c550b"
+    )
 
 
 def test_budget_caps_all_notes_hits_first() -> None:

@@ -37,6 +37,8 @@ BAD_VALUES: list[tuple[list[str], list[str]]] = [
     # baselines
     (["method=full_context", "method.answer_reserve_tokens=-5"], ["method.answer_reserve_tokens=-5", ">= 0"]),
     (["method=full_context", "method.context_budget_tokens=0"], ["method.context_budget_tokens=0", ">= 1"]),
+    (["method=full_context", "method.batch_size=20"], ["batch_size=20", "protocol=locomo"]),
+    (["method=full_context", "method.image_captions=inline"], ["method.image_captions='inline'", "none, shares"]),
     (["method=rag_dense", "method.top_k=0"], ["method.top_k=0", "rag_dense", ">= 1"]),
     (["method=rag_bm25", "method.bm25_b=2"], ["method.bm25_b=2", "in [0, 1]"]),
     (["method=rag_hybrid", "method.retriever=bm25"], ["method.retriever='bm25'", "hybrid", "method=rag_bm25"]),

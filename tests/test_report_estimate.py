@@ -159,8 +159,14 @@ def test_a_method_that_keeps_the_conversation_in_context_grows_with_it(tmp_path:
     longer = estimate(r, method="memgpt-full-window", conversation_turns=(40,), questions=4)
     other = estimate(r, method="memcore", conversation_turns=(40,), questions=4)
     assert longer["prompt_tokens"] == pytest.approx(other["prompt_tokens_upper"] + (600 + 1000) * 4)
-    # the paging MemGPT's window bounds its prompts: estimated like any other method
+    # the paging MemGPT's window bounds its prompts: estimated like any other method; a memgpt run recorded
+    # before it paged (no context_window in its config) held the whole conversation
     assert estimate(r, method="memgpt", conversation_turns=(40,), questions=4) == other
+    from memcore.report.estimate import estimated_as
+
+    assert estimated_as("memgpt", {"method": {"context_window_tokens": 120000}}) == "memgpt-full-window"
+    assert estimated_as("memgpt", {"method": {"context_window": "memgpt"}}) == "memgpt"
+    assert estimated_as("full_context", {}) == "full_context"
 
 
 def test_a_trace_is_scaled_with_the_rate_adjustments(tmp_path: Path) -> None:

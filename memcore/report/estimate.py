@@ -237,10 +237,12 @@ def measured_rates(
     )
 
 
-def full_conversation_tokens(budget: int | None = None, conversations: Sequence[Conversation] | None = None) -> float:
+def full_conversation_tokens(
+    budget: int | None = None, conversations: Sequence[Conversation] | None = None, image_captions: str = "none"
+) -> float:
     """Mean size (approximate tokens, ``memcore.text.count_tokens``, the unit of items' ``context_tokens``)
     of the context ``full_context`` builds for a whole conversation under ``budget``: each of ``conversations``
-    (default: all of LoCoMo)."""
+    (default: all of LoCoMo), with its ``image_captions`` setting."""
     from baselines.full_context import FullContext, FullContextConfig
     from memcore.data import load_locomo, resolve_locomo_path
     from memcore.text import count_tokens
@@ -249,12 +251,26 @@ def full_conversation_tokens(budget: int | None = None, conversations: Sequence[
         conversations = load_locomo(resolve_locomo_path(None)).conversations
     sizes = []
     for conv in conversations:
-        fc = FullContext(FullContextConfig(), budget or 10**9)
+        fc = FullContext(FullContextConfig(image_captions=image_captions), budget or 10**9)
         for turn in conv.turns:
             fc.ingest(turn)
         fc.finalize()
         sizes.append(count_tokens(fc.retrieve("").render()))
     return sum(sizes) / len(sizes)
+
+
+def estimated_as(method: str, config: dict[str, Any]) -> str:
+    """The method whose estimate rule a run follows: a ``memgpt`` run recorded before MemGPT paged at its own
+    window (its config has no ``context_window``: its main context was the backbone's) held the whole
+    conversation, as ``memgpt-full-window`` does."""
+    if method == "memgpt" and (config.get("method") or {}).get("context_window", "backbone") == "backbone":
+        return "memgpt-full-window"
+    return method
+
+
+def run_image_captions(config: dict[str, Any]) -> str:
+    """A full_context run's ``image_captions``; runs recorded before the knob existed wrote ``[shares …]`` lines."""
+    return str((config.get("method") or {}).get("image_captions", "shares"))
 
 
 def estimate(
@@ -339,8 +355,10 @@ def estimate_table(
         fc = None
         if run.method == "full_context":
             budget = int(prices[backbones[0]].context_budget_tokens) if backbones else None
-            fc = fc_cache.setdefault(str(budget), full_conversation_tokens(budget))
-        t = estimate(r, method=run.method, full_context_tokens=fc)
+            captions = run_image_captions(run.config)
+            key = f"{budget}/{captions}"
+            fc = fc_cache.get(key) or fc_cache.setdefault(key, full_conversation_tokens(budget, None, captions))
+        t = estimate(r, method=estimated_as(run.method, run.config), full_context_tokens=fc)
         q = r.calls_per_question
         tail = tail_tokens_per_turn(r)
         per_turn = f"{r.prompt_per_turn + r.completion_per_turn:,.0f}" + (f" (tail {tail:,.0f})" if tail else "")
