@@ -6,7 +6,12 @@ setting: ``get_rag_context`` of the official snap-research/locomo ``task_eval/ev
 ``rag_mode=dialog`` with its default ``--top-k 5``: the question embedding's dot product with every turn
 ``<speaker> said, "<text>"``, the top 5 in score order, each line ``<session date>: <turn>``. Their
 retrievers were DPR, Contriever, DRAGON or OpenAI embeddings; here it is the run's embedder, on the same
-``<speaker> said, "<text>"`` strings.
+``<speaker> said, "<text>"`` strings. Their dialog database holds ``clean_text``, never an image caption: in the
+``locomo`` format the caption tag the loader appends to ``Turn.text`` is left out (``locomo_captions: none``);
+``inline`` keeps it, as this harness did before. The ``notes`` format always keeps it (equal for all methods).
+
+Retrievers of the official code (``embedder=contriever`` / ``embedder=dragon``, ``configs/embedder/``) load from
+the Hugging Face hub where it is reachable; here it is not, and the run stops with one line before any work.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.turns import load_turns, save_turns, turn_note
+from baselines.turns import load_turns, save_turns, text_without_caption, turn_note
 from memcore.budget import BUDGET_KEY, budget_record, cut_note, fill_units, note_line
 from memcore.fusion import rrf_fuse
 from memcore.interfaces import Embedder, MethodContext, MethodSpec
@@ -38,6 +43,7 @@ METHODS = {
 
 RETRIEVERS = ("dense", "bm25", "hybrid")
 CONTEXT_FORMATS = ("notes", "locomo")
+LOCOMO_CAPTIONS = ("none", "inline")
 
 
 @dataclass(frozen=True)
@@ -51,12 +57,20 @@ class RAGConfig:
     chronological_context: bool = False  # order the retrieved turns by time in the answer prompt
     # notes: [date] Speaker: text | locomo: <date>: Speaker said, "text" (official RAG); the indexed text follows it
     context_format: str = knob("notes", build=True, rule=Rule(choices=CONTEXT_FORMATS))
+    # locomo format only: none (the official dialog database, clean_text) | inline ("[shares an image: …]" kept)
+    locomo_captions: str = knob("none", build=True, rule=Rule(choices=LOCOMO_CAPTIONS))
 
 
-def locomo_rag_line(turn: Turn) -> str:
-    """One retrieved turn as LoCoMo's dialog RAG writes it: ``<date>: <speaker> said, "<text>"``. Their dialog
-    database holds ``clean_text`` without the image caption; the harness's text keeps it (equal for all methods)."""
-    return f'{turn.session_time_raw}: {turn.speaker} said, "{turn.text}"'
+def locomo_said(turn: Turn, captions: str = "none") -> str:
+    """``<speaker> said, "<text>"``, the official dialog database's string (``captions="inline"``: the text keeps
+    the loader's ``[shares an image: …]`` tag)."""
+    text = turn.text if captions == "inline" else text_without_caption(turn)
+    return f'{turn.speaker} said, "{text}"'
+
+
+def locomo_rag_line(turn: Turn, captions: str = "none") -> str:
+    """One retrieved turn as LoCoMo's dialog RAG writes it: ``<date>: <speaker> said, "<text>"``."""
+    return f"{turn.session_time_raw}: {locomo_said(turn, captions)}"
 
 
 class BM25Index:
@@ -104,7 +118,7 @@ class RAG:
 
     def _doc(self, turn: Turn) -> str:
         """The text a turn is indexed under: LoCoMo's ``<speaker> said, "<text>"`` for its RAG setting."""
-        return f'{turn.speaker} said, "{turn.text}"' if self.cfg.context_format == "locomo" else turn.render()
+        return locomo_said(turn, self.cfg.locomo_captions) if self.cfg.context_format == "locomo" else turn.render()
 
     def finalize(self) -> None:
         texts = [self._doc(t) for t in self.turns]
@@ -120,7 +134,8 @@ class RAG:
         assert self.vectors is not None
         if not len(self.turns):
             return []
-        q = self.embedder.encode([query])[0]
+        embedder = self.embedder
+        q = getattr(embedder, "encode_queries", embedder.encode)([query])[0]
         sims = self.vectors @ q
         k = min(k, len(sims))
         top = np.argpartition(-sims, k - 1)[:k]
@@ -149,7 +164,7 @@ class RAG:
             ranked = sorted(ranked, key=lambda r: r[0])
         notes = [turn_note(self.turns[i], s, ch) for i, s, ch in ranked]
         if self.cfg.context_format == "locomo":
-            context = "\n".join(locomo_rag_line(self.turns[i]) for i, _, _ in ranked)
+            context = "\n".join(locomo_rag_line(self.turns[i], self.cfg.locomo_captions) for i, _, _ in ranked)
             return Evidence(notes=notes, context=context, extra=dict(extra or {}))
         return Evidence(notes=notes, extra=dict(extra or {}))
 
@@ -158,7 +173,9 @@ class RAG:
 
     def _line(self, i: int) -> str:
         turn = self.turns[i]
-        return locomo_rag_line(turn) if self.cfg.context_format == "locomo" else note_line(turn_note(turn))
+        if self.cfg.context_format == "locomo":
+            return locomo_rag_line(turn, self.cfg.locomo_captions)
+        return note_line(turn_note(turn))
 
     def retrieve_within(self, query: str, tokens: int, *, budget: int | None = None) -> Evidence:
         """``memcore.budget.ContextBudgeted``: the ranking taken as deep as the budget can hold (at most

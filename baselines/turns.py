@@ -21,6 +21,12 @@ def turn_note(turn: Turn, score: float = 0.0, channels: tuple[str, ...] = ()) ->
     )
 
 
+def text_without_caption(turn: Turn) -> str:
+    """The turn's own words: ``Turn.text`` without the ``[shares an image: <caption>]`` tag the loader appends."""
+    tag = f"[shares an image: {turn.image_caption}]" if turn.image_caption else ""
+    return turn.text[: -len(tag)].rstrip() if tag and turn.text.endswith(tag) else turn.text
+
+
 def save_turns(turns: list[Turn], path: Path) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         for t in turns:

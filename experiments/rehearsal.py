@@ -828,7 +828,13 @@ def check_estimate(plan: Plan, source: Path | None) -> dict[str, Any]:
     target; for ``--scale full`` that is exactly what the estimate prints for all of LoCoMo."""
     from memcore.config import load_backbone_preset
     from memcore.report.collect import load_run
-    from memcore.report.estimate import estimate, full_conversation_tokens, measured_rates
+    from memcore.report.estimate import (
+        estimate,
+        estimated_as,
+        full_conversation_tokens,
+        measured_rates,
+        run_image_captions,
+    )
 
     if source is None or not (source / "root" / "runs").is_dir():
         return {"ok": None, "note": "no smaller rehearsal to estimate from (--estimate-from DIR)"}
@@ -844,9 +850,11 @@ def check_estimate(plan: Plan, source: Path | None) -> dict[str, Any]:
             continue
         rates = measured_rates(load_run(src_dir))
         if job.method == "full_context" and fc_tokens is None:
-            fc_tokens = full_conversation_tokens(budget, conversations)
+            fc_tokens = full_conversation_tokens(
+                budget, conversations, run_image_captions(load_run(job.run_dir).config)
+            )
         target = {
-            "method": job.method,
+            "method": estimated_as(job.method, load_run(job.run_dir).config),
             "full_context_tokens": fc_tokens if job.method == "full_context" else None,
             "conversation_turns": lengths,
             "questions": plan.questions,

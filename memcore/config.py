@@ -50,12 +50,14 @@ class BackboneConfig:
 @dataclass
 class EmbedderConfig:
     name: str = "minilm"
-    kind: str = "minilm"  # minilm | openai | hashing
+    kind: str = "minilm"  # minilm | openai | hashing | hub
     model: str = "all-MiniLM-L6-v2"
     dim: int = 384
     base_url: str | None = None
     api_key_env: str | None = None
     batch_size: int = 64
+    query_model: str | None = None  # hub: a dual encoder's query side (DRAGON); None: ``model`` embeds both
+    pooling: str = "mean"  # hub: mean (Contriever) | cls (DRAGON)
 
 
 @dataclass

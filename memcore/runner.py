@@ -113,6 +113,12 @@ class Runner:
                 "ablations are switches of memcore."
             )
         validate_run(self.cfg)
+        from memcore.config import EmbedderConfig
+        from memcore.llm.factory import precheck_embedder
+
+        ecfg = OmegaConf.to_object(self.cfg.embedder)
+        assert isinstance(ecfg, EmbedderConfig)
+        precheck_embedder(ecfg)  # a hub embedder that cannot load stops here, before any work
         self._layout()  # cache_mode=shared on a network file system fails here, before any work
         from memcore.eval.judge import get_preset, judge_run_info
 
@@ -297,7 +303,7 @@ class Runner:
             embedder_cfg=ecfg,
             snapshots=Path(self.cfg.paths.snapshots),
             embedder_cache=self._layout(),
-            extras={"context_budget_tokens": int(self.cfg.backbone.context_budget_tokens)},
+            extras={"context_budget_tokens": int(self.cfg.backbone.context_budget_tokens), "seed": int(self.cfg.seed)},
             pool=pool,
         )
 

@@ -3,6 +3,7 @@ rag_locomo (LoCoMo's RAG setting: top-5 turns, official line format)."""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 
 from baselines.full_context import (
@@ -39,14 +40,57 @@ def _system(budget: int) -> FullContext:
     return fc
 
 
-def test_official_layout_header_dates_and_image_line() -> None:
+def _official_context(turns: list[Turn], speakers: tuple[str, str]) -> str:
+    """``get_input_context`` of snap-research/locomo task_eval/evaluate_gpts.py @ 9228632, transcribed for the
+    untruncated case over a locomo10.json-like dict (turns with ``text`` and ``blip_caption``, no ``img_file``)."""
+    data: dict[str, object] = {}
+    for t in turns:
+        data.setdefault(f"session_{t.session_index}", []).append(  # type: ignore[union-attr]
+            {"speaker": t.speaker, "clean_text": t.text.split(" [shares an image:")[0], "blip_caption": t.image_caption}
+        )
+        data[f"session_{t.session_index}_date_time"] = t.session_time_raw
+    query_conv = ""
+    last = max(i for i in range(1, 50) if f"session_{i}" in data)
+    for i in range(last, 0, -1):
+        if f"session_{i}" in data:
+            query_conv += "\n\n"
+            for dialog in data[f"session_{i}"][::-1]:  # type: ignore[index]
+                turn = dialog["speaker"] + ' said, "' + dialog["clean_text"] + '"' + "\n"
+                if "img_file" in dialog and len(dialog["img_file"]) > 0:
+                    turn += f"[shares {dialog['blip_caption']}]\n"
+                query_conv = turn + query_conv
+            query_conv = "DATE: " + str(data[f"session_{i}_date_time"]) + "\n" + "CONVERSATION:\n" + query_conv
+    return CONV_START_PROMPT.format(*speakers) + query_conv
+
+
+def test_official_layout_header_dates_and_no_caption_by_default() -> None:
     ev = _system(10_000).retrieve("What did Ann say?")
+    assert ev.context == _official_context(_turns(), ("Ann", "Bob"))
     assert ev.context.startswith(CONV_START_PROMPT.format("Ann", "Bob"))
     assert "wriiten at the beginning" in ev.context  # verbatim, typo included
+    # sha256 of CONV_START_PROMPT in snap-research/locomo task_eval/evaluate_gpts.py @ 9228632
+    assert hashlib.sha256(CONV_START_PROMPT.encode()).hexdigest() == (
+        "68e12aada9c2b0308cf3c92cc50565391d9a408f953413565a573bb15ff0a4d8"
+    )
     assert 'DATE: 1:56 pm on 1 May, 2023\nCONVERSATION:\nAnn said, "message 1.1 about things"\n' in ev.context
+    # sessions back to back; the official per-session blank lines all come after the last turn
+    assert 'Ann said, "message 1.5 about things"\nDATE: 1:56 pm on 2 May, 2023\n' in ev.context
+    assert ev.context.endswith('Ann said, "message 2.5 about things"\n' + "\n\n" * 2)
+    # the official code writes a caption only for a turn with an img_file key (locomo10.json has none)
+    assert 'Bob said, "message 2.2 about things"\nBob said' not in ev.context
+    assert 'Bob said, "message 2.2 about things"\nAnn said, "message 2.3' in ev.context
+    assert "[shares" not in ev.context
+    assert ev.context.count("CONVERSATION:") == 2 and len(ev.notes) == 10
+
+
+def test_shares_captions_are_a_knob() -> None:
+    fc = FullContext(FullContextConfig(image_captions="shares"), 10_000, ("Ann", "Bob"))
+    for t in _turns():
+        fc.ingest(t)
+    ev = fc.retrieve("What did Ann say?")
     assert 'Bob said, "message 2.2 about things"\n[shares a dog on a beach]\n' in ev.context
     assert "[shares an image:" not in ev.context
-    assert ev.context.count("CONVERSATION:") == 2 and len(ev.notes) == 10
+    assert count_tokens(ev.context) > count_tokens(_system(10_000).retrieve("What did Ann say?").context)
 
 
 def test_budget_counts_headers_and_reserves_question_and_answer() -> None:
@@ -99,6 +143,28 @@ def test_rag_locomo_is_top5_dense_in_the_official_line_format(tmp_path, tiny_con
     assert lines[0] == f'{first.session_time_raw}: {first.speaker} said, "{first.text}"'  # best match first
     assert len(lines) == len(ev.notes)
     assert [n.score for n in ev.notes] == sorted((n.score for n in ev.notes), reverse=True)
+
+
+def test_rag_locomo_leaves_the_caption_out_as_the_official_dialog_database(tmp_path) -> None:
+    from baselines.rag import RAG, RAGConfig
+    from memcore.llm.embedders import HashingEmbedder
+
+    emb = HashingEmbedder(64)
+    lines = {}
+    for captions in ("none", "inline"):
+        rag = RAG(
+            RAGConfig(retriever="dense", top_k=10, context_format="locomo", locomo_captions=captions), lambda: emb
+        )
+        for t in _turns():
+            rag.ingest(t)
+        rag.finalize()
+        lines[captions] = rag.retrieve("a dog on a beach").context.split("\n")
+    assert '1:56 pm on 2 May, 2023: Bob said, "message 2.2 about things"' in lines["none"]
+    assert "[shares" not in "\n".join(lines["none"])
+    assert (
+        '1:56 pm on 2 May, 2023: Bob said, "message 2.2 about things [shares an image: a dog on a beach]"'
+        in (lines["inline"])
+    )
 
 
 def test_budget_keeps_that_many_most_recent_turns() -> None:

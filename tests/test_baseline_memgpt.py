@@ -33,7 +33,7 @@ def _call(fn: str, heartbeat: bool = False, **args: object) -> str:
 
 def _kind(messages: Msgs) -> str:
     last = messages[-1]["content"]
-    if messages[0]["content"].startswith("Summarize"):
+    if messages[0]["content"].startswith("\nYour job is to summarize"):
         return "summary"
     if "QUESTION:" in last:
         return "qa"
@@ -181,24 +181,34 @@ def test_eviction_summarises_recursively_and_keeps_recent_messages() -> None:
             return f"S{len(summaries)}"
         return _call("done")
 
-    cfg = MemGPTConfig(context_window_tokens=700, keep_last_messages=3)
+    cfg = MemGPTConfig(context_window_tokens=3500, keep_last_messages=3)
     agent, bb = _agent(cfg, responder)
-    for i in range(1, 25):
-        agent.ingest(
-            _turn(i, "Alice" if i % 2 else "Bob", f"Message number {i} talks about topic {i} in some detail here.")
-        )
-        assert agent.context_tokens() <= cfg.context_window_tokens
+    filler = " ".join(f"word{j}" for j in range(60))
+    n = 70
+    for i in range(1, n + 1):
+        agent.ingest(_turn(i, "Alice" if i % 2 else "Bob", f"Message number {i} is about topic {i}: {filler}."))
+        assert agent.context_tokens() <= agent.window == 3500
     assert agent.counters["evictions"] == len(summaries) >= 2
-    assert bb.calls_by_stage() == {"ingest": 24 + len(summaries)}  # one step per turn + one call per eviction
+    assert bb.calls_by_stage() == {"ingest": n + len(summaries)}  # one step per turn + one call per eviction
     assert agent.summary == f"S{len(summaries)}"
-    # recursive: the second summary call starts from the first summary
-    assert summaries[1].startswith("Messages to summarize:\n(summary of earlier messages) S1")
+    # recursive, as MemGPT's summarize_messages: the str() of the messages, the previous summary message first
+    assert summaries[0].startswith("[{'role': 'user', 'content': '[1:00 pm on 8 May, 2023] Alice: Message number 1 ")
+    assert summaries[1].startswith("[{'role': 'user', 'content': 'Note: prior messages (")
+    assert "The following is a summary of the previous" in summaries[1] and ":\\n S1'}" in summaries[1]
     assert agent.counters["alerts"] >= 1
     kept = [m.dia_id for m in agent.fifo if m.kind == "turn"]
     hidden = set(agent.summary_dia_ids)
-    assert kept and kept[-1] == "D1:24" and not hidden & set(kept)
-    assert hidden | set(kept) == {f"D1:{i}" for i in range(1, 25)}
-    assert agent.stats()["hidden_messages"] == agent.n_hidden > 0
+    assert kept and kept[-1] == f"D1:{n}" and not hidden & set(kept)
+    assert hidden | set(kept) == {f"D1:{i}" for i in range(1, n + 1)}
+    stats = agent.stats()
+    assert stats["hidden_messages"] == agent.n_hidden > 0
+    assert stats["evictions"] == stats["summary_calls"] == len(summaries)
+    head = agent._head()
+    assert head[1]["content"].startswith(f"Note: prior messages ({agent.n_hidden} of ")
+    # MemGPT's MESSAGE_SUMMARY_WARNING_STR is the alert
+    assert any(m.content.startswith("Warning: the conversation history will soon reach") for m in agent.fifo) or (
+        agent.counters["alerts"] > agent.counters["evictions"] - 1
+    )
 
 
 # ---------------------------------------------------------------------------------- question time
@@ -217,7 +227,7 @@ def _built_agent() -> tuple[MemGPT, ScriptedBackbone, list[Msgs]]:
         if kind == "qa":
             qa_calls.append(messages)
             if "[function result: archival_memory_search]" in messages[-2]["content"]:
-                return _call("conversation_search", False, query="Rex breed")
+                return _call("conversation_search", False, query="BEAGLE")  # MemGPT's case-insensitive substring
             return _call("archival_memory_search", True, query="Rex breed")
         return _call("done")
 
@@ -239,6 +249,8 @@ def test_retrieve_uses_the_agents_searches_and_main_context() -> None:
     assert by_id["archival:arch0"].dia_ids == ("D1:3",) and by_id["archival:arch0"].channels == ("archival_search",)
     # all six turns are still in the FIFO (window not reached); the recall hit on D1:3 merges into it
     assert by_id["recall:D1:3"].channels == ("fifo", "conversation_search")
+    stats = agent.stats()
+    assert (stats["qa_searches"], stats["ingest_searches"], stats["qa_fallback_searches"]) == (2, 0, 0)
     assert set(ev.dia_ids) == {f"D{s}:{i}" for s in (1, 2) for i in (1, 2, 3)}
     assert "Core memory:\npersona: I am a memory agent" in ev.context and "Memory search results:\n" in ev.context
     assert "Rex, Alice's dog, is a beagle." in ev.context
@@ -280,6 +292,7 @@ def test_spec_and_config_validation(tmp_path) -> None:
         SPEC.construction_keys
     )
     assert SPEC.retrieve_uses_llm({}, {}) and SPEC.ingest_uses_llm({}, {})
+    assert MemGPTConfig().recall_search == "substring" and MemGPTConfig().context_window == "memgpt"
     with pytest.raises(ValueError, match="unknown config key"):
         config_from_dict({"name": "memgpt", "window": 10})
     with pytest.raises(ValueError, match="recall_search"):
@@ -341,7 +354,8 @@ def test_eviction_cut_prefers_a_turn_boundary_and_keeps_the_last_messages() -> N
     assert agent._evict()
     assert [m.content for m in agent.fifo] == ["t2", "a2", "r2", "t3", "a3"]
     assert agent.summary_dia_ids == ("D1:1",) and agent.n_hidden == 3 and agent.summary == "S"
-    assert prompts[0] == "Messages to summarize:\nt1\n(agent) a1\n(agent function result) r1"
+    expected = [{"role": "user", "content": "t1"}, {"role": "assistant", "content": "a1"}]
+    assert prompts[0] == str([*expected, {"role": "function", "content": "r1"}])
 
     agent, _ = _agent(MemGPTConfig(evict_fraction=0.4, keep_last_messages=3), lambda m: "S")
     agent.fifo = fifo()
@@ -351,16 +365,25 @@ def test_eviction_cut_prefers_a_turn_boundary_and_keeps_the_last_messages() -> N
     assert agent.summary_dia_ids == ("D1:1", "D1:2")
 
 
-def test_context_window_follows_the_backbone(tmp_path, compose) -> None:
-    """The main context is the backbone's window (its preset's context_budget_tokens), not 4,096 everywhere;
-    an explicit value still wins."""
+def test_context_window_is_memgpts_own_sizing(tmp_path, compose) -> None:
+    """MemGPT 0.2.6 gives a model it does not list LLM_MAX_TOKENS['DEFAULT'] = 8,192 tokens, never more than the
+    backbone's prompt budget; memgpt-full-window keeps the backbone's whole budget; an explicit value wins."""
     from omegaconf import OmegaConf
 
-    for backbone, window in (("local", 6000), ("gpt-4o-mini", 120000), ("qwen3-8b", 30000)):
-        cfg = compose([f"backbone={backbone}", "method=memgpt"])
-        assert OmegaConf.to_container(cfg.method, resolve=True)["context_window_tokens"] == window
-    cfg = compose(["backbone=gpt-4o-mini", "method=memgpt", "method.context_window_tokens=4096"])
-    assert cfg.method.context_window_tokens == 4096
+    from baselines.memgpt.config import resolve_window
+
+    def window(overrides: list[str]) -> int:
+        cfg = compose(overrides)
+        raw = OmegaConf.to_container(cfg.method, resolve=True)
+        assert isinstance(raw, dict)
+        return resolve_window(config_from_dict({k: v for k, v in raw.items() if k != "name"}))[0]
+
+    for backbone, paged, full in (("local", 6000, 6000), ("gpt-4o-mini", 8192, 120000), ("qwen3-8b", 8192, 30000)):
+        assert window([f"backbone={backbone}", "method=memgpt"]) == paged
+        assert window([f"backbone={backbone}", "method=memgpt-full-window"]) == full
+    assert window(["backbone=gpt-4o-mini", "method=memgpt", "method.context_window_tokens=4096"]) == 4096
+    assert window(["backbone=gpt-4o-mini", "method=memgpt", "method.backbone_model=gpt-4-32k"]) == 32768
+    assert window(["backbone=gpt-4o-mini", "method=memgpt", "method.backbone_model=gpt-3.5-turbo"]) == 4096
 
     def ctx(config: dict[str, object], budget: int) -> MethodContext:
         return method_context(
@@ -371,10 +394,53 @@ def test_context_window_follows_the_backbone(tmp_path, compose) -> None:
             extras={"context_budget_tokens": budget},
         )
 
-    assert SPEC.factory(ctx({"name": "memgpt"}, 30000)).cfg.context_window_tokens == 30000
-    assert SPEC.factory(ctx({"name": "memgpt", "context_window_tokens": 700}, 30000)).cfg.context_window_tokens == 700
+    assert SPEC.factory(ctx({"name": "memgpt"}, 30000)).window == 8192
+    assert SPEC.factory(ctx({"name": "memgpt"}, 5000)).window == 5000
+    assert SPEC.factory(ctx({"name": "memgpt-full-window"}, 30000)).window == 30000
+    assert SPEC.factory(ctx({"name": "memgpt", "context_window_tokens": 4000}, 30000)).window == 4000
     with pytest.raises(ValueError, match="context_window_tokens"):
         config_from_dict({"context_window_tokens": 0})
+
+
+def test_a_window_too_small_for_the_system_message_and_core_memory_is_refused() -> None:
+    from baselines.memgpt.config import min_window_tokens
+
+    need = min_window_tokens(MemGPTConfig())
+    assert 2000 < need < 8192
+    with pytest.raises(ValueError, match=f"cannot hold MemGPT's system message and a full core memory .{need} tokens"):
+        config_from_dict({"context_window_tokens": need - 1})
+    with pytest.raises(ValueError, match="capped at the backbone's prompt budget"):
+        config_from_dict({"backbone_window_tokens": 1000})
+    assert config_from_dict({"context_window_tokens": need}).context_window_tokens == need
+
+
+def test_system_prompt_is_memgpt_chat_verbatim_then_the_framing() -> None:
+    import hashlib
+
+    from baselines.memgpt import framing
+    from baselines.memgpt import prompts as P
+    from baselines.memgpt.system_prompt import MEMGPT_CHAT, system_text
+
+    # sha256 of cpacker/MemGPT memgpt/prompts/system/memgpt_chat.txt @ 0.2.6 (the file's bytes, CRLF lines included)
+    assert hashlib.sha256(MEMGPT_CHAT.encode()).hexdigest() == (
+        "90ccbd7d2b57a2b3b8e2d88ea9c70d8d485c59a8c0ef9dccd29f0ed740955eeb"
+    )
+    text = system_text()
+    assert "\r" not in text and text.startswith("You are MemGPT, the latest version of Limnal Corporation")
+    assert text.endswith("From now on, you are going to act as your persona.")
+    agent, _ = _agent(MemGPTConfig(), lambda m: _call("done"))
+    assert agent.system_prompt == text + "\n\n" + agent.system_prompt[len(text) + 2 :]
+    assert agent.system_prompt[len(text) + 2 :].startswith("Setting of this session")
+    assert "case-insensitive string matching" in agent.system_prompt  # recall_search: substring, as MemGPT
+    assert agent.core.blocks["persona"][0].text == framing.PERSONA.format(speaker_a="Alice", speaker_b="Bob")
+    assert P.summary_system(100) == P.SUMMARY_SYSTEM and "less than 50 words" in P.summary_system(50)
+    # gpt_summarize.SYSTEM (WORD_LIMIT 100) and constants.MESSAGE_SUMMARY_WARNING_STR @ 0.2.6, as Python values
+    assert hashlib.sha256(P.SUMMARY_SYSTEM.encode()).hexdigest() == (
+        "9860926f45bd06032479babd89080009af2321eb104da70e17a8ccba00c77a8a"
+    )
+    assert hashlib.sha256(P.PRESSURE_ALERT.encode()).hexdigest() == (
+        "269e10af6ec9afdc72fd4e881b0fa656ebbf1a8b0f6413f0bc608dd98d0c550b"
+    )
 
 
 def test_budget_caps_all_notes_hits_first() -> None:

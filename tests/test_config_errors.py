@@ -37,6 +37,8 @@ BAD_VALUES: list[tuple[list[str], list[str]]] = [
     # baselines
     (["method=full_context", "method.answer_reserve_tokens=-5"], ["method.answer_reserve_tokens=-5", ">= 0"]),
     (["method=full_context", "method.context_budget_tokens=0"], ["method.context_budget_tokens=0", ">= 1"]),
+    (["method=full_context", "method.batch_size=20"], ["batch_size=20", "protocol=locomo"]),
+    (["method=full_context", "method.image_captions=inline"], ["method.image_captions='inline'", "none, shares"]),
     (["method=rag_dense", "method.top_k=0"], ["method.top_k=0", "rag_dense", ">= 1"]),
     (["method=rag_bm25", "method.bm25_b=2"], ["method.bm25_b=2", "in [0, 1]"]),
     (["method=rag_hybrid", "method.retriever=bm25"], ["method.retriever='bm25'", "hybrid", "method=rag_bm25"]),
@@ -50,6 +52,12 @@ BAD_VALUES: list[tuple[list[str], list[str]]] = [
     (["method=mem0-two-phase", "method.top_p=2"], ["method.top_p=2", "in [0, 1]"]),
     (["method=memgpt", "method.evict_fraction=1.5"], ["method.evict_fraction=1.5", "(0, 1)"]),
     (["method=memgpt", "method.recall_search=regex"], ["method.recall_search='regex'", "keyword, substring"]),
+    (["method=memgpt", "method.context_window_tokens=1000"], ["context_window_tokens", "1000 tokens", "cannot hold"]),
+    (["method=memgpt", "backbone.context_budget_tokens=1500"], ["1500 tokens", "capped", "cannot hold"]),
+    (
+        ["method=memgpt-full-window", "method.context_window=memgpt"],
+        ["method.context_window='memgpt'", "method=memgpt"],
+    ),
     (["method=lightmem", "method.compress_rate=0"], ["method.compress_rate=0", "(0, 1]"]),
     (["method=lightmem", "method.compressor=llmlingua"], ["method.compressor='llmlingua'", "idf, none"]),
     (["method=fluxmem", "method.T=-1"], ["method.T=-1", ">= 0"]),

@@ -48,7 +48,7 @@ def test_methods_are_declared_by_their_packages_and_match_the_yaml() -> None:
 
 def test_backbone_and_embedder_kinds_are_registries() -> None:
     assert BACKBONE_KINDS.names() == ["llamacpp", "openai_compatible", "scripted"]
-    assert EMBEDDER_KINDS.names() == ["hashing", "minilm", "openai"]
+    assert EMBEDDER_KINDS.names() == ["hashing", "hub", "minilm", "openai"]
     with pytest.raises(UnknownNameError, match="Did you mean 'openai_compatible'"):
         BACKBONE_KINDS.get("openai_compat")
 

@@ -107,6 +107,19 @@ def test_not_comparable_runs_are_flagged(tmp_path: Path, paper) -> None:
     assert "| paper | 28.24 | 38.39 | 15.43 | 42.09 | 43.79 | 38.62 | – | 34.51 |" in md
 
 
+def test_reimplemented_methods_are_labelled(tmp_path: Path, paper) -> None:
+    write_run(tmp_path, backbone="gpt-4o-mini", method="memgpt", items=main_items())
+    write_run(tmp_path, backbone="gpt-4o-mini", method="memgpt-full-window", items=main_items())
+    write_run(tmp_path, backbone="gpt-4o-mini", method="memcore", items=main_items())
+    md = main_table([summarize_run(r, n_boot=50) for r in load_runs([tmp_path])], paper).to_markdown()
+    assert "| memgpt (reimplementation) |" in md
+    assert "memgpt-full-window (reimplementation) (variant of memgpt)" in md
+    assert "| memcore |" in md and "memcore (reimplementation)" not in md
+    assert (
+        "(reimplementation): this harness's reimplementation, not the authors' code: memgpt: cpacker/MemGPT 0.2.6" in md
+    )
+
+
 def test_variant_is_labelled_and_never_compared(tmp_path: Path, paper) -> None:
     write_run(tmp_path, backbone="gpt-4o-mini", method="memcore", items=main_items())
     write_run(tmp_path, backbone="gpt-4o-mini", method="memcore-cheap", items=main_items())

@@ -143,22 +143,30 @@ def test_a_traced_run_is_estimated_at_its_tail_rate(tmp_path: Path) -> None:
 
 
 def test_a_method_that_keeps_the_conversation_in_context_grows_with_it(tmp_path: Path) -> None:
-    """MemGPT's context holds the conversation: the build is the upper bound (the slope continued), and the
+    """MemGPT with the full window holds the conversation in context: the build is the upper bound (the slope continued), and the
     retrieve (600/question) and answer (1,000/question) prompts scale with the conversation's length; by hand,
     conversations of 30 and 10 turns against the slice's 20: x1.0 on average, 40 turns: x2."""
     run, _ = _traced_run(tmp_path)
     r = measured_rates(run)
     assert r.prompt_per_question_by_stage["retrieve"] == 600.0 and r.prompt_per_question_by_stage["answer"] == 1000.0
     assert r.conversations == 1
-    same = estimate(r, method="memgpt", conversation_turns=(30, 10), questions=4)
+    same = estimate(r, method="memgpt-full-window", conversation_turns=(30, 10), questions=4)
     assert same["prompt_tokens"] == same["prompt_tokens_upper"]  # the upper build is the estimate
     assert (
         same["prompt_tokens"]
         == estimate(r, method="memcore", conversation_turns=(30, 10), questions=4)["prompt_tokens_upper"]
     )
-    longer = estimate(r, method="memgpt", conversation_turns=(40,), questions=4)
+    longer = estimate(r, method="memgpt-full-window", conversation_turns=(40,), questions=4)
     other = estimate(r, method="memcore", conversation_turns=(40,), questions=4)
     assert longer["prompt_tokens"] == pytest.approx(other["prompt_tokens_upper"] + (600 + 1000) * 4)
+    # the paging MemGPT's window bounds its prompts: estimated like any other method; a memgpt run recorded
+    # before it paged (no context_window in its config) held the whole conversation
+    assert estimate(r, method="memgpt", conversation_turns=(40,), questions=4) == other
+    from memcore.report.estimate import estimated_as
+
+    assert estimated_as("memgpt", {"method": {"context_window_tokens": 120000}}) == "memgpt-full-window"
+    assert estimated_as("memgpt", {"method": {"context_window": "memgpt"}}) == "memgpt"
+    assert estimated_as("full_context", {}) == "full_context"
 
 
 def test_a_trace_is_scaled_with_the_rate_adjustments(tmp_path: Path) -> None:

@@ -59,7 +59,12 @@ def test_a_build_field_change_builds_a_new_snapshot(tmp_path) -> None:
     _build(store, calls, {"name": "rag_bm25", "retriever": "bm25", "context_format": "notes"})
     _build(store, calls, {"name": "rag_bm25", "retriever": "bm25", "context_format": "locomo"})
     assert calls == ["build", "build"]
-    assert RAG_BM25.construction_keys == ("retriever", "context_format")
+    assert RAG_BM25.construction_keys == ("retriever", "context_format", "locomo_captions")
+    # locomo_captions decides rag_locomo's embedded text (caption tag or not), so it is part of the key too
+    _build(
+        store, calls, {"name": "rag_bm25", "retriever": "bm25", "context_format": "locomo", "locomo_captions": "inline"}
+    )
+    assert calls == ["build", "build", "build"]
 
 
 def test_corrupted_snapshot_is_rebuilt(tmp_path, caplog) -> None:

@@ -27,22 +27,28 @@ from typing import Any
 
 import numpy as np
 
+from baselines.memgpt import framing
 from baselines.memgpt import prompts as P
-from baselines.memgpt.config import MemGPTConfig, config_from_dict
+from baselines.memgpt.config import MemGPTConfig, config_from_dict, resolve_window
 from baselines.memgpt.evidence import cap_evidence, context_evidence
 from baselines.memgpt.functions import INGEST_FUNCTIONS, QA_FUNCTIONS, FunctionCalls, Hit, result_message
-from baselines.memgpt.paging import FifoMessage, eviction_cut, main_context, summary_messages
+from baselines.memgpt.paging import (
+    FifoMessage,
+    SummaryCounts,
+    eviction_cut,
+    main_context,
+    summary_messages,
+    summary_note,
+)
 from baselines.memgpt.stores import ArchivalMemory, CoreLine, CoreMemory, RecallMemory, RecallMessage
 from memcore.interfaces import ChatBackbone, Embedder, Message, MethodContext, MethodSpec
-from memcore.schema import method_validator
+from memcore.schema import bad_value, method_validator
 from memcore.text import count_tokens
 from memcore.types import Evidence, Turn
 
 STATE_FILE = "memgpt.json"
+SEARCH_FUNCTIONS = ("archival_memory_search", "conversation_search")
 VECTORS_FILE = "memgpt_archival.npy"
-
-#: The window when neither the config nor the backbone names one (the default preset's ``context_budget_tokens``).
-DEFAULT_CONTEXT_WINDOW_TOKENS = 6000
 
 
 def new_counters() -> dict[str, Any]:
@@ -59,6 +65,7 @@ def new_counters() -> dict[str, Any]:
         "calls_by_function": {},
         "qa_questions": 0,
         "qa_steps": 0,
+        "qa_searches": 0,
         "qa_step_fallbacks": 0,
         "qa_fallback_searches": 0,
     }
@@ -76,19 +83,14 @@ class MemGPT:
         backbone: Callable[[], ChatBackbone],
         embedder: Callable[[], Embedder],
     ) -> None:
-        if config.context_window_tokens is None:
-            config = dataclasses.replace(config, context_window_tokens=DEFAULT_CONTEXT_WINDOW_TOKENS)
         self.cfg = config
+        self.window, self.window_source = resolve_window(config)
         self.speakers = speakers
         self._backbone = backbone
         self._embedder = embedder
-        blocks = {
-            "persona": [
-                CoreLine(f"I am a memory agent observing the conversation between {speakers[0]} and {speakers[1]}.")
-            ]
-        }
-        for s in speakers:
-            blocks.setdefault(s, [])
+        persona = framing.PERSONA.format(speaker_a=speakers[0], speaker_b=speakers[1])
+        blocks: dict[str, list[CoreLine]] = {name: [] for name in framing.blocks(*speakers)}
+        blocks["persona"] = [CoreLine(persona)]
         self.core = CoreMemory(config.core_block_chars, blocks)
         self.archival = ArchivalMemory()
         self.recall = RecallMemory(config.recall_search)
@@ -96,15 +98,13 @@ class MemGPT:
         self.summary = ""
         self.summary_dia_ids: tuple[str, ...] = ()
         self.n_hidden = 0
+        self.summary_counts = SummaryCounts()
         self._alerted = False
         self._lock = threading.Lock()
         self._calls = FunctionCalls(config, backbone, embedder)
         self.counters = new_counters()
-        self.system_prompt = P.SYSTEM.format(
-            speaker_a=speakers[0],
-            speaker_b=speakers[1],
-            blocks=", ".join(self.core.blocks),
-            page_size=config.page_size,
+        self.system_prompt = framing.system_message(
+            speakers[0], speakers[1], page_size=config.page_size, recall_search=config.recall_search
         )
 
     @property
@@ -117,7 +117,7 @@ class MemGPT:
 
     # ------------------------------------------------------------------ main context
     def _head(self) -> list[Message]:
-        return main_context(self.system_prompt, self.summary, self.n_hidden, self.fifo)
+        return main_context(self.system_prompt, self.summary, self.summary_counts, self.fifo)
 
     def _state(self, template: str, **kw: Any) -> str:
         return template.format(
@@ -132,18 +132,18 @@ class MemGPT:
         """Approximate size of the main context (system, summary, FIFO, core memory + stats)."""
         fixed = count_tokens(self.system_prompt)
         if self.summary:
-            fixed += count_tokens(P.SUMMARY_NOTE.format(hidden=self.n_hidden, summary=self.summary))
+            fixed += count_tokens(summary_note(self.summary, self.summary_counts))
         state = self._state(P.INGEST_STEP, directive=P.INGEST_NEW_MESSAGE)
         return fixed + sum(m.tokens for m in self.fifo) + count_tokens(state)
 
     def _maybe_alert(self) -> None:
-        if not self._alerted and self.context_tokens() > self.cfg.warning_fraction * self.cfg.context_window_tokens:
+        if not self._alerted and self.context_tokens() > self.cfg.warning_fraction * self.window:
             self.fifo.append(FifoMessage("user", "alert", P.PRESSURE_ALERT))
             self._alerted = True
             self.counters["alerts"] += 1
 
     def _maybe_evict(self) -> None:
-        while self.context_tokens() > self.cfg.context_window_tokens and self._evict():
+        while self.context_tokens() > self.window and self._evict():
             pass
 
     def _evict(self) -> bool:
@@ -153,9 +153,11 @@ class MemGPT:
         if cut is None:
             return False
         evicted, self.fifo = self.fifo[:cut], self.fifo[cut:]
+        summarized = len(evicted) + (1 if self.summary else 0)
         self.summary = self._summarize(evicted)
         self.summary_dia_ids = tuple(dict.fromkeys((*self.summary_dia_ids, *(m.dia_id for m in evicted if m.dia_id))))
         self.n_hidden += len(evicted)
+        self.summary_counts = SummaryCounts(self.n_hidden, self.n_hidden + len(self.fifo) + 1, summarized)
         self._alerted = False
         self.counters["evictions"] += 1
         return True
@@ -164,7 +166,7 @@ class MemGPT:
         """The new recursive summary of ``evicted`` (the current one if the reply is empty)."""
         self.counters["summary_calls"] += 1
         text = self.backbone.complete(
-            summary_messages(self.summary, evicted, self.speakers, self.cfg.summary_words),
+            summary_messages(self.summary, self.summary_counts, evicted, self.cfg.summary_words),
             stage="ingest",
             temperature=self.cfg.temperature,
             max_tokens=self.cfg.summary_max_tokens,
@@ -249,6 +251,7 @@ class MemGPT:
         with self._lock:
             self.counters["qa_questions"] += 1
             self.counters["qa_steps"] += steps
+            self.counters["qa_searches"] += len(searches)
             self.counters["qa_step_fallbacks"] += fallbacks
             self.counters["qa_fallback_searches"] += int(fallback_search)
         cap = budget or self.cfg.qa_max_results or None
@@ -279,6 +282,7 @@ class MemGPT:
             "summary": self.summary,
             "summary_dia_ids": list(self.summary_dia_ids),
             "n_hidden": self.n_hidden,
+            "summary_counts": asdict(self.summary_counts),
             "alerted": self._alerted,
             "counters": self.counters,
         }
@@ -296,6 +300,7 @@ class MemGPT:
         self.summary = state["summary"]
         self.summary_dia_ids = tuple(state["summary_dia_ids"])
         self.n_hidden = int(state["n_hidden"])
+        self.summary_counts = SummaryCounts(**state.get("summary_counts", {}))
         self._alerted = bool(state["alerted"])
         self.counters.update(state["counters"])
 
@@ -312,28 +317,60 @@ class MemGPT:
             hidden_messages=self.n_hidden,
             summary_covers_turns=len(self.summary_dia_ids),
             context_tokens=self.context_tokens(),
-            context_window_tokens=self.cfg.context_window_tokens,
+            context_window_tokens=self.window,
+            context_window_source=self.window_source,
+            ingest_searches=sum(c["calls_by_function"].get(f, 0) for f in SEARCH_FUNCTIONS),
             ingest_llm_calls=c["agent_steps"] + c["summary_calls"],
             ingest_llm_calls_per_turn=round((c["agent_steps"] + c["summary_calls"]) / turns, 4),
         )
         return c
 
 
+def _build(name: str, raw: dict[str, Any]) -> MemGPTConfig:
+    """The config of method ``name``: ``memgpt-full-window`` pins ``context_window: backbone``."""
+    if name == FULL_WINDOW:
+        if raw.get("context_window", "backbone") != "backbone" or raw.get("context_window_tokens") is not None:
+            raise bad_value(
+                "method.context_window",
+                raw.get("context_window_tokens") or raw.get("context_window"),
+                "backbone (use method=memgpt to size the main context otherwise)",
+                f"method {name}",
+            )
+        raw = {**raw, "context_window": "backbone"}
+    return config_from_dict(raw)
+
+
 def _factory(ctx: MethodContext) -> MemGPT:
-    cfg = config_from_dict(ctx.config)
-    if cfg.context_window_tokens is None:  # the backbone's window (configs/method/memgpt.yaml interpolates it)
-        window = int(ctx.extras.get("context_budget_tokens", DEFAULT_CONTEXT_WINDOW_TOKENS))
-        cfg = dataclasses.replace(cfg, context_window_tokens=window)
+    cfg = _build(str(ctx.config.get("name", "memgpt")), dict(ctx.config))
+    if cfg.backbone_window_tokens is None and "context_budget_tokens" in ctx.extras:
+        # configs/method/memgpt.yaml interpolates it; a config built in code gets the run's value here
+        cfg = dataclasses.replace(cfg, backbone_window_tokens=int(ctx.extras["context_budget_tokens"]))
     conv = ctx.conversation
     return MemGPT(cfg, (conv.speaker_a, conv.speaker_b), backbone=lambda: ctx.backbone, embedder=lambda: ctx.embedder)
 
 
-SPEC = MethodSpec(
-    name="memgpt",
-    factory=_factory,
-    ingest_uses_llm=lambda c, a: True,
-    retrieve_uses_llm=lambda c, a: True,
-    config_schema=(MemGPTConfig,),
-    validate_config=method_validator(MemGPTConfig, build=lambda name, cfg: config_from_dict(cfg)),
-    description="MemGPT: paged main context (core memory, FIFO, recursive summary) + recall/archival storage via function calls",
+#: The variant whose main context is the backbone's whole prompt budget (labelled as a variant in tables).
+FULL_WINDOW = "memgpt-full-window"
+
+
+def _spec(name: str, description: str) -> MethodSpec:
+    return MethodSpec(
+        name=name,
+        factory=_factory,
+        ingest_uses_llm=lambda c, a: True,
+        retrieve_uses_llm=lambda c, a: True,
+        config_schema=(MemGPTConfig,),
+        validate_config=method_validator(MemGPTConfig, build=_build),
+        description=description,
+    )
+
+
+SPEC = _spec(
+    "memgpt",
+    "MemGPT (reimplementation): main context sized as MemGPT 0.2.6 (8,192 tokens), paged by eviction and "
+    "recursive summaries; recall/archival storage via function calls",
+)
+SPEC_FULL_WINDOW = _spec(
+    FULL_WINDOW,
+    "MemGPT variant: the main context is the backbone's whole prompt budget (a LoCoMo conversation never pages)",
 )

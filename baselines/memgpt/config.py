@@ -7,20 +7,50 @@ from typing import Any
 
 from baselines.lightmem.config import build_config
 from memcore.schema import POS, TEMPERATURE, Rule, build_keys, check_rules, knob
+from memcore.text import count_tokens
 
 RECALL_SEARCH = ("keyword", "substring")
+CONTEXT_WINDOW = ("memgpt", "backbone")
+
+#: ``LLM_MAX_TOKENS`` of MemGPT 0.2.6 (cpacker/MemGPT ``memgpt/constants.py`` @ 0.2.6): the context window MemGPT
+#: gives a model (``memgpt/config.py``: the model's entry, else ``DEFAULT``). No model of this harness is listed,
+#: so every backbone gets ``DEFAULT``.
+LLM_MAX_TOKENS: dict[str, int] = {
+    "DEFAULT": 8192,
+    "gpt-4-1106-preview": 128000,
+    "gpt-4": 8192,
+    "gpt-4-32k": 32768,
+    "gpt-4-0613": 8192,
+    "gpt-4-32k-0613": 32768,
+    "gpt-4-0314": 8192,
+    "gpt-4-32k-0314": 32768,
+    "gpt-3.5-turbo-1106": 16385,
+    "gpt-3.5-turbo": 4096,
+    "gpt-3.5-turbo-16k": 16385,
+    "gpt-3.5-turbo-0613": 4096,
+    "gpt-3.5-turbo-16k-0613": 16385,
+    "gpt-3.5-turbo-0301": 4096,
+}
+
+#: The backbone window assumed when neither the config nor the run names one (the default preset's budget).
+DEFAULT_BACKBONE_WINDOW_TOKENS = 6000
 
 
 @dataclass(frozen=True)
 class MemGPTConfig:
-    """Defaults follow MemGPT's constants (cpacker/MemGPT ``memgpt/constants.py``) where they apply.
-    ``context_window_tokens`` ``None`` means the backbone's window (its preset's ``context_budget_tokens``),
-    as MemGPT sizes its main context by the model's context window; the factory fills it in.
-    See baselines/memgpt/README.md."""
+    """Defaults follow MemGPT 0.2.6's constants (cpacker/MemGPT ``memgpt/constants.py``) where they apply.
+    The main context's size is :func:`resolve_window`: ``context_window: memgpt`` is MemGPT's own sizing
+    (:data:`LLM_MAX_TOKENS` of the backbone's model, 8,192 for a model it does not list, never more than the
+    backbone's prompt budget); ``backbone`` is the backbone's whole prompt budget (``memgpt-full-window``);
+    ``context_window_tokens`` fixes it. A window that cannot hold the system message and a full core memory is
+    a ``ValueError`` at construction (so ``memcore-run`` stops before any work). See baselines/memgpt/README.md."""
 
-    format_version: int = knob(2, build=True, rule=POS)
-    # main context: system + core memory + summary + FIFO; None: backbone
-    context_window_tokens: int | None = knob(None, build=True, rule=POS)
+    format_version: int = knob(3, build=True, rule=POS)
+    # main context: system + core memory + summary + FIFO
+    context_window: str = knob("memgpt", build=True, rule=Rule(choices=CONTEXT_WINDOW))
+    context_window_tokens: int | None = knob(None, build=True, rule=POS)  # fixes the size (overrides the above)
+    backbone_model: str | None = knob(None, build=True)  # ${backbone.model}: the key into LLM_MAX_TOKENS
+    backbone_window_tokens: int | None = knob(None, build=True, rule=POS)  # ${backbone.context_budget_tokens}
     # MESSAGE_SUMMARY_WARNING_FRAC: memory-pressure alert
     warning_fraction: float = knob(0.75, build=True, rule=Rule(lo=0, hi=1, lo_open=True))
     # MESSAGE_SUMMARY_TRUNC_TOKEN_FRAC: share of FIFO tokens evicted
@@ -31,8 +61,8 @@ class MemGPTConfig:
     # keep the agent's `done` replies in the FIFO (MemGPT keeps every reply)
     keep_noop_steps: bool = knob(False, build=True)
     page_size: int = knob(5, build=True, rule=POS)  # RETRIEVAL_QUERY_DEFAULT_PAGE_SIZE
-    # keyword (ranked term overlap) | substring (MemGPT's text_search)
-    recall_search: str = knob("keyword", build=True, rule=Rule(choices=RECALL_SEARCH))
+    # substring (MemGPT's text_search) | keyword (ranked term overlap)
+    recall_search: str = knob("substring", build=True, rule=Rule(choices=RECALL_SEARCH))
     function_result_chars: int = knob(3000, build=True, rule=POS)  # FUNCTION_RETURN_CHAR_LIMIT
     summary_words: int = knob(100, build=True, rule=POS)  # gpt_summarize.WORD_LIMIT
     summary_max_tokens: int = knob(256, build=True, rule=POS)
@@ -44,10 +74,50 @@ class MemGPTConfig:
     qa_max_results: int = 0  # cap on search-result notes (0 = none); eval.budget overrides
 
     def __post_init__(self) -> None:
-        window = self.context_window_tokens
-        if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1):
-            raise ValueError(f"memgpt: context_window_tokens must be an int >= 1 or null, got {window!r}")
+        for key in ("context_window_tokens", "backbone_window_tokens"):
+            window = getattr(self, key)
+            if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1):
+                raise ValueError(f"memgpt: {key} must be an int >= 1 or null, got {window!r}")
         check_rules(self, "memgpt")
+        tokens, source = resolve_window(self)
+        need = min_window_tokens(self)
+        if tokens < need:
+            raise ValueError(
+                f"memgpt: the main context ({tokens} tokens, {source}) cannot hold MemGPT's system message and a full "
+                f"core memory ({need} tokens); give it at least {need} (method.context_window_tokens, or a larger "
+                "backbone.context_budget_tokens)"
+            )
+
+
+def resolve_window(cfg: MemGPTConfig) -> tuple[int, str]:
+    """The main context's size in (approximate) tokens and where it comes from."""
+    budget = cfg.backbone_window_tokens
+    if cfg.context_window_tokens is not None:
+        return cfg.context_window_tokens, "method.context_window_tokens"
+    if cfg.context_window == "backbone":
+        return (budget or DEFAULT_BACKBONE_WINDOW_TOKENS), "the backbone's prompt budget"
+    model = cfg.backbone_model or ""
+    key = model if model in LLM_MAX_TOKENS else "DEFAULT"
+    tokens = LLM_MAX_TOKENS[key]
+    source = f"MemGPT 0.2.6 LLM_MAX_TOKENS[{key!r}]"
+    if budget is not None and budget < tokens:
+        return budget, f"{source} capped at the backbone's prompt budget"
+    return tokens, source
+
+
+def min_window_tokens(cfg: MemGPTConfig) -> int:
+    """The smallest main context that holds the system message, the state message with every core memory block
+    full (three blocks: persona and one per speaker; about 4 characters a token) and one reply."""
+    from baselines.memgpt.framing import system_message, worst_case_state
+
+    names = ("Speaker A", "Speaker B")
+    core_tokens = 3 * cfg.core_block_chars // 4
+    return (
+        count_tokens(system_message(*names, page_size=cfg.page_size))
+        + count_tokens(worst_case_state())
+        + core_tokens
+        + cfg.max_tokens
+    )
 
 
 #: Everything but the ``qa_*`` knobs changes the built memory (marked ``build`` on the fields).

@@ -1,6 +1,6 @@
 """MemGPT's context-window management without LLM calls: the FIFO of recent messages, the main context the
 agent sees, which oldest messages an eviction moves out (to be folded into the recursive summary), and the
-summarisation prompt for them."""
+summarisation request for them."""
 
 from __future__ import annotations
 
@@ -27,11 +27,28 @@ class FifoMessage:
             self.tokens = count_tokens(self.content)
 
 
-def main_context(system_prompt: str, summary: str, n_hidden: int, fifo: list[FifoMessage]) -> list[Message]:
+@dataclass(frozen=True)
+class SummaryCounts:
+    """What MemGPT's summary message states (``package_summarize_message``): messages hidden, all messages so
+    far, and how many messages the summary covers (the previous summary message included)."""
+
+    hidden: int = 0
+    total: int = 0
+    summarized: int = 0
+
+
+def summary_note(summary: str, counts: SummaryCounts) -> str:
+    """The message standing for the evicted messages."""
+    return P.SUMMARY_NOTE.format(
+        hidden=counts.hidden, total=counts.total, summarized=counts.summarized, summary=summary
+    )
+
+
+def main_context(system_prompt: str, summary: str, counts: SummaryCounts, fifo: list[FifoMessage]) -> list[Message]:
     """The messages always in context: system instructions, the recursive summary (if any), the FIFO."""
     msgs: list[Message] = [{"role": "system", "content": system_prompt}]
     if summary:
-        msgs.append({"role": "user", "content": P.SUMMARY_NOTE.format(hidden=n_hidden, summary=summary)})
+        msgs.append({"role": "user", "content": summary_note(summary, counts)})
     msgs.extend({"role": m.role, "content": m.content} for m in fifo)
     return msgs
 
@@ -53,20 +70,15 @@ def eviction_cut(fifo: list[FifoMessage], *, keep_last: int, fraction: float) ->
     return cut
 
 
-def summary_messages(summary: str, evicted: list[FifoMessage], speakers: tuple[str, str], words: int) -> list[Message]:
-    """The summarisation request for ``evicted`` messages, folding in the current ``summary`` (recursive)."""
-    lines = [f"(summary of earlier messages) {summary}"] if summary else []
+def summary_messages(summary: str, counts: SummaryCounts, evicted: list[FifoMessage], words: int) -> list[Message]:
+    """The summarisation request for ``evicted`` messages as MemGPT 0.2.6 makes it (``summarize_messages``):
+    ``gpt_summarize.SYSTEM``, then the messages as the Python ``str`` of their role/content dicts, the current
+    summary message first (so summaries are recursive). Function results carry the ``function`` role."""
+    seq: list[dict[str, str]] = [{"role": "user", "content": summary_note(summary, counts)}] if summary else []
     for m in evicted:
-        if m.kind == "turn":
-            lines.append(m.content)
-        elif m.kind == "action":
-            lines.append(f"(agent) {m.content}")
-        elif m.kind == "result":
-            lines.append(f"(agent function result) {m.content}")
+        role = "function" if m.kind == "result" else m.role
+        seq.append({"role": role, "content": m.content})
     return [
-        {
-            "role": "system",
-            "content": P.SUMMARY_SYSTEM.format(speaker_a=speakers[0], speaker_b=speakers[1], words=words),
-        },
-        {"role": "user", "content": P.SUMMARY_USER.format(messages="\n".join(lines))},
+        {"role": "system", "content": P.summary_system(words)},
+        {"role": "user", "content": str(seq)},
     ]

@@ -1,40 +1,27 @@
-"""MemGPT prompts: the agent's system instructions (memory hierarchy + function protocol), the
-per-step directives for ingestion and question time, the memory-pressure alert and the recursive
-eviction summary. Paraphrased from cpacker/MemGPT (``prompts/system/memgpt_chat.txt``,
-``prompts/gpt_summarize.py``, ``constants.py``), adapted to an agent that observes a conversation
-between two people instead of chatting with one user, and to a JSON function-call protocol in
-the reply text (as MemGPT's own local-LLM wrappers do) instead of native tool calls."""
+"""MemGPT's per-step messages, memory-pressure alert and eviction summary.
 
-VERSION = "memgpt-v1"
+The system prompt is MemGPT's own ``memgpt_chat`` (:mod:`baselines.memgpt.system_prompt`, verbatim) plus the
+harness's LoCoMo framing (:mod:`baselines.memgpt.framing`). Verbatim from cpacker/MemGPT @ 0.2.6:
+:data:`PRESSURE_ALERT` (``MESSAGE_SUMMARY_WARNING_STR``, ``memgpt/constants.py``), :data:`SUMMARY_SYSTEM`
+(``SYSTEM`` of ``memgpt/prompts/gpt_summarize.py`` with its ``WORD_LIMIT`` 100) and the text of
+:data:`SUMMARY_NOTE` (``package_summarize_message``, ``memgpt/system.py``; MemGPT wraps these two in a JSON
+``system_alert`` with the local time, the harness sends the text). The per-step directives are the harness's:
+MemGPT runs one step per user message with no directive.
+"""
 
-SYSTEM = """You are MemGPT, a memory agent with a limited context window. You observe a long conversation between {speaker_a} and {speaker_b}. Later you will be asked questions about it, so you must keep what matters in your memory.
+VERSION = "memgpt-v2"
 
-Your memory:
-- Core memory (always visible below, small, editable): blocks {blocks}. Keep key lasting facts about each person there (identity, relationships, jobs, hobbies, plans).
-- Recent messages: you see only the latest messages. When the context is full, older ones are hidden and replaced by a short summary.
-- Recall memory: every message of the conversation, including hidden ones. Search it with conversation_search.
-- Archival memory: unlimited storage of facts you write yourself. Search it by meaning with archival_memory_search.
-
-Functions:
-- core_memory_append(name, content): add a line to core memory block `name`.
-- core_memory_replace(name, old_content, new_content): replace text that appears exactly in block `name`; empty new_content deletes it.
-- archival_memory_insert(content): store one self-contained fact with names and the date it happened, e.g. "On 8 May 2023 Caroline went to an LGBTQ support group."
-- archival_memory_search(query, page): semantic search of archival memory ({page_size} results per page, page starts at 0).
-- conversation_search(query, page): keyword search of all past messages ({page_size} results per page).
-- done(): nothing more to do now.
-
-Reply with exactly one JSON object and nothing else:
-{{"thought": "<under 20 words>", "function": "<name>", "arguments": {{...}}, "request_heartbeat": false}}
-Set request_heartbeat to true only when you need another step right after this one (to store a second fact or to read search results)."""
-
-#: Shown once the context passes the warning fraction (MemGPT's MESSAGE_SUMMARY_WARNING_STR).
+#: MemGPT 0.2.6 ``MESSAGE_SUMMARY_WARNING_STR``, shown once the context passes the warning fraction.
 PRESSURE_ALERT = (
-    "[system alert] The context is almost full and older messages will soon be hidden. "
-    "Save any important information from them now with core_memory_append, core_memory_replace or archival_memory_insert."
+    "Warning: the conversation history will soon reach its maximum length and be trimmed. "
+    "Make sure to save any important information from the conversation to your memory before it is removed."
 )
 
-#: The message that stands for the evicted messages at the head of the context.
-SUMMARY_NOTE = "[system] {hidden} earlier messages are hidden from view (search them with conversation_search). Summary of them:\n{summary}"
+#: The message that stands for the evicted messages at the head of the context (``package_summarize_message``).
+SUMMARY_NOTE = (
+    "Note: prior messages ({hidden} of {total} total messages) have been hidden from view due to conversation "
+    "memory constraints.\nThe following is a summary of the previous {summarized} messages:\n {summary}"
+)
 
 #: Trailing state message of an ingestion step: core memory, stats and what to do now.
 INGEST_STEP = """{core}
@@ -58,7 +45,25 @@ Search your memory for the information needed to answer this question; what you 
 #: Wrapper for a function's return value in the message history (MemGPT's 'function' role).
 FUNCTION_RESULT = "[function result: {name}] {status}: {message}"
 
-SUMMARY_SYSTEM = """Summarize the earlier part of a conversation between {speaker_a} and {speaker_b}, as observed by a memory agent. The messages may start with the summary of even earlier messages; fold it in. Agent lines are its own memory actions. Keep names, dates, events, plans and preferences. Write at most {words} words. Output only the summary."""
+#: ``SYSTEM`` of MemGPT 0.2.6 ``memgpt/prompts/gpt_summarize.py`` (an f-string; ``WORD_LIMIT`` = 100), verbatim.
+SUMMARY_SYSTEM = """
+Your job is to summarize a history of previous messages in a conversation between an AI persona and a human.
+The conversation you are given is a from a fixed context window and may not be complete.
+Messages sent by the AI are marked with the 'assistant' role.
+The AI 'assistant' can also make calls to functions, whose outputs can be seen in messages with the 'function' role.
+Things the AI says in the message content are considered inner monologue and are not seen by the user.
+The only AI messages seen by the user are from when the AI uses 'send_message'.
+Messages the user sends are in the 'user' role.
+The 'user' role is also used for important system events, such as login events and heartbeat events (heartbeats run the AI's program without user action, allowing the AI to act without prompting from the user sending them a message).
+Summarize what happened in the conversation from the perspective of the AI (use the first person).
+Keep your summary less than 100 words, do NOT exceed this word limit.
+Only output the summary, do NOT include anything else in your output.
+"""
 
-SUMMARY_USER = """Messages to summarize:
-{messages}"""
+#: The word limit written in :data:`SUMMARY_SYSTEM` (``gpt_summarize.WORD_LIMIT``).
+SUMMARY_WORD_LIMIT = 100
+
+
+def summary_system(words: int) -> str:
+    """:data:`SUMMARY_SYSTEM` with its word limit set to ``words`` (verbatim at MemGPT's 100)."""
+    return SUMMARY_SYSTEM.replace(f"less than {SUMMARY_WORD_LIMIT} words", f"less than {words} words")

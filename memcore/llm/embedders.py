@@ -141,6 +141,17 @@ class CachedEmbedder:
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.name}\x00{text}".encode()).hexdigest()
 
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Queries: through the inner embedder's ``query_encoder`` when it has its own (a dual encoder such as
+        DRAGON; cached under that encoder's name), else :meth:`encode`."""
+        query = getattr(self.inner, "query_encoder", None)
+        if query is None or query is getattr(self.inner, "context_encoder", None):
+            return self.encode(texts)
+        with self._lock:
+            if not hasattr(self, "_queries"):
+                self._queries = CachedEmbedder(query, self._kv)
+        return self._queries.encode(texts)
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         missing: dict[str, list[int]] = {}

@@ -211,11 +211,26 @@ def _hashing(cfg: EmbedderConfig) -> Embedder:
     return HashingEmbedder(cfg.dim)
 
 
+def _hub(cfg: EmbedderConfig) -> Embedder:
+    from memcore.llm.hub_embedder import HubEmbedder
+
+    return HubEmbedder(cfg.model, cfg.query_model, cfg.pooling, cfg.batch_size)
+
+
+def precheck_embedder(cfg: EmbedderConfig) -> None:
+    """Before any work: a hub embedder's weights must be in the local cache or the hub reachable (ConfigError)."""
+    if cfg.kind == "hub":
+        from memcore.llm.hub_embedder import precheck
+
+        precheck(cfg.name, [m for m in (cfg.model, cfg.query_model) if m])
+
+
 #: ``embedder.kind`` → the function that builds the (uncached) embedder from its config.
 EMBEDDER_KINDS: Registry[Callable[[EmbedderConfig], Embedder]] = Registry("embedder kind")
 EMBEDDER_KINDS.add("minilm", _minilm)
 EMBEDDER_KINDS.add("openai", _openai_embedder)
 EMBEDDER_KINDS.add("hashing", _hashing)
+EMBEDDER_KINDS.add("hub", _hub)
 
 
 def build_embedder(cfg: EmbedderConfig, *, cache: CacheLayout | None) -> CachedEmbedder:

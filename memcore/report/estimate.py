@@ -9,9 +9,10 @@ preset's list price.
 ``full_context`` answers from the whole conversation, so its answer prompt does not scale with the
 number of questions alone: its per-question context is replaced by the mean full-conversation size.
 
-MemGPT keeps the conversation in its main context (LoCoMo's conversations fit gpt-4o-mini's window, so nothing
-is evicted): each turn's build prompt and each question's retrieve and answer prompts grow with the
-conversation. For such a method (:data:`CONVERSATION_IN_CONTEXT`) the build continues the slice's per-turn
+``memgpt-full-window`` keeps the conversation in its main context (LoCoMo's conversations fit gpt-4o-mini's
+window, so nothing is evicted): each turn's build prompt and each question's retrieve and answer prompts grow
+with the conversation. (``memgpt`` pages at MemGPT's 8,192-token window, so its prompts stop growing there: its
+tail rate is the estimate, as for any other method.) For such a method (:data:`CONVERSATION_IN_CONTEXT`) the build continues the slice's per-turn
 growth (the upper bound becomes the estimate) and the retrieve / answer prompts per question scale with the
 target conversation's length over the slice's (measured: ×9–10 from the quick slice to all of LoCoMo,
 ``results/measured/rehearsal_full.md``).
@@ -45,7 +46,7 @@ LOCOMO_QUESTIONS = 1986
 LOCOMO_CONVERSATION_TURNS: tuple[int, ...] = (419, 369, 663, 629, 680, 675, 689, 681, 509, 568)
 QA_STAGES: tuple[str, ...] = ("retrieve", "answer", "judge")
 #: Methods whose main context holds the conversation: their per-turn and per-question prompts grow with it.
-CONVERSATION_IN_CONTEXT: frozenset[str] = frozenset({"memgpt"})
+CONVERSATION_IN_CONTEXT: frozenset[str] = frozenset({"memgpt-full-window"})
 #: The QA stages whose prompts carry that context (the judge sees only the question and the answers).
 CONTEXT_STAGES: tuple[str, ...] = ("retrieve", "answer")
 #: The share of a slice's last turns whose mean cost is the rate a longer conversation continues at.
@@ -236,10 +237,12 @@ def measured_rates(
     )
 
 
-def full_conversation_tokens(budget: int | None = None, conversations: Sequence[Conversation] | None = None) -> float:
+def full_conversation_tokens(
+    budget: int | None = None, conversations: Sequence[Conversation] | None = None, image_captions: str = "none"
+) -> float:
     """Mean size (approximate tokens, ``memcore.text.count_tokens``, the unit of items' ``context_tokens``)
     of the context ``full_context`` builds for a whole conversation under ``budget``: each of ``conversations``
-    (default: all of LoCoMo)."""
+    (default: all of LoCoMo), with its ``image_captions`` setting."""
     from baselines.full_context import FullContext, FullContextConfig
     from memcore.data import load_locomo, resolve_locomo_path
     from memcore.text import count_tokens
@@ -248,12 +251,26 @@ def full_conversation_tokens(budget: int | None = None, conversations: Sequence[
         conversations = load_locomo(resolve_locomo_path(None)).conversations
     sizes = []
     for conv in conversations:
-        fc = FullContext(FullContextConfig(), budget or 10**9)
+        fc = FullContext(FullContextConfig(image_captions=image_captions), budget or 10**9)
         for turn in conv.turns:
             fc.ingest(turn)
         fc.finalize()
         sizes.append(count_tokens(fc.retrieve("").render()))
     return sum(sizes) / len(sizes)
+
+
+def estimated_as(method: str, config: dict[str, Any]) -> str:
+    """The method whose estimate rule a run follows: a ``memgpt`` run recorded before MemGPT paged at its own
+    window (its config has no ``context_window``: its main context was the backbone's) held the whole
+    conversation, as ``memgpt-full-window`` does."""
+    if method == "memgpt" and (config.get("method") or {}).get("context_window", "backbone") == "backbone":
+        return "memgpt-full-window"
+    return method
+
+
+def run_image_captions(config: dict[str, Any]) -> str:
+    """A full_context run's ``image_captions``; runs recorded before the knob existed wrote ``[shares …]`` lines."""
+    return str((config.get("method") or {}).get("image_captions", "shares"))
 
 
 def estimate(
@@ -338,8 +355,10 @@ def estimate_table(
         fc = None
         if run.method == "full_context":
             budget = int(prices[backbones[0]].context_budget_tokens) if backbones else None
-            fc = fc_cache.setdefault(str(budget), full_conversation_tokens(budget))
-        t = estimate(r, method=run.method, full_context_tokens=fc)
+            captions = run_image_captions(run.config)
+            key = f"{budget}/{captions}"
+            fc = fc_cache.get(key) or fc_cache.setdefault(key, full_conversation_tokens(budget, None, captions))
+        t = estimate(r, method=estimated_as(run.method, run.config), full_context_tokens=fc)
         q = r.calls_per_question
         tail = tail_tokens_per_turn(r)
         per_turn = f"{r.prompt_per_turn + r.completion_per_turn:,.0f}" + (f" (tail {tail:,.0f})" if tail else "")

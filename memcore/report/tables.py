@@ -20,7 +20,7 @@ from memcore.eval.aggregate import RECALL_KS, category_name, k_recall
 from memcore.eval.bootstrap import bootstrap_ci, paired_delta_ci
 from memcore.eval.disclosure import evidence_cell
 from memcore.report.collect import RunData, display_path, qa_stage_usage, qa_time_ingest
-from memcore.report.reference import PAPER_DATASET, PAPER_PROTOCOL, PaperNumbers
+from memcore.report.reference import PAPER_DATASET, PAPER_PROTOCOL, REIMPLEMENTED, PaperNumbers
 
 CATEGORIES: tuple[int, ...] = (1, 2, 3, 4, 5)
 CATEGORY_KEYS: tuple[str, ...] = tuple(f"cat{c}" for c in CATEGORIES)
@@ -322,6 +322,8 @@ def latex_escape(text: str) -> str:
 # ------------------------------------------------------------------------------------ layouts
 def _method_cell(s: RunSummary) -> str:
     label = s.run.label()
+    if (s.run.variant_of or s.run.method_label) in REIMPLEMENTED:
+        label += " (reimplementation)"
     return f"{label} (variant of {s.run.variant_of})" if s.run.is_variant else label
 
 
@@ -448,6 +450,13 @@ def _common_notes(
         notes.append(
             "(variant of X): our own configuration of X (e.g. memcore-cheap: no LLM calls), not the paper's method; "
             "never compared with the paper's numbers."
+        )
+    reimplemented = sorted({m for s in summaries if (m := s.run.variant_of or s.run.method_label) in REIMPLEMENTED})
+    if reimplemented:
+        notes.append(
+            "(reimplementation): this harness's reimplementation, not the authors' code: "
+            + "; ".join(f"{m}: {REIMPLEMENTED[m]}" for m in reimplemented)
+            + "."
         )
     if any(not s.run.answered for s in summaries):
         notes.append(
