@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from memcore.config import CONFIG_DIR, ConfigError
 from memcore.data.slice import load_slice
 from memcore.eval.aggregate import format_table
-from memcore.itemlog import ItemWriter, read_items
+from memcore.itemlog import ItemWriter, read_items, require_unique_ids
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.pipeline.record import ItemRecord
 from memcore.pipeline.report import RunResult, run_metrics, write_json
@@ -121,7 +121,9 @@ def rescore(
         judge_run_info(cfg, check_key=backbone_override is None)
     data = load_slice(cfg.dataset, audited=bool(cfg.eval.audited), audit_path=cfg.eval.audit_path)
     by_id = {q.item_id: q for c in data.conversations for q in c.qa}
-    records = [ItemRecord.from_json(r) for r in read_items(src_items)]
+    raw = read_items(src_items)
+    require_unique_ids(raw, run_dir)
+    records = [ItemRecord.from_json(r) for r in raw]
     missing = [r.item_id for r in records if r.item_id not in by_id]
     if missing:
         raise ConfigError(
