@@ -181,12 +181,9 @@ def run_main() -> None:
     except OSError as exc:  # Hydra could not create or write the run dir (under /proc, a file in the way, …)
         if not own_errors or _raised_in_run(exc):
             raise
-        where = exc.filename or "the run dir"
-        print(
-            f"error: cannot write the run dir ({where}: {exc.strerror or exc}); pick a writable hydra.run.dir "
-            "(or paths.root)",
-            file=sys.stderr,
-        )
+        from memcore.pipeline.runlock import unwritable_line
+
+        print(f"error: {unwritable_line(exc, exc.filename or '?')}", file=sys.stderr)
         sys.exit(2)
     except Exception as exc:  # re-raised below unless it is a composition error of Hydra / OmegaConf
         from hydra.errors import HydraException

@@ -69,8 +69,14 @@ def read_items(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
     """All complete lines of ``path``. A final line without newline or with invalid JSON is a torn
     write from a killed run: it is dropped (and cut from the file when ``repair``). Invalid JSON
     anywhere else means the file was edited or damaged: ItemLogError."""
+    items, _ = read_items_and_tail(path, repair=repair)
+    return items
+
+
+def read_items_and_tail(path: Path, *, repair: bool = False) -> tuple[list[dict[str, Any]], int]:
+    """:func:`read_items` and the number of bytes of a torn last line it dropped (0 when the file ends cleanly)."""
     if not path.exists():
-        return []
+        return [], 0
     data = path.read_bytes()
     items: list[dict[str, Any]] = []
     good_end = 0
@@ -97,7 +103,7 @@ def read_items(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
     if repair and good_end < len(data):
         with open(path, "r+b") as fh:
             fh.truncate(good_end)
-    return items
+    return items, len(data) - good_end
 
 
 class ItemWriter:

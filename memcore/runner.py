@@ -27,7 +27,7 @@ from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.methods import get_method
 from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, worker_pool
 from memcore.pipeline.predict import predict
-from memcore.pipeline.preflight import check_resources
+from memcore.pipeline.preflight import check_dirs, check_resources
 from memcore.pipeline.progress import StageBars
 from memcore.pipeline.report import RunResult, invocation_entry, record_unfinished, write_report
 from memcore.pipeline.resources import RunResources, cache_layout, open_resources
@@ -147,7 +147,6 @@ class Runner:
                 "ablations are switches of memcore."
             )
         validate_run(self.cfg)
-        self._layout()  # cache_mode=shared on a network file system fails here, before any work
         from memcore.eval.judge import get_preset, judge_run_info
 
         get_preset(self.cfg.eval.get("judge_preset"))
@@ -159,6 +158,8 @@ class Runner:
             backbone_injected=self.backbone_override is not None,
             embedder_injected=self.embedder_override is not None,
         )
+        check_dirs(self.cfg)
+        self._layout()  # cache_mode=shared on a network file system fails here, before any work
 
     def _process(self, data: LoadedSlice) -> dict[str, bool]:
         """Build, predict and score every pending item, conversations in parallel threads; returns which lazy

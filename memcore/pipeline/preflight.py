@@ -1,9 +1,11 @@
 """What a run will start, checked before any work: the API key of a remote backbone, judge or embedder and the
-model file of a local backbone, for the resources the run will use. A run that never calls the LLM (a
-retrieval-only method with ``eval.answer=false``) needs neither, so its backbone is not checked."""
+model file of a local backbone, for the resources the run will use (a run that never calls the LLM, a
+retrieval-only method with ``eval.answer=false``, needs neither, so its backbone is not checked); and the
+directories it writes besides its run dir (the snapshot store and the cache)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -38,7 +40,8 @@ def check_backbone(bcfg: BackboneConfig, role: str) -> None:
         elif kind.precheck is not None:
             kind.precheck(bcfg)
     except ModelNotFoundError as exc:
-        raise ModelNotFoundError(f"backbone {bcfg.name} ({role}): {exc}") from None
+        fix = f" (or `make model MODEL={bcfg.model}`)" if "not assembled" in str(exc) else ""
+        raise ModelNotFoundError(f"backbone {bcfg.name} ({role}): {exc}{fix}") from None
 
 
 def check_resources(cfg: DictConfig, spec: MethodSpec, *, backbone_injected: bool, embedder_injected: bool) -> None:
@@ -63,3 +66,20 @@ def _backbone_config(node: Any) -> BackboneConfig:
     out = OmegaConf.to_object(node)
     assert isinstance(out, BackboneConfig)
     return out
+
+
+def check_dirs(cfg: DictConfig) -> None:
+    """Create ``paths.snapshots`` and ``paths.cache`` (the run writes both); one
+    :class:`~memcore.pipeline.runlock.RunDirError` line when one cannot be created or written."""
+    from memcore.pipeline.runlock import RunDirError, unwritable_line
+
+    for key in ("snapshots", "cache"):
+        path = Path(str(cfg.paths[key]))
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            if not path.is_dir():
+                raise NotADirectoryError(20, "Not a directory", str(path))
+        except OSError as exc:
+            raise RunDirError(
+                unwritable_line(exc, path, what=f"paths.{key}", fix=f"paths.{key} (or paths.root)")
+            ) from None

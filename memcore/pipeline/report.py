@@ -373,6 +373,7 @@ def write_report(
             if key in previous:
                 cost[key] = previous[key]
     cost["run_totals"] = run_totals(invocations, conv_stats)
+    cost["this_invocation"] = {"idle": idle, "calls": entry["calls"], "items_written": entry["items_written"]}
     metrics["parse_failures"] = cost["run_totals"]["parse_failures_by_kind"]
     stats = {"conversations": conv_stats, "method": method, "data_cleaning": data.cleaning, "invocations": invocations}
     title = f"{method} / {cfg.ablation.name} / {cfg.backbone.name} / {cfg.dataset.name} ({cfg.protocol.name} protocol)"

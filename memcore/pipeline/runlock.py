@@ -221,8 +221,17 @@ class RunDirLock:
 
 def _unwritable(run_dir: Path, exc: OSError) -> str:
     """One line for a run dir that cannot be created or written."""
-    where = exc.filename or run_dir
+    return unwritable_line(exc, run_dir)
+
+
+def unwritable_line(
+    exc: OSError, path: Path | str, what: str = "the run dir", fix: str = "hydra.run.dir (or paths.root)"
+) -> str:
+    """``cannot create or write <what> <path> (<where>: <reason>); pick a writable <fix>``, without ``error:``."""
+    where = exc.filename or path
     reason = exc.strerror or str(exc)
     if isinstance(exc, FileExistsError | NotADirectoryError):
         reason = "a file is in the way"
-    return f"cannot write the run dir {run_dir} ({where}: {reason}); pick a writable hydra.run.dir (or paths.root)"
+    elif isinstance(exc, FileNotFoundError):
+        reason = "a directory cannot be made there"
+    return f"cannot create or write {what} {path} ({where}: {reason}); pick a writable {fix}"
