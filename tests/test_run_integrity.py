@@ -197,6 +197,8 @@ def test_repeated_item_ids_are_refused_by_the_runner_report_and_rescore_until_de
     assert rescore_main([str(run_dir), "--out", str(tmp_path / "rescored")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "dedupe" in err[0]
+    assert archive_main([str(run_dir), "--out", str(tmp_path / "archive")]) == 2
+    assert "repeat 8 item ids" in capsys.readouterr().err
     assert itemlog_main(["dedupe", str(run_dir)]) == 0
     assert "removed 8 repeated lines" in capsys.readouterr().out
     assert list(run_dir.glob("items.jsonl.dup-*"))  # the original is kept

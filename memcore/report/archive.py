@@ -28,7 +28,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from memcore.itemlog import ITEMS_GZ, read_run_items
+from memcore.itemlog import ITEMS_GZ, ItemLogError, read_run_items, require_unique_ids
 from memcore.report.collect import ReportInputError, find_run_dirs
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,10 @@ def archive_run(run_dir: Path, out_dir: Path, *, roots: Sequence[Path] = (), sli
     items = read_run_items(run_dir)
     if not (run_dir / "metrics.json").is_file() or not items:
         raise ReportInputError(f"{run_dir}: not a finished run (needs metrics.json and items); rerun it to finish.")
+    try:
+        require_unique_ids(items, run_dir)
+    except ItemLogError as exc:
+        raise ReportInputError(str(exc)) from None
     roots = [*roots, *_results_root(run_dir)]
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -176,7 +180,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("memcore-archive: --out DIR is required (or --verify)", file=sys.stderr)
         return 2
     for d in dirs:
-        print(archive_run(d, args.out / archive_name(d), roots=args.root, slim=args.slim))
+        try:
+            print(archive_run(d, args.out / archive_name(d), roots=args.root, slim=args.slim))
+        except ReportInputError as exc:
+            print(f"memcore-archive: {exc}", file=sys.stderr)
+            return 2
     return 0
 
 
