@@ -104,6 +104,7 @@ def rescore(
         raise ConfigError("--out must be another directory: the source run is never modified")
     if (out_dir / "items.jsonl").exists():
         raise ConfigError(f"{out_dir} already holds items.jsonl; pick an empty --out directory")
+    out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails here, before any work
     old = OmegaConf.load(src_cfg)
     assert isinstance(old, DictConfig)
     cfg = rescored_config(
@@ -269,10 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # --out under a read-only tree, or a file in the way
-        print(
-            f"error: cannot write {exc.filename or args.out} ({exc.strerror or exc}); pick another --out",
-            file=sys.stderr,
-        )
+        from memcore.pipeline.runlock import unwritable_line
+
+        print(f"error: {unwritable_line(exc, args.out, what='the output dir', fix='--out')}", file=sys.stderr)
         return 2
     print(result.table)
     print(f"\nresults: {result.run_dir}")

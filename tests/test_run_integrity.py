@@ -455,3 +455,19 @@ def test_rescore_of_an_incomplete_run_says_so_and_exits_non_zero_unless_allowed(
     assert "INCOMPLETE" in table and "(n=7)" in table
     assert rescore_main([str(run_dir), "--out", str(tmp_path / "allowed"), "--allow-incomplete"]) == 0
     assert json.loads((tmp_path / "allowed" / "metrics.json").read_text())["run"]["incomplete"]["n_items"] == 7
+
+
+@pytest.mark.usefixtures("locomo_path")
+def test_an_out_path_a_user_can_type_is_one_line_and_exit_2_for_rescore_archive_and_report(
+    tmp_path: Path, compose, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    run_config(compose(RETRIEVAL), run_dir)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a dir")
+    for out, reason in ((a_file, "a file is in the way"), (Path("/proc/memcore-out"), "a directory cannot be made")):
+        for main, extra in ((rescore_main, []), (archive_main, []), (report_main, ["--no-plots", "--quiet"])):
+            capsys.readouterr()
+            assert main([str(run_dir), "--out", str(out), *extra]) == 2, main
+            err = capsys.readouterr().err.strip().splitlines()
+            assert err[-1].startswith("error: ") and reason in err[-1] and "Traceback" not in "\n".join(err)

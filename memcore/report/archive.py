@@ -185,6 +185,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ReportInputError as exc:
             print(f"memcore-archive: {exc}", file=sys.stderr)
             return 2
+        except OSError as exc:  # --out under a read-only tree, or a file in the way
+            from memcore.pipeline.runlock import unwritable_line
+
+            print(f"error: {unwritable_line(exc, args.out, what='the archive dir', fix='--out')}", file=sys.stderr)
+            return 2
     return 0
 
 
