@@ -158,8 +158,8 @@ class Runner:
             backbone_injected=self.backbone_override is not None,
             embedder_injected=self.embedder_override is not None,
         )
-        check_dirs(self.cfg)
         self._layout()  # cache_mode=shared on a network file system fails here, before any work
+        check_dirs(self.cfg)  # the last check: it creates the snapshot store and the cache dir
 
     def _process(self, data: LoadedSlice) -> dict[str, bool]:
         """Build, predict and score every pending item, conversations in parallel threads; returns which lazy
