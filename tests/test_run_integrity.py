@@ -316,6 +316,27 @@ def test_counters_survive_an_idle_rerun_and_accumulate_over_invocations(tmp_path
 
 
 @pytest.mark.usefixtures("locomo_path")
+def test_a_run_recorded_before_invocations_were_kept_keeps_its_numbers_on_an_idle_rerun(
+    tmp_path: Path, compose
+) -> None:
+    run_dir = tmp_path / "run"
+    run_config(compose(FALLBACKS), run_dir)
+    metrics = (run_dir / "metrics.json").read_text()
+    stats = json.loads((run_dir / "stats.json").read_text())
+    del stats["invocations"]  # as an older harness wrote them
+    (run_dir / "stats.json").write_text(json.dumps(stats))
+    cost = json.loads((run_dir / "cost.json").read_text())
+    del cost["run_totals"], cost["this_invocation"]
+    (run_dir / "cost.json").write_text(json.dumps(cost))
+    again = run_config(compose(FALLBACKS), run_dir)
+    assert (run_dir / "metrics.json").read_text() == metrics
+    (only,) = again.stats["invocations"]
+    assert (
+        only["status"] == "recorded before invocations were kept" and only["calls"] == cost["usage"]["total"]["calls"]
+    )
+
+
+@pytest.mark.usefixtures("locomo_path")
 def test_a_run_that_reuses_a_snapshot_reports_the_fallbacks_of_its_build(tmp_path: Path, compose) -> None:
     built = run_config(compose(FALLBACKS), tmp_path / "built")
     reused = run_config(compose(FALLBACKS), tmp_path / "reused")  # same snapshot store: the memory is loaded
