@@ -118,18 +118,19 @@ def test_two_memcore_runs_on_one_run_dir_one_writes_the_other_exits_2(tmp_path: 
     """The issue's doubled table: a second ``memcore-run`` started while the first works is refused, and the first
     finishes with each item once."""
     root, run_dir = tmp_path / "results", tmp_path / "run"
-    first = subprocess.Popen(
-        resume_command(root, run_dir), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **CHILD_OF_TEST
-    )
+    # ~80 scripted calls of 0.25 s: the first run outlasts the second's start-up even on a busy machine
+    cmd = [
+        a if not a.startswith("backbone.scripted_latency_s=") else "backbone.scripted_latency_s=0.25"
+        for a in resume_command(root, run_dir)
+    ]
+    first = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **CHILD_OF_TEST)
     try:
         lock = run_dir / LOCK_FILE
         deadline = time.monotonic() + 120
         while not (lock.is_file() and lock.read_text()):
             assert first.poll() is None and time.monotonic() < deadline, "the first run never took the lock"
             time.sleep(0.05)
-        second = subprocess.run(
-            resume_command(root, run_dir), cwd=REPO, capture_output=True, text=True, timeout=300, **CHILD_OF_TEST
-        )
+        second = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, **CHILD_OF_TEST)
         assert first.poll() is None, "the first run ended before the second was refused: nothing was tested"
         assert second.returncode == 2, second.stderr[-2000:]
         assert f"in use by another memcore-run (pid {first.pid} on host" in second.stderr
