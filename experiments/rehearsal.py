@@ -58,8 +58,8 @@ BACKBONE = "gpt-4o-mini"
 DUMMY_KEY = "sk-rehearsal-not-a-key"
 FAULT_KINDS = ("429", "500", "503", "drop", "timeout")
 DEFAULT_RATES = {"429": 0.02, "500": 0.02, "503": 0.01, "drop": 0.01, "timeout": 0.005, "wrong_json": 0.02}
-#: metrics.json keys that are not a function of the items: ``parse_failures`` counts the parse fallbacks of the
-#: last invocation only (a resumed run's first invocation is not in it; the items' own ``usage`` covers both).
+#: metrics.json keys that are not a function of the items: ``parse_failures`` counts the parse fallbacks of every
+#: invocation of the run (items a killed invocation answered but did not write are answered, and counted, again).
 VOLATILE_METRICS = ("parse_failures",)
 FALLBACK_WARN = 0.05
 #: Checks whose failure makes the exit status 1; ``wall`` and ``estimate`` are measurements of this machine and of

@@ -30,11 +30,13 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from memcore.llm.embedders import EmbedderError
     from memcore.llm.local_model import ModelNotFoundError
     from memcore.llm.local_server import LocalServerError
+    from memcore.pipeline.runlock import RunDirBusyError, RunDirError
     from memcore.registry import UnknownNameError
     from memcore.runner import RunConflictError
 
     errs: list[type[BaseException]] = [
         ConfigError, BackboneError, EmbedderError, ModelNotFoundError, LocalServerError, UnknownNameError, RunConflictError, ItemLogError,
+        RunDirBusyError, RunDirError,
     ]  # fmt: skip
     try:
         from memcore.data import DataError
@@ -154,6 +156,17 @@ def _section_keys(section: str, argv: list[str]) -> tuple[str, list[str]]:
     return (f"{section}.*" if section else "top-level"), keys
 
 
+def _raised_in_run(exc: BaseException) -> bool:
+    """Whether ``exc`` came from inside the run (``_hydra_main``), not from Hydra setting up its run dir."""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "_hydra_main" and code.co_filename == __file__:
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def run_main() -> None:
     """``memcore-run [overrides…]``: one run, or a sweep with ``-m``. A Hydra composition error (an override of a
     key that does not exist, an unknown group option) exits 2 with one line, unless HYDRA_FULL_ERROR is set."""
@@ -168,6 +181,13 @@ def run_main() -> None:
         reason = str(exc) or "Ctrl-C"
         print(f"interrupted ({reason}): finished items are kept; rerun the same command to resume", file=sys.stderr)
         sys.exit(130)
+    except OSError as exc:  # Hydra could not create or write the run dir (under /proc, a file in the way, …)
+        if not own_errors or _raised_in_run(exc):
+            raise
+        from memcore.pipeline.runlock import unwritable_line
+
+        print(f"error: {unwritable_line(exc, exc.filename or '?')}", file=sys.stderr)
+        sys.exit(2)
     except Exception as exc:  # re-raised below unless it is a composition error of Hydra / OmegaConf
         from hydra.errors import HydraException
         from omegaconf.errors import OmegaConfBaseException

@@ -1,7 +1,7 @@
 """Re-score a finished run's ``items.jsonl`` without re-answering: stages 4–5 of the pipeline (score, report)
 applied to the answers and retrieved evidence already logged.
 
-    memcore-rescore RUN_DIR --out OUT_DIR [--protocol locomo] [--audited | --no-audited]
+    memcore-rescore RUN_DIR --out OUT_DIR [--protocol locomo] [--audited | --no-audited] [--allow-incomplete]
                     [--judge [--judge-preset mem0-judge] [--judge-runs 3] [--judge-backbone NAME]]
 
 What changes is only the scoring: the metric protocol (token-set F1 and BLEU-1 of A-MEM, or the official stemmed
@@ -10,7 +10,8 @@ through the response cache, so re-judging with a preset already used costs nothi
 produced under the run's own answer prompt and sampling: ``metrics.json`` records both protocols
 (``run.rescored``), because scoring amem-prompted answers with the official metric is not the same as running
 ``protocol=locomo``. Writes ``OUT_DIR/items.jsonl``, ``metrics.json``, ``table.md`` and ``config.yaml``; the
-source run is never modified.
+source run is never modified. A run whose items do not cover its slice (fewer items, a torn last line) is scored,
+marked INCOMPLETE in its table and ``metrics.json`` (``run.incomplete``), and exits 1 unless ``--allow-incomplete``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from memcore.config import CONFIG_DIR, ConfigError
 from memcore.data.slice import load_slice
 from memcore.eval.aggregate import format_table
-from memcore.itemlog import ItemWriter, read_items
+from memcore.itemlog import ItemWriter, read_items_and_tail, require_unique_ids
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.pipeline.record import ItemRecord
 from memcore.pipeline.report import RunResult, run_metrics, write_json
@@ -103,6 +104,7 @@ def rescore(
         raise ConfigError("--out must be another directory: the source run is never modified")
     if (out_dir / "items.jsonl").exists():
         raise ConfigError(f"{out_dir} already holds items.jsonl; pick an empty --out directory")
+    out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails here, before any work
     old = OmegaConf.load(src_cfg)
     assert isinstance(old, DictConfig)
     cfg = rescored_config(
@@ -121,7 +123,9 @@ def rescore(
         judge_run_info(cfg, check_key=backbone_override is None)
     data = load_slice(cfg.dataset, audited=bool(cfg.eval.audited), audit_path=cfg.eval.audit_path)
     by_id = {q.item_id: q for c in data.conversations for q in c.qa}
-    records = [ItemRecord.from_json(r) for r in read_items(src_items)]
+    raw, torn = read_items_and_tail(src_items)
+    require_unique_ids(raw, run_dir)
+    records = [ItemRecord.from_json(r) for r in raw]
     missing = [r.item_id for r in records if r.item_id not in by_id]
     if missing:
         raise ConfigError(
@@ -175,10 +179,29 @@ def rescore(
         f"(answered under {cfg.answered_protocol.name}, scored under {new_protocol} protocol)"
     )
     table = format_table(metrics, title)
+    incomplete = incompleteness(len(items), data.n_items, torn)
+    if incomplete:
+        metrics["run"]["incomplete"] = incomplete
+        table += (
+            f"\n\nINCOMPLETE: {incomplete['reason']}; these scores are not the slice's. Finish the source run "
+            "(rerun its memcore-run command) and rescore it."
+        )
     write_json(out_dir / "metrics.json", metrics)
     (out_dir / "table.md").write_text(table + "\n")
     write_run_config(out_dir, cfg)
     return RunResult(out_dir, metrics, {"usage": usage.to_json()}, len(items), table)
+
+
+def incompleteness(n_items: int, n_slice: int, torn_bytes: int) -> dict[str, Any] | None:
+    """Why a run's items do not cover its slice (fewer items, a torn last line), or None when they do."""
+    reasons = []
+    if n_items < n_slice:
+        reasons.append(f"{n_items} of the slice's {n_slice} items")
+    if torn_bytes:
+        reasons.append(f"a torn last line ({torn_bytes} bytes) was dropped")
+    if not reasons:
+        return None
+    return {"n_items": n_items, "n_slice": n_slice, "torn_bytes": torn_bytes, "reason": ", ".join(reasons)}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -189,6 +212,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("run_dir", type=Path, help="a run directory holding items.jsonl and config.yaml")
     p.add_argument("--out", type=Path, required=True, help="where the rescored run is written (must be new)")
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="exit 0 for a run whose items do not cover its slice (the table still says it is incomplete)",
+    )
     p.add_argument("--protocol", help="metric protocol to score under (amem, locomo); default: the run's")
     audit = p.add_mutually_exclusive_group()
     audit.add_argument("--audited", dest="audited", action="store_true", default=None, help="add the audit overlay")
@@ -241,8 +269,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _user_errors() as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # --out under a read-only tree, or a file in the way
+        from memcore.pipeline.runlock import unwritable_line
+
+        print(f"error: {unwritable_line(exc, args.out, what='the output dir', fix='--out')}", file=sys.stderr)
+        return 2
     print(result.table)
     print(f"\nresults: {result.run_dir}")
+    incomplete = result.metrics["run"].get("incomplete")
+    if incomplete and not args.allow_incomplete:
+        print(
+            f"error: {args.run_dir} is incomplete ({incomplete['reason']}); pass --allow-incomplete to accept it",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

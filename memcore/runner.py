@@ -20,17 +20,19 @@ from omegaconf import DictConfig, OmegaConf
 from memcore.config import ConfigError
 from memcore.data.slice import LoadedSlice, load_slice
 from memcore.interfaces import LazyResource, MethodSpec, SelfAnsweringMemory
-from memcore.itemlog import ItemWriter, read_items
+from memcore.itemlog import ItemWriter, read_items, require_unique_ids
 from memcore.llm.cache_shards import CacheLayout
 from memcore.llm.scoped import ScopedBackbone
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.methods import get_method
 from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, worker_pool
 from memcore.pipeline.predict import predict
+from memcore.pipeline.preflight import check_dirs, check_resources
 from memcore.pipeline.progress import StageBars
-from memcore.pipeline.report import RunResult, write_report
+from memcore.pipeline.report import RunResult, invocation_entry, record_unfinished, write_report
 from memcore.pipeline.resources import RunResources, cache_layout, open_resources
 from memcore.pipeline.rundir import RunConflictError, guard_run_dir, result_fields, write_run_config
+from memcore.pipeline.runlock import RunDirLock
 from memcore.pipeline.score import score_item
 from memcore.stopflag import StopFlag, StopRequested, wait_interruptibly
 from memcore.types import Conversation, QAItem
@@ -69,6 +71,12 @@ class Runner:
         self.conv_stats: dict[str, Any] = {}
         self._stop = stop or StopFlag()  # set on the first fatal error, Ctrl-C or SIGTERM: workers stop taking work
         self._cache_layout: CacheLayout | None = None
+        self._writer: ItemWriter | None = None
+
+    @property
+    def items_written(self) -> int:
+        """Items this invocation added to items.jsonl."""
+        return self._writer.written if self._writer is not None else 0
 
     def _layout(self) -> CacheLayout:
         """The run's cache layout (``cache_mode``), resolved and logged once."""
@@ -82,8 +90,11 @@ class Runner:
         conversation and item; finally report over everything in items.jsonl."""
         t_start = time.perf_counter()
         self._check()
+        with RunDirLock(self.run_dir):  # one writer per run dir, before anything in it is read or written
+            return self._run_locked(t_start)
+
+    def _run_locked(self, t_start: float) -> RunResult:
         data = load_slice(self.cfg.dataset, audited=bool(self.cfg.eval.audited), audit_path=self.cfg.eval.audit_path)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         guard_run_dir(
             self.run_dir,
             result_fields(self.cfg, data.sha256),
@@ -91,7 +102,12 @@ class Runner:
             resume=bool(self.cfg.resume),
         )
         write_run_config(self.run_dir, self.cfg)
-        built = self._process(data)
+        started = time.strftime("%Y-%m-%dT%H:%M:%S")
+        try:
+            built = self._process(data)
+        except BaseException as exc:  # keep what this invocation did for the rerun that finishes the run
+            self._record_unfinished(data, started, t_start, exc)
+            raise
         return write_report(
             self.run_dir,
             self.cfg,
@@ -102,7 +118,25 @@ class Runner:
             timings=self.timings,
             t_start=t_start,
             built=built,
+            started=started,
+            items_written=self.items_written,
         )
+
+    def _record_unfinished(self, data: LoadedSlice, started: str, t_start: float, exc: BaseException) -> None:
+        """Add this stopped or failed invocation to ``stats.json`` (:func:`memcore.pipeline.report.record_unfinished`)."""
+        status = "interrupted" if isinstance(exc, KeyboardInterrupt | StopRequested | RunStopped) else "failed"
+        entry = invocation_entry(
+            started=started,
+            status=f"{status}: {type(exc).__name__}",
+            usage=self.usage.to_json(),
+            conv_stats=self.conv_stats,
+            items_written=self.items_written,
+            wall_s=time.perf_counter() - t_start,
+        )
+        try:
+            record_unfinished(self.run_dir, data, entry=entry, conv_stats=self.conv_stats, method=self.spec.name)
+        except (OSError, ValueError) as err:  # the original error matters more; the items are kept either way
+            log.warning("could not record this invocation in stats.json: %s", err)
 
     def _check(self) -> None:
         """Fail before any work: unknown ablation, any bad knob (issue 16), bad judge setting or key (issue 15)."""
@@ -119,18 +153,27 @@ class Runner:
         ecfg = OmegaConf.to_object(self.cfg.embedder)
         assert isinstance(ecfg, EmbedderConfig)
         precheck_embedder(ecfg)  # a hub embedder that cannot load stops here, before any work
-        self._layout()  # cache_mode=shared on a network file system fails here, before any work
         from memcore.eval.judge import get_preset, judge_run_info
 
         get_preset(self.cfg.eval.get("judge_preset"))
         if self.cfg.eval.judge:
             judge_run_info(self.cfg, check_key=True)
+        check_resources(
+            self.cfg,
+            self.spec,
+            backbone_injected=self.backbone_override is not None,
+            embedder_injected=self.embedder_override is not None,
+        )
+        self._layout()  # cache_mode=shared on a network file system fails here, before any work
+        check_dirs(self.cfg)  # the last check: it creates the snapshot store and the cache dir
 
     def _process(self, data: LoadedSlice) -> dict[str, bool]:
         """Build, predict and score every pending item, conversations in parallel threads; returns which lazy
         resources were started."""
         items_path = self.run_dir / "items.jsonl"
-        done = {rec["item_id"] for rec in read_items(items_path, repair=True)}
+        logged = read_items(items_path, repair=True)
+        require_unique_ids(logged, self.run_dir)
+        done = {rec["item_id"] for rec in logged}
         pending_convs = [c for c in data.conversations if any(q.item_id not in done for q in c.qa)]
         n_pending = sum(1 for c in data.conversations for q in c.qa if q.item_id not in done)
         log.info(
@@ -157,6 +200,7 @@ class Runner:
             n_turns = sum(len(c.turns) for c in pending_convs)
             bars = StageBars(self.cfg.progress, n_turns, n_pending, staged=self.spec.staged_ingest)
             writer = resources.enter_context(ItemWriter(items_path))
+            self._writer = writer
             resources.enter_context(self._stop.watch_signals())  # workers see Ctrl-C/SIGTERM on delivery
             pool = self._build_pool(len(pending_convs))
             if pool is not None:

@@ -101,7 +101,8 @@ def test_a_resumed_run_keeps_the_whole_runs_cost(tmp_path: Path) -> None:
 
     run_config(cfg, run_dir)  # nothing left to do: no conversation is processed, nothing is lost
     again = json.loads((run_dir / "cost.json").read_text())
-    assert "answer" not in again["usage"]["by_stage"]
+    assert again["this_invocation"] == {"idle": True, "calls": 0, "items_written": 0}
+    assert again["usage"] == resumed["usage"]  # the last invocation that did work
     assert again["items_usage"] == first_cost["items_usage"]
     same = ("turns", "llm_calls", "prompt_tokens", "completion_tokens", "llm_calls_per_turn", "tokens_per_turn")
     assert {k: again["memory_build"][k] for k in same} == {k: first_cost["memory_build"][k] for k in same}

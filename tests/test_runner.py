@@ -51,9 +51,10 @@ def test_run_writes_items_metrics_and_resumes(tmp_path, compose) -> None:
     assert cost["usage"]["by_stage"]["answer"]["calls"] == 8
     assert (tmp_path / "run" / "config.yaml").is_file() and (tmp_path / "run" / "table.md").is_file()
 
-    # Second run: everything done → no answer calls, same metrics.
+    # Second run: everything done → no calls, no invocation recorded, the last working invocation's usage kept.
     again = run_config(compose(BASE), tmp_path / "run")
-    assert again.cost["usage"]["total"]["calls"] == 0
+    assert again.cost["this_invocation"] == {"idle": True, "calls": 0, "items_written": 0}
+    assert again.cost["usage"] == cost["usage"] and len(again.stats["invocations"]) == 1
     assert again.metrics["overall"] == metrics["overall"]
 
 

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 from memcore.data.slice import LoadedSlice
 from memcore.eval.aggregate import aggregate, budget_recall, format_table, ier_refinement, k_recall
-from memcore.itemlog import read_items
+from memcore.itemlog import read_items, require_unique_ids
 from memcore.llm.usage import sum_item_usage, updates_while_answering, whole_run_stages
 from memcore.pipeline.build import other_memory_backbone
 
@@ -175,14 +175,144 @@ def usd_estimate(usage: dict[str, Any], prices: tuple[float, float]) -> float:
 
 
 def cost_lines(cost: dict[str, Any]) -> str:
-    """The cost line printed under the table."""
+    """The cost line printed under the table: the whole run (every invocation that did work, ``run_totals``),
+    so a rerun with nothing left to do prints the same numbers."""
     mb = cost["memory_build"]
-    u = cost["usage"]["total"]
+    t = cost.get("run_totals")
+    if t is None:  # a cost.json written before run totals existed: this invocation's usage
+        u = cost["usage"]["total"]
+        t = {**u, "invocations": 1, "wall_s": cost["wall_s"]["total"], "reused_snapshot_parse_failures": 0}
+    calls = f"LLM calls ({t['invocations']} invocation{'s' if t['invocations'] != 1 else ''})"
+    reused = t["reused_snapshot_parse_failures"]
+    note = f" ({reused} recorded when reused snapshots were built)" if reused else ""
     return (
-        f"LLM calls this run: {u['calls']} ({u['cached_calls']} from cache), tokens in/out {u['prompt_tokens']}/{u['completion_tokens']}, "
-        f"parse fallbacks {u['parse_failures']}; memory build: {mb['llm_calls_per_turn']} LLM calls/turn over {mb['turns']} turns "
-        f"({mb['snapshots_reused']} snapshots reused); wall {cost['wall_s']['total']:.1f}s"
+        f"{calls}: {t['calls']} ({t['cached_calls']} from cache), tokens in/out {t['prompt_tokens']}/{t['completion_tokens']}, "
+        f"parse fallbacks {t['parse_failures']}{note}; memory build: {mb['llm_calls_per_turn']} LLM calls/turn over {mb['turns']} turns "
+        f"({mb['snapshots_reused']} snapshots reused); wall {t['wall_s']:.1f}s"
     )
+
+
+# ---------------------------------------------------------------- counters over a run's invocations
+#: The usage counters an invocation entry keeps (summed into the run's totals).
+INVOCATION_COUNTERS = ("calls", "cached_calls", "llm_calls", "prompt_tokens", "completion_tokens", "parse_retries")
+
+
+def _add_kinds(into: dict[str, dict[str, int]], more: dict[str, dict[str, int]], sign: int = 1) -> None:
+    """``into[stage][kind] += sign * more[stage][kind]`` (entries that drop to 0 or below are removed)."""
+    for stage, kinds in (more or {}).items():
+        acc = into.setdefault(stage, {})
+        for kind, n in kinds.items():
+            acc[kind] = acc.get(kind, 0) + sign * int(n)
+            if acc[kind] <= 0:
+                del acc[kind]
+        if not acc:
+            del into[stage]
+
+
+def build_fallbacks(conv: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """The parse fallbacks a conversation's memory build recorded (kept in its snapshot's manifest)."""
+    return ((conv.get("ingest_usage") or {}).get("parse_failures_by_kind")) or {}
+
+
+def invocation_entry(
+    *,
+    started: str,
+    status: str,
+    usage: dict[str, Any],
+    conv_stats: dict[str, Any],
+    items_written: int,
+    wall_s: float,
+) -> dict[str, Any]:
+    """What one invocation of a run did: when and where it ran, how it ended, the items it wrote, the memories it
+    built or reused, its LLM usage, and the parse fallbacks and transport retries of its QA (the fallbacks of the
+    builds it made are kept with their conversations: a snapshot carries them to every run that reuses it)."""
+    import socket
+
+    stages = usage.get("by_stage") or {}
+    qa_fallbacks: dict[str, dict[str, int]] = {}
+    _add_kinds(qa_fallbacks, usage.get("parse_failures_by_kind") or {})
+    for conv in conv_stats.values():
+        if not conv.get("reused"):
+            _add_kinds(qa_fallbacks, build_fallbacks(conv), sign=-1)
+    retries: dict[str, int] = {}
+    for s in stages.values():
+        for kind, n in (s.get("retries_by_kind") or {}).items():
+            retries[kind] = retries.get(kind, 0) + int(n)
+    return {
+        "started": started,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "status": status,
+        "items_written": items_written,
+        "snapshots_built": sorted(k for k, v in conv_stats.items() if not v.get("reused")),
+        "snapshots_reused": sorted(k for k, v in conv_stats.items() if v.get("reused")),
+        **{k: sum(int(s.get(k, 0)) for s in stages.values()) for k in INVOCATION_COUNTERS},
+        "qa_parse_failures_by_kind": qa_fallbacks,
+        "retries_by_kind": dict(sorted(retries.items())),
+        "wall_s": round(wall_s, 3),
+    }
+
+
+def is_idle(entry: dict[str, Any]) -> bool:
+    """An invocation that found nothing to do: no item written, no memory built or loaded, no LLM call."""
+    return not (entry["items_written"] or entry["snapshots_built"] or entry["snapshots_reused"] or entry["calls"])
+
+
+def earlier_invocations(run_dir: Path) -> list[dict[str, Any]]:
+    """The invocations recorded in ``stats.json`` by earlier invocations of this run (none for a run made before
+    invocations were recorded)."""
+    path = run_dir / "stats.json"
+    if not path.is_file():
+        return []
+    try:
+        return list(json.loads(path.read_text()).get("invocations") or [])
+    except (json.JSONDecodeError, AttributeError):
+        return []
+
+
+def run_totals(invocations: list[dict[str, Any]], conv_stats: dict[str, Any]) -> dict[str, Any]:
+    """The run's counters over all its ``invocations``: usage and retries summed, and the parse fallbacks by
+    stage and kind, those of each conversation's memory build counted once (from its stats, whether this run
+    built the snapshot or reused it) plus each invocation's QA fallbacks."""
+    fallbacks: dict[str, dict[str, int]] = {}
+    reused = 0
+    for conv in conv_stats.values():
+        kinds = build_fallbacks(conv)
+        _add_kinds(fallbacks, kinds)
+        if conv.get("reused"):
+            reused += sum(sum(k.values()) for k in kinds.values())
+    retries: dict[str, int] = {}
+    for inv in invocations:
+        _add_kinds(fallbacks, inv.get("qa_parse_failures_by_kind") or {})
+        for kind, n in (inv.get("retries_by_kind") or {}).items():
+            retries[kind] = retries.get(kind, 0) + int(n)
+    return {
+        "invocations": len(invocations),
+        **{k: sum(int(inv.get(k, 0)) for inv in invocations) for k in INVOCATION_COUNTERS},
+        "parse_failures": sum(sum(k.values()) for k in fallbacks.values()),
+        "parse_failures_by_kind": {s: dict(sorted(k.items())) for s, k in sorted(fallbacks.items())},
+        "reused_snapshot_parse_failures": reused,
+        "retries_by_kind": dict(sorted(retries.items())),
+        "wall_s": round(sum(float(inv.get("wall_s", 0.0)) for inv in invocations), 3),
+    }
+
+
+def record_unfinished(
+    run_dir: Path, data: LoadedSlice, *, entry: dict[str, Any], conv_stats: dict[str, Any], method: str
+) -> None:
+    """Add a stopped or failed invocation (``entry``) to ``stats.json`` with the memories it built, so the
+    rerun that finishes the run still counts what it did. An idle entry is not recorded."""
+    if is_idle(entry):
+        return
+    path = run_dir / "stats.json"
+    try:
+        stats = json.loads(path.read_text()) if path.is_file() else {}
+    except json.JSONDecodeError:
+        stats = {}
+    stats["conversations"] = {**earlier_conversation_stats(run_dir, data), **conv_stats}
+    stats["invocations"] = [*earlier_invocations(run_dir), entry]
+    stats.setdefault("method", method)
+    write_json(path, stats)
 
 
 def write_report(
@@ -196,18 +326,56 @@ def write_report(
     timings: dict[str, float],
     t_start: float,
     built: dict[str, bool],
+    started: str = "",
+    items_written: int = 0,
 ) -> RunResult:
     """Aggregate ``run_dir/items.jsonl`` (the items of ``data`` only, in dataset order: float sums then do not
-    depend on threads or on resuming) and write the run's metrics, cost, stats and table."""
+    depend on threads or on resuming) and write the run's metrics, cost, stats and table.
+
+    Counters cover every invocation of the run (``stats.json → invocations``, one entry per invocation that did
+    work; ``cost.json → run_totals``); an invocation with nothing to do adds no entry and keeps the previous
+    ``cost.json`` usage, so its report repeats the previous numbers."""
     items = read_items(run_dir / "items.jsonl")
+    require_unique_ids(items, run_dir)
     order = {q.item_id: i for i, q in enumerate(q for c in data.conversations for q in c.qa)}
     items = sorted((r for r in items if r["item_id"] in order), key=lambda r: order[r["item_id"]])
     metrics = run_metrics(cfg, method, data, items)
     wall = {"total": time.perf_counter() - t_start, **timings}
-    conv_stats = {**earlier_conversation_stats(run_dir, data), **conv_stats}
+    entry = invocation_entry(
+        started=started,
+        status="finished",
+        usage=usage,
+        conv_stats=conv_stats,
+        items_written=items_written,
+        wall_s=wall["total"],
+    )
+    earlier_convs = earlier_conversation_stats(run_dir, data)
+    previous = _read_previous(run_dir / "cost.json")
+    invocations = earlier_invocations(run_dir)
+    if not invocations and previous.get("usage"):  # recorded before invocations were kept: its last one stands in
+        invocations = [
+            invocation_entry(
+                started="",
+                status="recorded before invocations were kept",
+                usage=previous["usage"],
+                conv_stats=earlier_convs,
+                items_written=0,
+                wall_s=float((previous.get("wall_s") or {}).get("total", 0.0)),
+            )
+        ]
+    idle = is_idle(entry)
+    if not idle or not invocations:
+        invocations.append(entry)
+    conv_stats = {**earlier_convs, **conv_stats}
     cost = run_cost(cfg, usage, conv_stats, data.n_items, wall_s=wall, built=built, items=items)
-    metrics["parse_failures"] = cost["usage"]["parse_failures_by_kind"]
-    stats = {"conversations": conv_stats, "method": method, "data_cleaning": data.cleaning}
+    if idle:  # cost.json's usage stays the last invocation that did work
+        for key in ("usage", "usd_estimate_this_run", "wall_s", "resources"):
+            if key in previous:
+                cost[key] = previous[key]
+    cost["run_totals"] = run_totals(invocations, conv_stats)
+    cost["this_invocation"] = {"idle": idle, "calls": entry["calls"], "items_written": entry["items_written"]}
+    metrics["parse_failures"] = cost["run_totals"]["parse_failures_by_kind"]
+    stats = {"conversations": conv_stats, "method": method, "data_cleaning": data.cleaning, "invocations": invocations}
     title = f"{method} / {cfg.ablation.name} / {cfg.backbone.name} / {cfg.dataset.name} ({cfg.protocol.name} protocol)"
     table = format_table(metrics, title)
     if cfg.get("table_note"):
@@ -217,6 +385,13 @@ def write_report(
     write_json(run_dir / "stats.json", stats)
     (run_dir / "table.md").write_text(table + "\n" + cost_lines(cost) + "\n")
     return RunResult(run_dir, metrics, cost, len(items), table, stats)
+
+
+def _read_previous(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text()) if path.is_file() else {}
+    except json.JSONDecodeError:
+        return {}
 
 
 def earlier_conversation_stats(run_dir: Path, data: LoadedSlice) -> dict[str, Any]:

@@ -102,8 +102,7 @@ def guard_run_dir(run_dir: Path, fields: dict[str, Any], *, overwrite: bool, res
             if overwrite:
                 aside = run_dir.with_name(f"{run_dir.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
                 log.warning("overwrite=true: moving the previous run to %s", aside)
-                shutil.move(str(run_dir), aside)
-                run_dir.mkdir(parents=True)
+                move_run_aside(run_dir, aside)
             else:
                 changed = sorted(
                     k for k in fields if stable_hash(fields[k]) != stable_hash(old.get("fields", {}).get(k))
@@ -119,6 +118,17 @@ def guard_run_dir(run_dir: Path, fields: dict[str, Any], *, overwrite: bool, res
             )
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json(state_path, {"result_hash": digest, "fields": fields})
+
+
+def move_run_aside(run_dir: Path, aside: Path) -> None:
+    """Move everything in ``run_dir`` but its lock file into ``aside``: the run dir itself stays, so the lock this
+    process holds on it keeps guarding it."""
+    from memcore.pipeline.runlock import LOCK_FILE
+
+    aside.mkdir(parents=True)
+    for child in sorted(run_dir.iterdir()):
+        if child.name != LOCK_FILE:
+            shutil.move(str(child), aside / child.name)
 
 
 def write_run_config(run_dir: Path, cfg: DictConfig) -> None:

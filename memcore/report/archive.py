@@ -3,9 +3,11 @@
 ``memcore-archive RUN… --out results/measured/NAME/runs`` copies each run's ``metrics.json``, ``cost.json``,
 ``stats.json`` and ``config.yaml`` and gzips its ``items.jsonl`` (byte-stable: no name or time in the gzip header).
 Paths of the machine that made the run (the results root, the data file, the run dir) are replaced by placeholders,
-so nothing committed names a machine. ``memcore-archive --verify DIR…`` recomputes each archived run's metrics from
-its items with the run's own config and the LoCoMo file, and fails on any difference: a committed number is one a
-reader can re-derive. ``memcore-report`` reads archived runs like live ones (``items.jsonl.gz``).
+so nothing committed names a machine. ``memcore-archive --verify DIR…`` recomputes every item of each archived run from
+what it carries (scores from the prediction and the gold, recall and hit from the retrieved ids and the gold
+evidence, the judge's scores from its labels; :mod:`memcore.report.verify`), then the metrics, with the run's own
+config and the LoCoMo file, and fails on any difference, naming the first items and fields: a committed number is
+one a reader can re-derive. ``memcore-report`` reads archived runs like live ones (``items.jsonl.gz``).
 
 ``--slim`` drops the item fields no metric or table is computed from (:data:`SLIM_DROP`: the question text, the raw
 reply, hashes, latencies, cache flags, IER's round log), for sweeps of thousands of items per run; a slim archive
@@ -26,7 +28,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from memcore.itemlog import ITEMS_GZ, read_run_items
+from memcore.itemlog import ITEMS_GZ, ItemLogError, read_run_items, require_unique_ids
 from memcore.report.collect import ReportInputError, find_run_dirs
 
 log = logging.getLogger(__name__)
@@ -100,6 +102,10 @@ def archive_run(run_dir: Path, out_dir: Path, *, roots: Sequence[Path] = (), sli
     items = read_run_items(run_dir)
     if not (run_dir / "metrics.json").is_file() or not items:
         raise ReportInputError(f"{run_dir}: not a finished run (needs metrics.json and items); rerun it to finish.")
+    try:
+        require_unique_ids(items, run_dir)
+    except ItemLogError as exc:
+        raise ReportInputError(str(exc)) from None
     roots = [*roots, *_results_root(run_dir)]
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -130,22 +136,12 @@ def archive_name(run_dir: Path) -> Path:
 
 
 def rederive(run_dir: Path) -> list[str]:
-    """Recompute an (archived or live) run's metrics from its items and config; the keys that differ (empty when
-    every derived number of ``metrics.json`` follows from the items)."""
-    from memcore.data.slice import load_slice
-    from memcore.pipeline.report import run_metrics
+    """Recompute an (archived or live) run's items and metrics from what its items carry and its config
+    (:func:`memcore.report.verify.verify_run`); what differs: ``item <id>: <field> …`` for the first items, then
+    the ``metrics.json`` keys (empty when every item and every derived number follows)."""
+    from memcore.report.verify import verify_run
 
-    metrics = json.loads((run_dir / "metrics.json").read_text())
-    cfg = OmegaConf.load(run_dir / "config.yaml")
-    data = load_slice(cfg.dataset, audited=bool(cfg.eval.audited), audit_path=cfg.eval.audit_path)
-    by_id = {r["item_id"]: r for r in read_run_items(run_dir)}
-    order = [q.item_id for c in data.conversations for q in c.qa if q.item_id in by_id]
-    again = run_metrics(cfg, str(metrics["run"]["method"]), data, [by_id[i] for i in order])
-    return [k for k in DERIVED_KEYS if _canon(metrics.get(k)) != _canon(again.get(k))]
-
-
-def _canon(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
+    return verify_run(run_dir).differences
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -167,18 +163,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"memcore-archive: {exc}", file=sys.stderr)
         return 2
     if args.verify:
+        from memcore.report.verify import verify_run
+
         bad = 0
         for d in dirs:
-            diff = rederive(d)
-            bad += bool(diff)
-            print(f"{'DIFFERS' if diff else 'ok     '} {d}" + (f": {', '.join(diff)}" if diff else ""))
+            found = verify_run(d)
+            bad += bool(found.differences)
+            print(f"{'DIFFERS' if found.differences else 'ok     '} {d} ({found.items_checked} items recomputed)")
+            for line in found.differences:
+                print(f"    {line}")
+            if found.not_recomputed:
+                print(f"    not recomputed (the items do not carry it): {'; '.join(found.not_recomputed)}")
         print(f"{len(dirs) - bad} of {len(dirs)} runs re-derive from their items")
         return 1 if bad else 0
     if args.out is None:
         print("memcore-archive: --out DIR is required (or --verify)", file=sys.stderr)
         return 2
     for d in dirs:
-        print(archive_run(d, args.out / archive_name(d), roots=args.root, slim=args.slim))
+        try:
+            print(archive_run(d, args.out / archive_name(d), roots=args.root, slim=args.slim))
+        except ReportInputError as exc:
+            print(f"memcore-archive: {exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:  # --out under a read-only tree, or a file in the way
+            from memcore.pipeline.runlock import unwritable_line
+
+            print(f"error: {unwritable_line(exc, args.out, what='the archive dir', fix='--out')}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -175,6 +175,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ReportInputError, ReferenceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # --out under a read-only tree, or a file in the way
+        from memcore.pipeline.runlock import unwritable_line
+
+        print(f"error: {unwritable_line(exc, args.out, what='the report dir', fix='--out')}", file=sys.stderr)
+        return 2
     if not args.quiet:
         print(f"{len(written)} files written under {Path(written[0]).parent if written else args.out}")
         from memcore.report.collect import find_run_dirs

@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from memcore.itemlog import read_run_items
+from memcore.itemlog import ItemLogError, read_run_items, require_unique_ids
 from memcore.llm.usage import updates_while_answering, whole_run_stages
 
 METRICS = "metrics.json"
@@ -219,7 +219,12 @@ def load_run(path: Path) -> RunData:
     if cfg_path.is_file():
         loaded = OmegaConf.to_container(OmegaConf.load(cfg_path), resolve=False)
         config = loaded if isinstance(loaded, dict) else {}
-    return RunData(path, metrics, _read_json(path / "cost.json"), _read_json(path / "stats.json"), config)
+    run = RunData(path, metrics, _read_json(path / "cost.json"), _read_json(path / "stats.json"), config)
+    try:
+        require_unique_ids(run.items, path)
+    except ItemLogError as exc:
+        raise ReportInputError(str(exc)) from None
+    return run
 
 
 def load_runs(paths: Iterable[str | Path], *, include_old: bool = False) -> list[RunData]:

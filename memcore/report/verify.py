@@ -1,0 +1,187 @@
+"""Re-derive a run from what its items carry: each item's scores are recomputed (answer scores from the prediction
+and the gold through the run's protocol, evidence recall and hit from ``retrieved_dia_ids`` and the gold
+evidence, the judge's scores from its stored labels), the item's gold, evidence and category are checked against
+the data, and the aggregates of ``metrics.json`` are recomputed both from the stored and from the recomputed
+items. Used by ``memcore-archive --verify``.
+
+A slim archive may lack fields; what an item does not carry is not recomputed, and the verification says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from memcore.itemlog import duplicate_ids, read_run_items
+
+#: Score keys the LLM judge adds to an item (recomputed from its stored labels, not from the metric protocol).
+JUDGE_KEYS = ("judge", "judge_runs", "judge_majority")
+
+
+@dataclass
+class Verification:
+    """What a verification found: ``differences`` (items first, as ``item <id>: <field> …``, then the
+    ``metrics.json`` keys that differ), and ``not_recomputed`` (what the items did not carry, with counts)."""
+
+    differences: list[str] = field(default_factory=list)
+    not_recomputed: list[str] = field(default_factory=list)
+    items_checked: int = 0
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def judge_scores(record: dict[str, Any]) -> dict[str, Any]:
+    """The judge's score keys of an item from its stored ``judge`` record (each run's label)."""
+    from memcore.eval.judge import Verdict, verdict_scores
+
+    verdicts = [
+        Verdict(str(r.get("label")), str(r.get("reason", "")), bool(r.get("parsed", True))) for r in record["runs"]
+    ]
+    return verdict_scores(verdicts)
+
+
+def recompute_variant(
+    item: dict[str, Any], variant: dict[str, Any], protocol: str, *, judge: dict[str, Any] | None
+) -> tuple[dict[str, Any], list[str]]:
+    """The fields of one gold variant (``variant`` holds ``gold``, ``evidence``, ``scores``, ``recall``, ``hit``)
+    recomputed from ``item``'s answer and retrieved ids; and the names of fields that could not be."""
+    from memcore.eval.metrics import evidence_scores, score_answer
+
+    out: dict[str, Any] = {}
+    missing: list[str] = []
+    if "answer" in item and "gold" in variant and "category" in item:
+        answer = item["answer"]
+        scores = score_answer(answer, variant["gold"], int(item["category"]), protocol) if answer is not None else {}
+        if judge is not None:
+            scores.update(judge_scores(judge))
+        elif any(k in (variant.get("scores") or {}) for k in JUDGE_KEYS):
+            missing.append("judge scores (no judge labels stored)")
+            scores.update({k: v for k, v in variant["scores"].items() if k in JUDGE_KEYS})
+        out["scores"] = scores
+    else:
+        missing.append("scores (no answer, gold or category)")
+    if "retrieved_dia_ids" in item and "evidence" in variant:
+        ev = evidence_scores(variant["evidence"], item["retrieved_dia_ids"])
+        out["recall"], out["hit"] = ev["recall"], ev["hit"]
+    else:
+        missing.append("recall and hit (no retrieved_dia_ids or evidence)")
+    return out, missing
+
+
+def recompute_item(
+    item: dict[str, Any], protocol: str, gold_item: Any | None, audited_item: Any | None
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """``item`` with every score recomputed; the differences (``<field>: stored X, recomputed Y``, and the gold
+    fields that disagree with the data) and the fields that could not be recomputed."""
+    diffs: list[str] = []
+    missing: list[str] = []
+    if gold_item is not None:
+        expect = {
+            "gold": gold_item.gold(protocol),
+            "evidence": list(gold_item.evidence),
+            "category": int(gold_item.category),
+        }
+        for key, want in expect.items():
+            if key in item and not _same(item[key], want):
+                diffs.append(f"{key}: stored {_show(item[key])}, the data has {_show(want)}")
+    again = dict(item)
+    fields, miss = recompute_variant(item, item, protocol, judge=item.get("judge"))
+    again.update(fields)
+    missing += miss
+    audited = item.get("audited")
+    if isinstance(audited, dict):
+        same_gold = audited.get("gold") == item.get("gold")
+        judge = item.get("judge") if same_gold else None
+        if audited_item is not None:
+            want_gold = audited_item.gold(protocol)
+            if audited.get("gold") != want_gold:
+                diffs.append(f"audited.gold: stored {_show(audited.get('gold'))}, the audit has {_show(want_gold)}")
+        a_fields, a_miss = recompute_variant(item, audited, protocol, judge=judge)
+        if not same_gold and any(k in (audited.get("scores") or {}) for k in JUDGE_KEYS):
+            a_miss = [m for m in a_miss if not m.startswith("judge")] + [
+                "audited judge scores (labels stored for the original gold only)"
+            ]
+        again["audited"] = {**audited, **a_fields}
+        missing += [m if m.startswith("audited") else f"audited {m}" for m in a_miss]
+    for key in ("scores", "recall", "hit"):
+        if key in item and not _same(item[key], again.get(key)):
+            diffs.append(f"{key}: stored {_show(item[key])}, recomputed {_show(again.get(key))}")
+    if isinstance(audited, dict):
+        for key in ("scores", "recall", "hit"):
+            if key in audited and not _same(audited[key], again["audited"].get(key)):
+                diffs.append(
+                    f"audited.{key}: stored {_show(audited[key])}, recomputed {_show(again['audited'].get(key))}"
+                )
+    return again, diffs, missing
+
+
+def verify_run(run_dir: Path, *, max_items: int = 5) -> Verification:
+    """Recompute every item of an (archived or live) run and its ``metrics.json`` (see the module doc). At most
+    ``max_items`` differing items are named; the count of the others follows."""
+    from memcore.data.slice import load_slice
+    from memcore.pipeline.report import run_metrics
+    from memcore.report.archive import DERIVED_KEYS
+
+    out = Verification()
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    protocol = str(cfg.protocol.name)
+    data = load_slice(cfg.dataset, audited=bool(cfg.eval.audited), audit_path=cfg.eval.audit_path)
+    items = read_run_items(run_dir)
+    dup = duplicate_ids(items)
+    if dup:
+        first = next(iter(dup))
+        out.differences.append(f"items repeat {len(dup)} item ids (first: {first}); every score counts them twice")
+    by_id = {r["item_id"]: r for r in items}
+    gold = {q.item_id: q for c in data.conversations for q in c.qa}
+    order = [i for i in gold if i in by_id]
+    extra = [i for i in by_id if i not in gold]
+    if extra:
+        out.differences.append(f"{len(extra)} items are not in the run's slice (first: {extra[0]})")
+    recomputed: list[dict[str, Any]] = []
+    bad_items: list[str] = []
+    missing_counts: dict[str, int] = {}
+    for item_id in order:
+        again, diffs, missing = recompute_item(by_id[item_id], protocol, gold[item_id], data.audited.get(item_id))
+        recomputed.append(again)
+        for m in missing:
+            missing_counts[m] = missing_counts.get(m, 0) + 1
+        if diffs:
+            bad_items.append(item_id)
+            if len(bad_items) <= max_items:
+                out.differences.append(f"item {item_id}: " + "; ".join(diffs))
+    if len(bad_items) > max_items:
+        out.differences.append(f"... and {len(bad_items) - max_items} more items differ ({len(bad_items)} in all)")
+    out.items_checked = len(order)
+    out.not_recomputed = [f"{what}: {n} items" for what, n in sorted(missing_counts.items())]
+    method = str(metrics["run"]["method"])
+    stored_agg = run_metrics(cfg, method, data, [by_id[i] for i in order])
+    again_agg = run_metrics(cfg, method, data, recomputed)
+    for key in DERIVED_KEYS:
+        if not _same(_canon(metrics.get(key)), _canon(stored_agg.get(key))):
+            out.differences.append(key)
+        elif not _same(_canon(metrics.get(key)), _canon(again_agg.get(key))):
+            out.differences.append(f"{key} (recomputed from the recomputed items)")
+    return out
+
+
+def _canon(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
