@@ -208,7 +208,10 @@ def write_report(
     cost = run_cost(cfg, usage, conv_stats, data.n_items, wall_s=wall, built=built, items=items)
     metrics["parse_failures"] = cost["usage"]["parse_failures_by_kind"]
     stats = {"conversations": conv_stats, "method": method, "data_cleaning": data.cleaning}
-    title = f"{method} / {cfg.ablation.name} / {cfg.backbone.name} / {cfg.dataset.name} ({cfg.protocol.name} protocol)"
+    from memcore.methods import NO_BACKBONE, backbone_label
+
+    backbone = backbone_label(cfg)
+    title = f"{method} / {cfg.ablation.name} / {'-' if backbone == NO_BACKBONE else backbone} / {cfg.dataset.name} ({cfg.protocol.name} protocol)"
     table = format_table(metrics, title)
     if cfg.get("table_note"):
         table += f"\n\nNote: {cfg.table_note}"
