@@ -252,7 +252,9 @@ class RetryLog:
             since, self._last_line = self._last_line, now
         n = sum(pending.values())
         if since is None or n == 1:
-            log.warning("%s call to %s failed (%s); retry %d/%d in %.1fs", stage, self.base_url, last, attempt, of, delay)
+            log.warning(
+                "%s call to %s failed (%s); retry %d/%d in %.1fs", stage, self.base_url, last, attempt, of, delay
+            )
             if since is None:
                 log.warning("further retries against %s are summarised once a minute", self.base_url)
             return

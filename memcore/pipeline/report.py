@@ -56,6 +56,8 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
     refinement = ier_refinement(items)
     if refinement is not None:
         metrics["ier_refinement"] = refinement
+        if cfg.eval.get("context_tokens") is not None:  # round 1 against the final pool, both before the cap
+            metrics["ier_refinement_same_cap"] = ier_refinement(items, same_cap=True)
     metrics["run"] = {
         "method": method,
         "ablation": str(cfg.ablation.name),
