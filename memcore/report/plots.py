@@ -292,7 +292,7 @@ def plot_recall_vs_budget(
                 linestyle="-" if i < 10 else "--",
                 color=cmap(i % cmap.N),
                 alpha=0.85,
-                label=_run_label(r),
+                label=_run_label(r) + (f", eval.context_tokens={run_cap(r)}" if run_cap(r) is not None else ""),
             )
         ax.set_xscale("log", base=2)
         ax.set_xticks(list(budgets))
@@ -302,7 +302,8 @@ def plot_recall_vs_budget(
         ax.set_yticks(range(0, 101, 20))
         capped = [r for r, _ in group if run_cap(r) is not None]
         ax.set_title(
-            f"Evidence recall at equal context budgets — {backbone}"
+            "Evidence recall at equal context budgets — "
+            + ("retrieval only, no LLM" if backbone == "none" else f"backbone {backbone}")
             + ("\n(a run under eval.context_tokens ends at its cap)" if capped else "")
         )
         ax.grid(alpha=0.3, which="both")
