@@ -223,8 +223,11 @@ def ier_shown(metrics: Mapping[str, Any]) -> tuple[dict[str, Any] | None, int | 
     it is ``ier_refinement_same_cap`` (both rounds before the cap; None when the run did not record it), never
     the round-1 pool against the capped context."""
     cap = ((metrics.get("run") or {}).get("evidence") or {}).get("context_tokens")
+    plain = metrics.get("ier_refinement")
     if cap is None:
-        return metrics.get("ier_refinement"), None
+        return plain, None
+    if metrics.get("ier_refinement_same_cap") is None and plain is not None and not plain.get("n_refined"):
+        return plain, int(cap)  # nothing was refined: there is no comparison to get wrong
     return metrics.get("ier_refinement_same_cap"), int(cap)
 
 

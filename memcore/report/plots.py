@@ -50,6 +50,18 @@ def _run_label(run: RunData, with_backbone: bool = False) -> str:
     return f"{label} @ {run.backbone}" if with_backbone else label
 
 
+def _capped_label(run: RunData) -> str:
+    """The legend label of a run in a recall curve: a capped run names its cap and how it filled it (packed
+    turns or whole notes), so runs of one method under different caps or fills stay apart."""
+    cap = run_cap(run)
+    if cap is None:
+        return _run_label(run)
+    from memcore.report.equal_tokens import row_label
+
+    variant = f" (variant of {run.variant_of})" if run.is_variant else ""
+    return f"{row_label(run)}{variant}, eval.context_tokens={cap}"
+
+
 def plot_category_bars(summaries: Sequence[RunSummary], out_dir: Path, stem: str = "category_f1") -> list[Path]:
     """Grouped bars: categories 1-5 and the weighted overall on x, one bar per method, a panel per backbone.
     Ablated runs are left to the ablation figure (unless there is nothing else)."""
@@ -280,7 +292,12 @@ def plot_recall_vs_budget(
     for ax, backbone in zip(axes[:, 0], backbones):
         group = [(r, c) for r, c in curves if r.backbone == backbone]
         cmap = plt.get_cmap("tab10" if len(group) <= 10 else "tab20")
-        for i, (r, c) in enumerate(group):
+        labels = [_capped_label(r) for r, _ in group]
+        labels = [  # runs that would share a label are told apart by their experiment
+            f"{lab} [{r.experiment}]" if labels.count(lab) > 1 else lab
+            for lab, (r, _c) in zip(labels, group, strict=True)
+        ]
+        for i, (_r, c) in enumerate(group):
             xs = [b for b in budgets if c[b] is not None]
             # Distinct markers, earlier series drawn larger, so identical curves stay visible on top of each other.
             ax.plot(
@@ -292,11 +309,12 @@ def plot_recall_vs_budget(
                 linestyle="-" if i < 10 else "--",
                 color=cmap(i % cmap.N),
                 alpha=0.85,
-                label=_run_label(r) + (f", eval.context_tokens={run_cap(r)}" if run_cap(r) is not None else ""),
+                label=labels[i],
             )
         ax.set_xscale("log", base=2)
-        ax.set_xticks(list(budgets))
-        ax.set_xticklabels([str(b) for b in budgets])
+        drawn = [b for b in budgets if any(c[b] is not None for _, c in group)]  # not out to budgets no run reached
+        ax.set_xticks(drawn)
+        ax.set_xticklabels([str(b) for b in drawn])
         ax.set_xlabel("context budget (tokens of retrieved notes, log scale)")
         ax.set_ylim(0, 105)
         ax.set_yticks(range(0, 101, 20))
