@@ -53,6 +53,7 @@ def _hydra_main(cfg: DictConfig) -> float | None:
     quiet_http_logs(verbose)
     quiet_handlers(verbose)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
+    point_to_earlier_run(cfg, run_dir)
     try:
         result = run_config(cfg, run_dir)
     except _user_errors() as exc:
@@ -79,6 +80,43 @@ def quiet_http_logs(verbose: bool) -> None:
         logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.WARNING)
     if not verbose:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is imported
+
+
+def earlier_run_dir(cfg: DictConfig, run_dir: Path) -> Path | None:
+    """For a new run dir filed under the backbone ``none`` (a run that calls no LLM): the dir the same run had
+    when such runs were filed under their backbone preset's name, if a run was recorded there; else None."""
+    from memcore.methods import NO_BACKBONE
+    from memcore.pipeline.rundir import RUN_STATE
+    from memcore.registry import UnknownNameError
+
+    parts = run_dir.parts
+    if NO_BACKBONE not in parts[:-3] or (run_dir / RUN_STATE).exists():
+        return None
+    try:
+        from memcore.methods import backbone_label
+
+        if backbone_label(cfg) != NO_BACKBONE:
+            return None
+    except UnknownNameError:
+        return None
+    i = len(parts) - 4  # <dataset>/<backbone>/<protocol>/<method>/<ablation>: the backbone part
+    if parts[i] != NO_BACKBONE:
+        return None
+    old = Path(*parts[:i], str(cfg.backbone.name), *parts[i + 1 :])
+    return old if (old / RUN_STATE).exists() else None
+
+
+def point_to_earlier_run(cfg: DictConfig, run_dir: Path) -> None:
+    """Say where an earlier run of this config is, when it was filed under its backbone's name (see above)."""
+    old = earlier_run_dir(cfg, run_dir)
+    if old is not None:
+        log.warning(
+            "a run of this configuration made before retrieval-only runs were filed under 'none' is at %s; this "
+            "run starts fresh in %s. To continue that one instead: hydra.run.dir=%s (or move it here)",
+            old,
+            run_dir,
+            old,
+        )
 
 
 def quiet_handlers(verbose: bool) -> None:

@@ -135,3 +135,23 @@ def test_a_retrieval_only_run_dir_and_title_name_no_backbone(tmp_path: Path) -> 
     assert "### rag_bm25 / none / - / locomo-tiny (amem protocol)" in proc.stdout
     assert (run / "table.md").read_text().startswith("### rag_bm25 / none / - / locomo-tiny")
     assert "DEBUG" not in proc.stderr
+
+
+def test_a_run_filed_under_its_backbone_before_is_pointed_to(compose, tmp_path: Path, caplog) -> None:
+    from memcore.cli import earlier_run_dir, point_to_earlier_run
+
+    cfg = compose(["backbone=local", "method=rag_hybrid", "eval.answer=false"])
+    new = tmp_path / "runs" / "default" / "locomo" / "none" / "amem" / "rag_hybrid" / "none"
+    old = tmp_path / "runs" / "default" / "locomo" / "local" / "amem" / "rag_hybrid" / "none"
+    assert earlier_run_dir(cfg, new) is None  # nothing recorded there
+    old.mkdir(parents=True)
+    (old / "run_state.json").write_text("{}")
+    assert earlier_run_dir(cfg, new) == old
+    with caplog.at_level(logging.WARNING, logger="memcore"):
+        point_to_earlier_run(cfg, new)
+    assert f"hydra.run.dir={old}" in caplog.text
+    new.mkdir(parents=True)
+    (new / "run_state.json").write_text("{}")
+    assert earlier_run_dir(cfg, new) is None  # the new dir has its own run
+    answered = compose(["backbone=local", "method=rag_hybrid"])
+    assert earlier_run_dir(answered, old) is None
