@@ -51,13 +51,15 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 def _hydra_main(cfg: DictConfig) -> float | None:
     from memcore.runner import run_config
 
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
-    quiet_http_logs(bool(cfg.get("verbose", False)))
+    verbose = bool(cfg.get("verbose", False))
+    quiet_http_logs(verbose)
+    quiet_handlers(verbose)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
+    point_to_earlier_run(cfg, run_dir)
     try:
         result = run_config(cfg, run_dir)
     except _user_errors() as exc:
-        log.error("%s", exc)
+        log_to_files(logging.ERROR, str(exc))  # the run's log keeps it; the terminal gets the one line below
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     if cfg.get("print_table", True):
@@ -83,6 +85,58 @@ def quiet_http_logs(verbose: bool) -> None:
         logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.WARNING)
     if not verbose:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is imported
+
+
+def earlier_run_dir(cfg: DictConfig, run_dir: Path) -> Path | None:
+    """For a new run dir filed under the backbone ``none`` (a run that calls no LLM): the dir the same run had
+    when such runs were filed under their backbone preset's name, if a run was recorded there; else None."""
+    from memcore.methods import NO_BACKBONE
+    from memcore.pipeline.rundir import RUN_STATE
+    from memcore.registry import UnknownNameError
+
+    parts = run_dir.parts
+    if NO_BACKBONE not in parts[:-3] or (run_dir / RUN_STATE).exists():
+        return None
+    try:
+        from memcore.methods import backbone_label
+
+        if backbone_label(cfg) != NO_BACKBONE:
+            return None
+    except UnknownNameError:
+        return None
+    i = len(parts) - 4  # <dataset>/<backbone>/<protocol>/<method>/<ablation>: the backbone part
+    if parts[i] != NO_BACKBONE:
+        return None
+    old = Path(*parts[:i], str(cfg.backbone.name), *parts[i + 1 :])
+    return old if (old / RUN_STATE).exists() else None
+
+
+def point_to_earlier_run(cfg: DictConfig, run_dir: Path) -> None:
+    """Say where an earlier run of this config is, when it was filed under its backbone's name (see above)."""
+    old = earlier_run_dir(cfg, run_dir)
+    if old is not None:
+        log.warning(
+            "a run of this configuration made before retrieval-only runs were filed under 'none' is at %s; this "
+            "run starts fresh in %s. To continue that one instead: hydra.run.dir=%s (or move it here)",
+            old,
+            run_dir,
+            old,
+        )
+
+
+def quiet_handlers(verbose: bool) -> None:
+    """Hydra's console and file handlers pass INFO and above unless ``verbose``: a library that sets its own
+    logger to DEBUG when imported (bm25s: "Building index from IDs objects" per index) prints nothing."""
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(logging.DEBUG if verbose else logging.INFO)
+
+
+def log_to_files(level: int, message: str) -> None:
+    """Write ``message`` to the root logger's file handlers only (the run's log), not to the terminal."""
+    record = log.makeRecord(log.name, level, __file__, 0, message, None, None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler) and record.levelno >= handler.level:
+            handler.handle(record)
 
 
 #: Library thread pools (OpenMP in faiss and torch, OpenBLAS, MKL) default to one thread per process: the runner
@@ -167,11 +221,51 @@ def _raised_in_run(exc: BaseException) -> bool:
     return False
 
 
+#: The OmegaConf resolver the run dir names its backbone part with (configs/run.yaml).
+BACKBONE_DIR_RESOLVER = "memcore.backbone_dir"
+
+
+def _backbone_dir(*, _root_: DictConfig) -> str:
+    """The backbone part of a run dir: ``backbone.name``, or ``none`` for a run that calls no LLM. A method name
+    that is not known keeps ``backbone.name`` here; the run itself then fails with the did-you-mean line."""
+    from memcore.methods import backbone_label
+    from memcore.registry import UnknownNameError
+
+    try:
+        return backbone_label(_root_)
+    except UnknownNameError:
+        return str(_root_.backbone.name)
+
+
+def register_resolvers() -> None:
+    """Register the run's OmegaConf resolvers (idempotent). Hydra hands the registered resolvers on to the jobs of
+    a sweep (joblib, submitit), so registering in the launching process is enough."""
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver(BACKBONE_DIR_RESOLVER):
+        OmegaConf.register_new_resolver(BACKBONE_DIR_RESOLVER, _backbone_dir)
+
+
+#: Hydra's note that a launcher yaml fills the plugin's ConfigStore schema of the same name: harmless (the yaml
+#: files in configs/hydra/launcher/ say so) and raised at each composition from a different call site, so the
+#: "once" action of the warnings module cannot fold it; it is not shown.
+SCHEMA_MATCH_WARNING = r"\s*'hydra/launcher/[^']+' is validated against ConfigStore schema with the same name"
+
+
+def hide_schema_match_warning() -> None:
+    """Hide Hydra's schema-matching deprecation note (:data:`SCHEMA_MATCH_WARNING`) in this process."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=SCHEMA_MATCH_WARNING, category=UserWarning)
+
+
 def run_main() -> None:
     """``memcore-run [overrides…]``: one run, or a sweep with ``-m``. A Hydra composition error (an override of a
     key that does not exist, an unknown group option) exits 2 with one line, unless HYDRA_FULL_ERROR is set."""
     pin_library_threads()
     stop_on_sigterm()
+    register_resolvers()
+    hide_schema_match_warning()
     own_errors = not os.environ.get("HYDRA_FULL_ERROR")
     if own_errors:
         os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing a trimmed trace and exiting 1

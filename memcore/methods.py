@@ -13,6 +13,8 @@ import ast
 import importlib.util
 from pathlib import Path
 
+from omegaconf import DictConfig, OmegaConf
+
 from memcore.interfaces import MethodSpec
 from memcore.registry import Registry
 
@@ -68,3 +70,26 @@ def method_names() -> list[str]:
 def get_method(name: str) -> MethodSpec:
     """The spec registered under ``name``; unknown names get a did-you-mean error."""
     return METHODS.get(name)
+
+
+def run_uses_llm(cfg: DictConfig) -> bool:
+    """True when a run of ``cfg`` calls the chat backbone: it answers or judges, or its method's build or
+    retrieval uses the LLM (``MethodSpec.ingest_uses_llm`` / ``retrieve_uses_llm`` for its config and ablation).
+    A run that calls none is retrieval-only on a backbone it never uses: it is filed and titled without one."""
+    ev = cfg.get("eval") or {}
+    if bool(ev.get("answer", True)) or bool(ev.get("judge", False)):
+        return True
+    spec = get_method(str(cfg.method.name))
+    method_cfg = OmegaConf.to_container(cfg.method, resolve=True)
+    ablation = OmegaConf.to_container(cfg.ablation, resolve=True) if cfg.get("ablation") is not None else {}
+    assert isinstance(method_cfg, dict) and isinstance(ablation, dict)
+    return bool(spec.ingest_uses_llm(method_cfg, ablation) or spec.retrieve_uses_llm(method_cfg, ablation))
+
+
+#: The run-dir (and table-title) name of the backbone of a run that calls no LLM.
+NO_BACKBONE = "none"
+
+
+def backbone_label(cfg: DictConfig) -> str:
+    """``backbone.name``, or :data:`NO_BACKBONE` when the run calls no LLM (:func:`run_uses_llm`)."""
+    return str(cfg.backbone.name) if run_uses_llm(cfg) else NO_BACKBONE

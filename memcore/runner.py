@@ -25,7 +25,7 @@ from memcore.llm.cache_shards import CacheLayout
 from memcore.llm.scoped import ScopedBackbone
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.methods import get_method
-from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, worker_pool
+from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, run_embedding_counts, worker_pool
 from memcore.pipeline.predict import predict
 from memcore.pipeline.preflight import check_dirs, check_resources
 from memcore.pipeline.progress import StageBars
@@ -236,7 +236,11 @@ class Runner:
                 raise next((e for e in errors if not isinstance(e, StopRequested | RunStopped)), errors[0])
             # a llama.cpp backbone whose every call the cache served was built but never started its server
             started = res.backbone.built and getattr(res.backbone.get(), "started", True)
-            return {"backbone_started": bool(started), "embedder_loaded": res.embedder.built}
+            return {
+                "backbone_started": bool(started),
+                "embedder_loaded": res.embedder.built,
+                "embeddings": run_embedding_counts(res.embedder, self.conv_stats.values()),
+            }
 
     def _process_conversation(
         self,

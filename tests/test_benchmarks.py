@@ -258,8 +258,8 @@ def test_build_worker_refuses_a_build_that_touches_the_backbone(tmp_path: Path, 
                         EmbedderConfig(name="hashing", kind="hashing", model="hashing", dim=64), None, {})  # fmt: skip
 
     cheap = job("memcore-cheap", {"name": "memcore-cheap", "judge": "embedding"})
-    assert build_in_worker(cheap) is True  # built here
-    assert build_in_worker(cheap) is False  # found complete: not rebuilt
+    assert build_in_worker(cheap)[0] is True  # built here
+    assert build_in_worker(cheap) == (False, {})  # found complete: not rebuilt
     with pytest.raises(BackboneInBuildWorkerError, match="ingest_uses_llm is false"):
         build_in_worker(job("memcore", {"name": "memcore"}))
 

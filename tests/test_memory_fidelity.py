@@ -413,3 +413,24 @@ def test_the_judge_sees_all_k_final_long_notes(tmp_path: Path) -> None:
     evidence = prompt.split("Retrieved notes (each starts with the date it was said):\n", 1)[1].split("\n\nSearches")[0]
     assert "[20] (" in evidence and "[21]" not in evidence
     assert count_tokens(evidence) <= 3000
+
+
+def test_under_a_context_cap_a_refined_question_records_its_final_pool_before_the_cap(tmp_path: Path) -> None:
+    """Round 1's pool is the top K before any cap; so that refinement is judged under one cap, a capped retrieval
+    also records the final top K before the cap (``final_pool_dia_ids``). An uncapped one does not need it."""
+
+    def memory(where: str) -> Any:  # the scripted IER plan is consumed by one retrieval: a memory per call
+        plan = [{"sufficient": False, "sub_queries": [SUBQUERY]}, {"sufficient": True, "sub_queries": []}]
+        mem, _, _ = build(
+            conversation_of(garden_turns()), tmp_path / where, llm=MemCoReLLM(ier_plan=plan), ier_reserved=2
+        )
+        return mem
+
+    uncapped = memory("a").retrieve(GOLD_QUESTION)
+    assert uncapped.rounds == 2 and "final_pool_dia_ids" not in uncapped.extra
+    capped = memory("b").retrieve_within(GOLD_QUESTION, 60)
+    assert capped.rounds == 2
+    pool = capped.extra["final_pool_dia_ids"]
+    assert set(pool) == {d for n in uncapped.notes for d in n.dia_ids}  # the same top K as without the cap
+    assert "D3:11" in pool  # the sub-query's note, in the pool whatever the cap kept
+    assert {d for n in capped.notes for d in n.dia_ids} < set(pool)  # the cap kept fewer

@@ -10,7 +10,7 @@ import pytest
 from tests.support import REPO
 
 MACHINE_PATH = re.compile(r"(?<![\w<>.~-])/(?:tmp|work|root|home)/[A-Za-z0-9_.+-]")
-CHECKED = ("results", "README.md", "experiments", "memcore", "baselines", "scripts", "configs")
+CHECKED = ("results", "README.md", "docs", "experiments", "memcore", "baselines", "scripts", "configs")
 
 
 def _tracked_text_files() -> list[str]:

@@ -87,8 +87,15 @@ def test_retrieval_only_run_starts_no_backbone(tmp_path, compose) -> None:
         ["dataset=locomo-tiny", "embedder=hashing", "backbone=local", "method=rag_dense", "eval.answer=false"]
     )
     result = run_config(cfg, tmp_path / "run")
-    assert result.cost["resources"] == {"backbone_started": False, "embedder_loaded": True}
+    resources = result.cost["resources"]
+    assert {k: resources[k] for k in ("backbone_started", "embedder_loaded")} == {
+        "backbone_started": False,
+        "embedder_loaded": True,
+    }
+    assert resources["embeddings"]["computed"] > 0  # a cold cache: the model embedded the turns and questions
     assert result.cost["usage"]["total"]["calls"] == 0
+    again = run_config(cfg, tmp_path / "run2").cost["resources"]["embeddings"]  # same cache, new run dir
+    assert again["computed"] == 0 and again["from_cache"] > 0
     assert all(r["answer"] is None and r["scores"] == {} for r in read_items(tmp_path / "run" / "items.jsonl"))
 
 

@@ -129,7 +129,7 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path, m
     run_sweep(
         results,
         [
-            "experiment=quickstart",  # backbone local-small (its name is in the run path; no answers: no server)
+            "experiment=quickstart",  # backbone local-small, never used: retrieval only, so filed under "none"
             "experiment_name=sweep_demo",
             "dataset=locomo-tiny",
             "embedder=hashing",
@@ -144,14 +144,14 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path, m
     sweep = results / "runs" / "sweep_demo"
     runs = sorted(p.parent for p in sweep.rglob("metrics.json"))
     assert [r.relative_to(sweep).parts for r in runs] == [
-        ("locomo-tiny", "local-small", protocol, method, "none")
+        ("locomo-tiny", "none", protocol, method, "none")
         for protocol in ("amem", "locomo")
         for method in ("rag_bm25", "rag_dense")
     ]
     # The two protocols share one memory per method: built once, loaded once, even when both jobs ran at once.
     for method in ("rag_bm25", "rag_dense"):
         costs = [
-            json.loads((sweep / "locomo-tiny" / "local-small" / p / method / "none" / "cost.json").read_text())
+            json.loads((sweep / "locomo-tiny" / "none" / p / method / "none" / "cost.json").read_text())
             for p in ("amem", "locomo")
         ]
         assert sorted((c["memory_build"]["snapshots_built"], c["memory_build"]["snapshots_reused"]) for c in costs) == [
@@ -163,7 +163,7 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path, m
     # Same memory, same retrieval: the protocol changes nothing without answers.
     for method in ("rag_bm25", "rag_dense"):
         a, b = (
-            json.loads((sweep / "locomo-tiny" / "local-small" / p / method / "none" / "metrics.json").read_text())
+            json.loads((sweep / "locomo-tiny" / "none" / p / method / "none" / "metrics.json").read_text())
             for p in ("amem", "locomo")
         )
         assert a["overall"]["recall"] == b["overall"]["recall"]
@@ -171,9 +171,11 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path, m
     out = tmp_path / "report"
     monkeypatch.chdir(tmp_path)  # the report names runs relative to its working dir, never by machine path
     assert report_main([str(sweep), "--out", str(out), "--n-boot", "200", "--quiet"]) == 0
-    assert not (out / "main_table.md").exists()  # nothing answered: the ablation layout (recall, hit rate) only
-    md = (out / "ablation_table.md").read_text()
-    rows = list(csv.DictReader((out / "ablation_table.csv").open()))
+    # nothing answered and no ablation: the retrieval layout (recall, hit rate, no change columns) only
+    assert not (out / "main_table.md").exists() and not (out / "ablation_table.md").exists()
+    md = (out / "retrieval_table.md").read_text()
+    assert md.startswith("### Methods compared (") and "Δ" not in md.splitlines()[2]
+    rows = list(csv.DictReader((out / "retrieval_table.csv").open()))
     assert len(rows) == 4
     assert sorted((tmp_path / r["run_dir"]).resolve() for r in rows) == [r.resolve() for r in runs]
     for row in rows:
@@ -190,10 +192,11 @@ def test_joblib_sweep_shares_snapshots_and_caches_then_reports(tmp_path: Path, m
     for row in curve:
         values = [float(row[f"recall_at_{b}"]) for b in (250, 500, 1000, 2000, 4000)]
         assert values == sorted(values)  # a bigger budget never loses evidence
-    for stem in ("recall_vs_budget", "cost_vs_f1"):
-        img = mpimg.imread(out / "plots" / f"{stem}.png")
-        assert img.shape[0] >= 500 and img.shape[1] >= 800 and img.std() > 0.01
-        assert (out / "plots" / f"{stem}.pdf").read_bytes()[:4] == b"%PDF"
+    img = mpimg.imread(out / "plots" / "recall_vs_budget.png")
+    assert img.shape[0] >= 500 and img.shape[1] >= 800 and img.std() > 0.01
+    assert (out / "plots" / "recall_vs_budget.pdf").read_bytes()[:4] == b"%PDF"
+    assert not (out / "plots" / "cost_vs_f1.png").exists()  # no answers: no F1 to plot, and it says so
+    assert "cost_vs_f1: not drawn, no run answered" in (out / "plots" / "omitted.md").read_text()
 
 
 @pytest.mark.parametrize(
@@ -279,6 +282,7 @@ def test_submitit_local_sweep_runs_both_jobs_through_submitit(tmp_path: Path) ->
         timeout=600,
     )
     assert "Submitit 'local' sweep output dir" in proc.stdout + proc.stderr
+    assert "ConfigStore schema" not in proc.stderr  # Hydra's harmless schema-matching note is not shown
     sweep = results / "runs" / "submitit_demo"
     for method in ("rag_bm25", "rag_dense"):
         run = sweep / "locomo-tiny" / "scripted" / "amem" / method / "none"

@@ -174,12 +174,18 @@ def k_recall(
 
 
 def ier_refinement(
-    items: Sequence[Mapping[str, Any]], categories: Sequence[int] = NO_ADV_CATEGORIES
+    items: Sequence[Mapping[str, Any]], categories: Sequence[int] = NO_ADV_CATEGORIES, *, same_cap: bool = False
 ) -> dict[str, Any] | None:
     """What iterative refinement changed, for items of ``categories`` with gold evidence: how many were refined
     (more than one round) and, over those, recall and hit of round 1's pool (``extra.round1_dia_ids``) against
     the final one. None when refinement was off for every item (``extra.ier_stop`` "off") or the method has none
-    (neither ``extra.rounds_log`` nor ``extra.ier_stop``; a slim archive keeps only the second)."""
+    (neither ``extra.rounds_log`` nor ``extra.ier_stop``; a slim archive keeps only the second).
+
+    Round 1's pool is the top K before any context-token cap. ``same_cap`` (for a run under
+    ``eval.context_tokens``) compares it with the final pool before the cap too (``extra.final_pool_dia_ids``),
+    not with the capped context; a refined item that lacks it (a run made before it was recorded) is left out
+    and counted in ``n_unpaired``. Without ``same_cap`` the final pool is what the item retrieved."""
+    from memcore.budget import BUDGET_KEY
     from memcore.eval.metrics import evidence_scores
 
     extras = [it.get("extra") or {} for it in items]
@@ -187,9 +193,19 @@ def ier_refinement(
         return None
     scored = _evidence_items(items, categories)
     refined = [it for it in scored if "round1_dia_ids" in (it.get("extra") or {})]
-    before = [evidence_scores(it["evidence"], it["extra"]["round1_dia_ids"]) for it in refined]
-    after = [evidence_scores(it["evidence"], it.get("retrieved_dia_ids") or []) for it in refined]
-    return {
+
+    def final_ids(it: Mapping[str, Any]) -> list[str] | None:
+        extra = it.get("extra") or {}
+        if not same_cap:
+            return list(it.get("retrieved_dia_ids") or [])
+        if "final_pool_dia_ids" in extra:
+            return list(extra["final_pool_dia_ids"])
+        return None if BUDGET_KEY in extra else list(it.get("retrieved_dia_ids") or [])
+
+    paired = [(it, ids) for it in refined if (ids := final_ids(it)) is not None]
+    before = [evidence_scores(it["evidence"], it["extra"]["round1_dia_ids"]) for it, _ in paired]
+    after = [evidence_scores(it["evidence"], ids) for it, ids in paired]
+    out = {
         "n": len(scored),
         "n_refined": len(refined),
         "recall_round1": _mean(r["recall"] for r in before),
@@ -197,16 +213,43 @@ def ier_refinement(
         "hit_round1": _mean(r["hit"] for r in before),
         "hit_final": _mean(r["hit"] for r in after),
     }
+    if same_cap:
+        out["n_unpaired"] = len(refined) - len(paired)
+    return out
 
 
-def ier_line(info: Mapping[str, Any]) -> str:
-    """``IER: refined 5 of 35 questions (categories 1-4 with gold evidence); on them recall 40.00 → 60.00 …``"""
+def ier_shown(metrics: Mapping[str, Any]) -> tuple[dict[str, Any] | None, int | None]:
+    """The IER comparison a table shows for a run, and the run's context-token cap (None: uncapped). Under a cap
+    it is ``ier_refinement_same_cap`` (both rounds before the cap; None when the run did not record it), never
+    the round-1 pool against the capped context."""
+    cap = ((metrics.get("run") or {}).get("evidence") or {}).get("context_tokens")
+    plain = metrics.get("ier_refinement")
+    if cap is None:
+        return plain, None
+    if metrics.get("ier_refinement_same_cap") is None and plain is not None and not plain.get("n_refined"):
+        return plain, int(cap)  # nothing was refined: there is no comparison to get wrong
+    return metrics.get("ier_refinement_same_cap"), int(cap)
+
+
+def ier_line(info: Mapping[str, Any] | None, cap: int | None = None) -> str:
+    """``IER: refined 5 of 35 questions (categories 1-4 with gold evidence); on them recall 40.00 → 60.00 …``;
+    under a ``cap`` the comparison is made before the cap (:func:`ier_refinement` with ``same_cap``), and said so."""
+    if info is None:
+        return (
+            f"IER: under the {int(cap or 0):,}-token cap, round 1's pool (before the cap) and the final context (after "
+            "it) are not comparable, and this run did not record its final pool before the cap: no change shown."
+        )
     text = f"IER: refined {info['n_refined']} of {info['n']} questions (categories 1-4 with gold evidence)"
     if not info["n_refined"]:
         return text + "; every question stopped after round 1."
+    unpaired = int(info.get("n_unpaired") or 0)
+    if unpaired == info["n_refined"]:
+        return ier_line(None, cap)
+    where = "" if cap is None else f" (both rounds' top K before the {int(cap):,}-token cap)"
+    tail = "" if not unpaired else f"; {unpaired} of them lack the final pool before the cap and are left out"
     return (
         f"{text}; on them recall {_pct(info['recall_round1'])} at round 1 → {_pct(info['recall_final'])} after "
-        f"refinement, hit rate {_pct(info['hit_round1'])} → {_pct(info['hit_final'])}."
+        f"refinement{where}, hit rate {_pct(info['hit_round1'])} → {_pct(info['hit_final'])}{tail}."
     )
 
 
@@ -241,6 +284,14 @@ def slice_line(name: str, info: Mapping[str, Any]) -> str:
     if info.get("item_ids"):
         text += f"; only the {info['item_ids']} named in dataset.item_ids"
     return text + "."
+
+
+def budgets_within_cap(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """``recall_at_budget`` without the budgets above the run's context-token cap (``eval.context_tokens``): no
+    question had more than the cap, so recall there only repeats the cap's."""
+    budgets = metrics.get("recall_at_budget") or {}
+    cap = ((metrics.get("run") or {}).get("evidence") or {}).get("context_tokens")
+    return {b: v for b, v in budgets.items() if cap is None or int(b) <= int(cap)}
 
 
 def format_table(metrics: Mapping[str, Any], title: str) -> str:
@@ -280,7 +331,7 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
             cblock = (ceiling.get("by_category") or {}).get(key) if key[0].isdigit() else ceiling.get(key)
             cells += [_pct((cblock or {}).get("judge")), _pct((cblock or {}).get("f1"))]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    budgets = metrics.get("recall_at_budget") or {}
+    budgets = budgets_within_cap(metrics)
     if budgets:
         parts = [f"{int(b):,} tok {_pct(v['recall'])}" for b, v in budgets.items()]
         lines += ["", "Recall % at equal context-token budgets (categories 1-4): " + ", ".join(parts) + "."]
@@ -299,7 +350,7 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
     if run.get("slice"):
         lines += ["", slice_line(run.get("dataset", ""), run["slice"])]
     if metrics.get("ier_refinement"):
-        lines += ["", ier_line(metrics["ier_refinement"])]
+        lines += ["", ier_line(*ier_shown(metrics))]
     if run.get("evidence"):
         from memcore.eval.disclosure import evidence_line
 

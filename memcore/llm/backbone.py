@@ -88,6 +88,7 @@ class OpenAITransport:
         self.backoff_cap_s = backoff_cap_s
         self._usage = usage
         self._exit_reason = exit_reason
+        self._retry_log = RetryLog(self.base_url)
 
     def _raise_if_server_exited(self) -> None:
         """For a server the run owns: a connection failure after it exited ends the call at once, with how it died."""
@@ -211,15 +212,7 @@ class OpenAITransport:
             if attempt < self.max_attempts:
                 delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
                 delay = max(delay, retry_after)  # a 429's Retry-After is the server's own estimate: never retry sooner
-                log.warning(
-                    "%s call to %s failed (%s); retry %d/%d in %.1fs",
-                    stage,
-                    self.base_url,
-                    last,
-                    attempt,
-                    self.max_attempts - 1,
-                    delay,
-                )
+                self._retry_log.retry(stage, kind, last, attempt, self.max_attempts - 1, delay)
                 time.sleep(delay)
                 if self._usage is not None:
                     self._usage.record_transport_retry(stage, kind, time.perf_counter() - t0)
@@ -232,6 +225,42 @@ class OpenAITransport:
         raise BackboneError(
             f"the chat backbone at {self.base_url} (model {self.model}) failed {self.max_attempts} times in a row "
             f"(last: {last}).{fix}"
+        )
+
+
+class RetryLog:
+    """Retries of one transport as at most one WARNING line a minute: the first retry of a quiet spell is logged
+    as it happens; later ones are counted and summarised (how many, by stage and kind, the last failure) by the
+    first retry after ``every_s`` seconds. The exact counts of a run are in ``cost.json`` (``retries_by_kind``)."""
+
+    def __init__(self, base_url: str, every_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.base_url = base_url
+        self.every_s = every_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last_line: float | None = None
+        self._pending: dict[tuple[str, str], int] = {}
+
+    def retry(self, stage: str, kind: str, last: str, attempt: int, of: int, delay: float) -> None:
+        """Record one retry; log a line when the minute since the last one has passed (or there was none)."""
+        with self._lock:
+            now = self._clock()
+            self._pending[(stage, kind)] = self._pending.get((stage, kind), 0) + 1
+            if self._last_line is not None and now - self._last_line < self.every_s:
+                return
+            pending, self._pending = self._pending, {}
+            since, self._last_line = self._last_line, now
+        n = sum(pending.values())
+        if since is None or n == 1:
+            log.warning(
+                "%s call to %s failed (%s); retry %d/%d in %.1fs", stage, self.base_url, last, attempt, of, delay
+            )
+            if since is None:
+                log.warning("further retries against %s are summarised once a minute", self.base_url)
+            return
+        counts = ", ".join(f"{st} {k}: {c}" for (st, k), c in sorted(pending.items()))
+        log.warning(
+            "%d retries against %s in the last %.0f s (%s); last: %s", n, self.base_url, now - since, counts, last
         )
 
 

@@ -128,7 +128,8 @@ class HashingEmbedder:
 
 class CachedEmbedder:
     """Wraps an embedder with an in-process dict and an optional persistent store (a file, or an opened store:
-    :meth:`memcore.llm.cache_shards.CacheLayout.open`)."""
+    :meth:`memcore.llm.cache_shards.CacheLayout.open`). :meth:`counts` says how many texts the model encoded
+    and how many the caches served (a warm cache makes a run's wall time incomparable with a cold one's)."""
 
     def __init__(self, inner: object, store: Path | KVStore | None = None) -> None:
         self.inner = inner
@@ -137,6 +138,13 @@ class CachedEmbedder:
         self._mem: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
         self._kv: KVStore | None = SQLiteKV(store, table=EMBEDDINGS_TABLE) if isinstance(store, Path) else store
+        self._computed = 0
+        self._from_cache = 0
+
+    def counts(self) -> dict[str, int]:
+        """``{"computed": texts the model encoded, "from_cache": texts served by the caches}`` so far."""
+        with self._lock:
+            return {"computed": self._computed, "from_cache": self._from_cache}
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.name}\x00{text}".encode()).hexdigest()
@@ -169,6 +177,9 @@ class CachedEmbedder:
                 missing.setdefault(t, []).append(i)
             else:
                 out[i] = v
+        with self._lock:
+            self._from_cache += len(texts) - sum(len(v) for v in missing.values())
+            self._computed += len(missing)
         if missing:
             uniq = list(missing)
             vecs = self.inner.encode(uniq)  # type: ignore[attr-defined]

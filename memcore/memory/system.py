@@ -276,10 +276,12 @@ class MemCoRe:
         if tokens < 1:
             raise ValueError(f"a context budget must be >= 1 token, got {tokens}")
         if not self.cfg.pack:
-            return fit_evidence(self._retrieve(query, budget, None), tokens)
+            return fit_evidence(self._retrieve(query, budget, None, capped=True), tokens)
         return self._retrieve(query, budget, tokens)
 
-    def _retrieve(self, query: str, budget: int | None, tokens: int | None) -> Evidence:
+    def _retrieve(self, query: str, budget: int | None, tokens: int | None, capped: bool = False) -> Evidence:
+        """The top-k evidence of ``query`` (packed to ``tokens`` with packing on). ``capped``: a context-token cap
+        will cut this evidence, so a refined question also records its final pool before the cap."""
         refiner = self._refiner
         if refiner is None:
             raise NotFinalizedError("MemCoRe.retrieve() needs finalize() (or load()) after the last ingest()")
@@ -316,6 +318,8 @@ class MemCoRe:
         }
         if pool.rounds > 1:  # what refinement changed: the source turns of round 1's top k, beside the final ones
             extra["round1_dia_ids"] = sorted({d for nid in pool.first[:k] for d in self.store.notes[nid].source_ids})
+            if capped or tokens is not None:  # round 1's pool is uncapped: compare it with the final one uncapped
+                extra["final_pool_dia_ids"] = sorted({d for nid in top for d in self.store.notes[nid].source_ids})
         if self._packer is None:
             return Evidence(notes=notes, rounds=pool.rounds, extra=extra)
         whole = count_tokens(Evidence(notes=notes).render())

@@ -16,7 +16,7 @@ import logging
 import multiprocessing
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,8 +202,9 @@ def _no_backbone(method: str) -> Any:
     )
 
 
-def build_in_worker(job: BuildJob) -> bool:
-    """Build ``job``'s snapshot in this process unless a complete one exists; True when built here."""
+def build_in_worker(job: BuildJob) -> tuple[bool, dict[str, int]]:
+    """Build ``job``'s snapshot in this process unless a complete one exists; returns whether it was built here
+    and the embedder's :meth:`~memcore.llm.embedders.CachedEmbedder.counts` (empty when none was loaded)."""
     from memcore.llm.factory import build_embedder
     from memcore.methods import get_method
 
@@ -212,7 +213,7 @@ def build_in_worker(job: BuildJob) -> bool:
     key = snapshot_key(job.fields)
     try:
         if store.verify(store.path_for(spec.name, key), key) is not None:
-            return False
+            return False, {}
     except SnapshotError:
         pass  # damaged: build_or_load below moves it aside and rebuilds
     embedder = LazyResource(lambda: build_embedder(job.embedder, cache=job.embedder_cache))
@@ -223,7 +224,15 @@ def build_in_worker(job: BuildJob) -> bool:
     snap = store.build_or_load(
         method=spec.name, fields=job.fields, make=make, build=lambda s: build_memory(s, job.conversation, scope)
     )
-    return not snap.reused
+    return not snap.reused, embedding_counts(embedder)
+
+
+def embedding_counts(embedder: LazyResource) -> dict[str, int]:
+    """The counts of ``embedder`` when it was built and counts (:class:`~memcore.llm.embedders.CachedEmbedder`)."""
+    if not embedder.built:
+        return {}
+    counts = getattr(embedder.get(), "counts", None)
+    return dict(counts()) if callable(counts) else {}
 
 
 def worker_pool(
@@ -353,7 +362,9 @@ class MemoryBuilder:
             embedder_cache=self.embedder_cache,
             extras=self.extras,
         )
-        built_in_worker = self.pool is not None and self.pool.submit(build_in_worker, job).result()
+        built_in_worker, worker_embeddings = (
+            self.pool.submit(build_in_worker, job).result() if self.pool is not None else (False, {})
+        )
         make = system_factory(self.spec, job, backbone=backbone, embedder=embedder)
         snap = self.store.build_or_load(
             method=self.spec.name,
@@ -372,4 +383,16 @@ class MemoryBuilder:
             "ingest_trace": snap.manifest.get("ingest_trace"),
             "memory": snap.manifest.get("stats", {}),
         }
+        if worker_embeddings:  # this invocation's embeddings of a build in a worker process
+            stats["worker_embeddings"] = worker_embeddings
         return BuiltMemory(snap.system, snap.reused, stats)
+
+
+def run_embedding_counts(embedder: LazyResource, conv_stats: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Texts this invocation embedded with the model and texts the caches served: the run's own embedder plus the
+    builds in worker processes (``worker_embeddings`` of :meth:`MemoryBuilder.build`'s stats)."""
+    total = {"computed": 0, "from_cache": 0, **embedding_counts(embedder)}
+    for stats in conv_stats:
+        for k, v in (stats.get("worker_embeddings") or {}).items():
+            total[k] = total.get(k, 0) + int(v)
+    return total

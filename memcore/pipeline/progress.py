@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from typing import Any
@@ -13,10 +14,19 @@ log = logging.getLogger(__name__)
 class StageBars:
     """Progress per stage, thread-safe: ``ingest`` (turns a staged method such as MemCoRe has ingested, before
     its gate; only when ``staged``), ``build`` (turns in the memory) and ``qa`` (items answered), as tqdm bars
-    with rate and ETA. With the bars off (``progress=false``: logs, batch jobs) one INFO line reports the counts
-    at most every ``log_every_s`` seconds instead."""
+    with rate and ETA, drawn only when stderr is a terminal (``tty``; default: asked). With the bars off
+    (``progress=false``, or stderr redirected to a log or a batch job's file) one INFO line reports the counts at
+    most every ``log_every_s`` seconds instead."""
 
-    def __init__(self, enabled: bool, turns: int, items: int, log_every_s: float = 60.0, staged: bool = False) -> None:
+    def __init__(
+        self,
+        enabled: bool,
+        turns: int,
+        items: int,
+        log_every_s: float = 60.0,
+        staged: bool = False,
+        tty: bool | None = None,
+    ) -> None:
         self._lock = threading.Lock()
         stages = {**({"ingest": ("turn", turns)} if staged else {}), "build": ("turn", turns), "qa": ("item", items)}
         self._total = {k: total for k, (_, total) in stages.items()}
@@ -24,7 +34,9 @@ class StageBars:
         self._bars: dict[str, Any] = {}
         self._t0 = self._last_log = time.monotonic()
         self._log_every_s = log_every_s
-        if enabled:
+        if tty is None:
+            tty = stderr_is_tty()
+        if enabled and tty:
             from tqdm import tqdm
 
             for pos, (name, (unit, total)) in enumerate(stages.items()):
@@ -64,6 +76,19 @@ class StageBars:
     def qa(self, n: int) -> None:
         self._update("qa", n)
 
+    @property
+    def drawn(self) -> bool:
+        """True when bars are drawn (else progress goes to the log)."""
+        return bool(self._bars)
+
     def close(self) -> None:
         for bar in self._bars.values():
             bar.close()
+
+
+def stderr_is_tty() -> bool:
+    """True when stderr is an interactive terminal (a redirected log, a pipe or a batch job's file is not)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stream
+        return False

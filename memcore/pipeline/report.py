@@ -56,6 +56,8 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
     refinement = ier_refinement(items)
     if refinement is not None:
         metrics["ier_refinement"] = refinement
+        if cfg.eval.get("context_tokens") is not None:  # round 1 against the final pool, both before the cap
+            metrics["ier_refinement_same_cap"] = ier_refinement(items, same_cap=True)
     metrics["run"] = {
         "method": method,
         "ablation": str(cfg.ablation.name),
@@ -376,7 +378,10 @@ def write_report(
     cost["this_invocation"] = {"idle": idle, "calls": entry["calls"], "items_written": entry["items_written"]}
     metrics["parse_failures"] = cost["run_totals"]["parse_failures_by_kind"]
     stats = {"conversations": conv_stats, "method": method, "data_cleaning": data.cleaning, "invocations": invocations}
-    title = f"{method} / {cfg.ablation.name} / {cfg.backbone.name} / {cfg.dataset.name} ({cfg.protocol.name} protocol)"
+    from memcore.methods import NO_BACKBONE, backbone_label
+
+    backbone = backbone_label(cfg)
+    title = f"{method} / {cfg.ablation.name} / {'-' if backbone == NO_BACKBONE else backbone} / {cfg.dataset.name} ({cfg.protocol.name} protocol)"
     table = format_table(metrics, title)
     if cfg.get("table_note"):
         table += f"\n\nNote: {cfg.table_note}"

@@ -11,14 +11,27 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcore.report.collect import ReportInputError, display_path, load_runs
+from memcore.report.collect import ReportInputError, RunData, display_path, load_runs
 from memcore.report.memory_table import memory_table
 from memcore.report.reference import ReferenceError, default_reference_dir, load_paper_numbers
 from memcore.report.tables import Table, ablation_table, detail_table, main_table, summarize_run
 
 FORMATS = ("md", "csv", "tex")
 DEFAULT_PROBE = Path("results/measured/judge_probe.json")
-LAYOUTS = ("auto", "main", "ablation", "both", "detail")
+LAYOUTS = ("auto", "main", "ablation", "both", "retrieval", "detail")
+
+
+def auto_layout(runs: Sequence[RunData]) -> str:
+    """The layout for what the runs differ in: the main table when any answered; the ablation layout (changes
+    against the full model) only when they differ in ablation; runs that answered nothing and do not differ in
+    ablation (methods or backbones side by side, retrieval only) get the retrieval table, which has no change
+    columns."""
+    main = any(r.answered for r in runs)
+    if len({r.ablation for r in runs}) > 1:
+        return "both" if main else "ablation"
+    if all(r.answered for r in runs):
+        return "main"
+    return "main+retrieval" if main else "retrieval"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,7 +47,9 @@ def _parser() -> argparse.ArgumentParser:
         "--layout",
         choices=LAYOUTS,
         default="auto",
-        help="auto: main table when runs answered, ablation layout when they differ in ablation or are retrieval-only;"
+        help="auto: main table when runs answered, ablation layout (changes against the full model) when they differ"
+        " in ablation, retrieval layout (recall, hit rate; no change columns) for retrieval-only runs of several"
+        " methods or backbones;"
         " detail: methods side by side per category (F1, BLEU-1, recall, hit) with calls/tokens per turn and question"
         " (added to every layout as detail_table)",
     )
@@ -119,17 +134,15 @@ def run_report(args: argparse.Namespace) -> list[Path]:
     )
     out.mkdir(parents=True, exist_ok=True)
     summaries = [summarize_run(r, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha) for r in runs]
-    layout = args.layout
-    if layout == "auto":  # main table when something was answered; ablation layout for ablations or retrieval-only runs
-        main = any(r.answered for r in runs)
-        ablation = len({r.ablation for r in runs}) > 1 or not all(r.answered for r in runs)
-        layout = "both" if main and ablation else ("main" if main else "ablation")
+    layout = args.layout if args.layout != "auto" else auto_layout(runs)
     kw = {"reference_backbone": args.reference_backbone}
     tables: list[tuple[str, Table]] = []
-    if layout in ("main", "both"):
+    if layout in ("main", "both", "main+retrieval"):
         tables.append(("main_table", main_table(summaries, paper, **kw)))
     if layout in ("ablation", "both"):
         tables.append(("ablation_table", ablation_table(summaries, paper, **kw)))
+    if layout in ("retrieval", "main+retrieval"):
+        tables.append(("retrieval_table", ablation_table(summaries, paper, deltas=False, **kw)))
     tables.append(("detail_table", detail_table(summaries)))
     built = memory_table(summaries)
     if built is not None:
@@ -155,12 +168,21 @@ def run_report(args: argparse.Namespace) -> list[Path]:
     if not args.no_plots:
         from memcore.report.plots import make_plots
 
+        omitted: list[str] = []
         written += make_plots(
-            summaries, paper, out / "plots", reference_backbone=args.reference_backbone, budgets=budgets
-        )
+            summaries, paper, out / "plots", reference_backbone=args.reference_backbone, budgets=budgets,
+            omitted=omitted,
+        )  # fmt: skip
         from memcore.report.equal_tokens import plot_recall_vs_context_tokens
 
-        written += plot_recall_vs_context_tokens(runs, out / "plots")
+        written += plot_recall_vs_context_tokens(runs, out / "plots", omitted=omitted)
+        if omitted:  # a figure left out is said, in the plots dir and on the terminal
+            (out / "plots").mkdir(parents=True, exist_ok=True)
+            note = out / "plots" / "omitted.md"
+            note.write_text("# Figures not drawn\n\n" + "".join(f"- {line}\n" for line in omitted))
+            written.append(note)
+            if not args.quiet:
+                print("\n".join(f"plot {line}" for line in omitted))
     runs_list = out / "runs.txt"
     runs_list.write_text("".join(f"{display_path(r.path)}\n" for r in runs))
     written.append(runs_list)

@@ -136,7 +136,21 @@ class RunData:
 
     @property
     def backbone(self) -> str:
-        return self._field("backbone")
+        """The backbone preset, or ``none`` for a run that called no LLM (it never used the preset)."""
+        return self._field("backbone") if self.called_llm else "none"
+
+    @property
+    def called_llm(self) -> bool:
+        """False for a retrieval-only run whose memory build and questions made no LLM call (cached calls count
+        as calls): its build usage in ``stats.json`` and its items' usage in ``cost.json`` are empty."""
+        if self.answered:
+            return True
+        convs = (self.stats.get("conversations") or {}).values()
+        build = sum(int(((c.get("ingest_usage") or {}).get("total") or {}).get("calls", 0)) for c in convs)
+        stages = ((self.cost.get("items_usage") or {}).get("by_stage") or {}).values()
+        qa = sum(int(st.get("calls", 0)) for st in stages)
+        mb = int((self.cost.get("memory_build") or {}).get("llm_calls") or 0)
+        return bool(build or qa or mb) or not self.cost  # a run without cost.json: not known, keep the preset
 
     @property
     def dataset(self) -> str:

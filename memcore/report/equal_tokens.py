@@ -98,6 +98,7 @@ def equal_token_table(
         columns += [f"{n:,} tok: " + " / ".join(metrics), f"{n:,} tok: Δ{key} vs {reference} [{level}]"]
     rows: list[list[str]] = []
     records: list[dict[str, Any]] = []
+    missing_ref: set[int] = set()
     for label in labels:
         row = [label]
         for n in budgets:
@@ -106,6 +107,8 @@ def equal_token_table(
             if run is None:
                 row += ["–", "–"]
                 continue
+            if ref is None:
+                missing_ref.add(n)
             vals = [_mean(run.items, m, CATS) for m in metrics]
             ci = None
             if ref is not None and ref is not run:
@@ -126,6 +129,11 @@ def equal_token_table(
         f" evidence. Δ: paired per-item change against {reference} at the same budget, percentile interval over"
         f" {n_boot} item resamples; * = the interval excludes 0.",
     ]
+    if missing_ref:
+        notes.append(
+            f"Δ '–' at {', '.join(f'{n:,}' for n in sorted(missing_ref))} tokens: it needs a {reference} run at the same"
+            f" budget (memcore-run method={reference} eval.context_tokens=N, same data) in this report."
+        )
     return Table(f"Equal context tokens: {' / '.join(metrics)} %", columns, rows, notes, records, text_columns=1)
 
 
@@ -141,6 +149,7 @@ def category_table(
         columns += [f"{c} {category_name(c)}: recall / hit", f"{c}: Δrecall [CI]"]
     rows: list[list[str]] = []
     records: list[dict[str, Any]] = []
+    missing_ref: set[int] = set()
     for label in labels:
         first = True
         for n in budgets:
@@ -148,6 +157,8 @@ def category_table(
             if run is None:
                 continue
             ref = cells.get((reference, n))
+            if ref is None:
+                missing_ref.add(n)
             row = [label if first else "", f"{n:,}"]
             first = False
             rec: dict[str, Any] = {"method": label, "context_tokens": n}
@@ -171,13 +182,19 @@ def category_table(
             rows.append(row)
             records.append(rec)
     notes = [f"Δ: paired per-item recall change against {reference} at the same budget (* = interval excludes 0)."]
+    if missing_ref:
+        notes.append(
+            f"Δ '–' at {', '.join(f'{n:,}' for n in sorted(missing_ref))} tokens: it needs a {reference} run at the same"
+            " budget in this report."
+        )
     return Table("Equal context tokens per category: recall / hit %", columns, rows, notes, records, text_columns=2)
 
 
 def plot_recall_vs_context_tokens(
-    runs: Sequence[RunData], out_dir: Path, stem: str = "recall_vs_context_tokens"
+    runs: Sequence[RunData], out_dir: Path, stem: str = "recall_vs_context_tokens", omitted: list[str] | None = None
 ) -> list[Path]:
-    """Recall (categories 1-4) against ``eval.context_tokens``, one line per method; also ``<stem>.csv``."""
+    """Recall (categories 1-4) against ``eval.context_tokens``, one line per method; also ``<stem>.csv``. With
+    fewer than two budgets there is no curve: only the CSV is written, and ``omitted`` says why."""
     labels, budgets, cells = grid(runs)
     if not cells:
         return []
@@ -192,6 +209,13 @@ def plot_recall_vs_context_tokens(
         w.writerow(["method", *[f"recall_at_{n}" for n in budgets]])
         for label in labels:
             w.writerow([label, *["" if curves[label].get(n) is None else f"{curves[label][n]:.4f}" for n in budgets]])
+    if len(budgets) < 2:
+        if omitted is not None:
+            omitted.append(
+                f"{stem}: not drawn, every run has the one cap eval.context_tokens={budgets[0]} (one point per "
+                f"method, see {stem}.csv and equal_tokens.md); runs at a second cap make it a curve."
+            )
+        return [csv_path]
     from memcore.report.plots import _pyplot, _save
 
     plt = _pyplot()

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memcore.eval.aggregate import ier_shown
 from memcore.report.collect import RunData
 from memcore.report.tables import RunSummary, Table
 
@@ -86,12 +87,15 @@ def memory_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
             continue
         g = m["gate"]
         stops = ", ".join(f"{k} {v}" for k, v in m["ier_stops"].items()) or "–"
-        ref = s.run.metrics.get("ier_refinement") or {}  # runs made before it: "–"
+        shown, cap = ier_shown(s.run.metrics)  # under a cap: both rounds before it, or nothing
+        ref = shown or {}  # runs made before it: "–"
         refined = (
             f"{ref['n_refined']} of {ref['n']}: {_num(_pct(ref['recall_round1']), 1)} → {_num(_pct(ref['recall_final']), 1)}"
             if ref.get("n_refined")
             else (f"0 of {ref['n']}" if ref else "–")
         )
+        if cap is not None and shown is None and s.run.metrics.get("ier_refinement"):
+            refined = f"not comparable under the {cap:,}-token cap"
         rows.append(
             [
                 s.run.method_label,

@@ -2,8 +2,9 @@
 
 - ``category_f1``: F1 per category (and weighted overall), grouped bars per method, one panel per backbone;
 - ``ablation_deltas``: each ablation's change in F1 and evidence recall against the full model, ours beside the paper's;
-- ``cost_vs_f1``: LLM tokens per conversation against weighted F1 (recall for retrieval-only runs);
-- ``recall_vs_budget``: evidence recall when only the leading retrieved notes that fit a context-token budget are kept.
+- ``cost_vs_f1``: LLM tokens per conversation against weighted F1 (not drawn when no run answered);
+- ``recall_vs_budget``: evidence recall when only the leading retrieved notes that fit a context-token budget are
+  kept (a capped run's line ends at its cap; a run with one point is left out).
 """
 
 from __future__ import annotations
@@ -47,6 +48,18 @@ def _save(fig: Any, out_dir: Path, stem: str, extra_artists: Sequence[Any] = ())
 def _run_label(run: RunData, with_backbone: bool = False) -> str:
     label = run.label() + (f" (variant of {run.variant_of})" if run.is_variant else "")
     return f"{label} @ {run.backbone}" if with_backbone else label
+
+
+def _capped_label(run: RunData) -> str:
+    """The legend label of a run in a recall curve: a capped run names its cap and how it filled it (packed
+    turns or whole notes), so runs of one method under different caps or fills stay apart."""
+    cap = run_cap(run)
+    if cap is None:
+        return _run_label(run)
+    from memcore.report.equal_tokens import row_label
+
+    variant = f" (variant of {run.variant_of})" if run.is_variant else ""
+    return f"{row_label(run)}{variant}, eval.context_tokens={cap}"
 
 
 def plot_category_bars(summaries: Sequence[RunSummary], out_dir: Path, stem: str = "category_f1") -> list[Path]:
@@ -148,15 +161,23 @@ def _d(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
-def plot_cost_vs_f1(summaries: Sequence[RunSummary], out_dir: Path, stem: str = "cost_vs_f1") -> list[Path]:
-    """Scatter of LLM tokens per conversation against weighted F1 — or evidence recall when no run
-    answered: colour = method, marker = backbone. x is symlog (linear below 1,000 tokens), so runs
-    without LLM calls sit at 0. Ablated runs are left out unless there is nothing else."""
+def plot_cost_vs_f1(
+    summaries: Sequence[RunSummary], out_dir: Path, stem: str = "cost_vs_f1", omitted: list[str] | None = None
+) -> list[Path]:
+    """Scatter of LLM tokens per conversation against weighted F1 of the runs that answered: colour = method,
+    marker = backbone. x is symlog (linear below 1,000 tokens), so runs without LLM calls sit at 0. Ablated runs
+    are left out unless there is nothing else. Not drawn (and said in ``omitted``) when no run answered: recall
+    against LLM tokens would put every retrieval-only run at x = 0."""
     points = [s for s in summaries if s.cost.get("tokens_per_conv") is not None]
-    metric = "f1" if any(s.values.get("f1") is not None for s in points) else "recall"
+    metric = "f1"
     points = [s for s in points if s.values.get(metric) is not None]
     points = [s for s in points if s.run.ablation == "none"] or points
     if not points:
+        if omitted is not None and summaries:
+            omitted.append(
+                f"{stem}: not drawn, no run answered (eval.answer=false): F1 needs answers, and these runs' LLM "
+                "cost is that of retrieval alone; see recall_vs_budget."
+            )
         return []
     plt = _pyplot()
     from matplotlib.lines import Line2D
@@ -184,8 +205,8 @@ def plot_cost_vs_f1(summaries: Sequence[RunSummary], out_dir: Path, stem: str = 
     ax.set_xlim(-200, decades[-1] * 1.5)
     ax.set_ylim(0, min(100.0, max(float(s.values[metric] or 0.0) for s in points) + 15.0))
     ax.set_xlabel("LLM tokens per conversation (prompt + completion; log scale above 1,000)")
-    ax.set_ylabel("weighted F1 (%)" if metric == "f1" else "evidence recall (%)")
-    ax.set_title("Cost against quality" + ("" if metric == "f1" else " (retrieval-only runs: evidence recall)"))
+    ax.set_ylabel("weighted F1 (%)")
+    ax.set_title("Cost against quality (runs that answered)")
     ax.grid(alpha=0.3, which="both")
     method_handles = [
         Line2D([], [], marker="o", linestyle="", color=cmap(i % cmap.N), markeredgecolor="black", label=lab)
@@ -204,19 +225,37 @@ def plot_cost_vs_f1(summaries: Sequence[RunSummary], out_dir: Path, stem: str = 
     return _save(fig, out_dir, stem, extra_artists=[first, second])
 
 
+def run_cap(run: RunData) -> int | None:
+    """The run's ``eval.context_tokens`` cap (None: uncapped)."""
+    value = (run.config.get("eval") or {}).get("context_tokens")
+    if value is None:
+        value = ((run.metrics.get("run") or {}).get("evidence") or {}).get("context_tokens")
+    return None if value is None else int(value)
+
+
 def recall_budget_curve(run: RunData, budgets: Sequence[int] = DEFAULT_BUDGETS) -> dict[int, float | None]:
     """Mean evidence recall (%) over items of categories 1-4 with gold evidence, keeping the leading notes
-    that fit each budget (the same numbers as ``metrics.json → recall_at_budget``)."""
+    that fit each budget (the same numbers as ``metrics.json → recall_at_budget``). None above the run's
+    context-token cap: no question had more than the cap, so the curve would only repeat its value there."""
+    cap = run_cap(run)
     curve = budget_recall(run.items, [int(b) for b in budgets])
     return {
-        int(b): None if curve[str(int(b))]["recall"] is None else 100.0 * curve[str(int(b))]["recall"] for b in budgets
+        int(b): None
+        if curve[str(int(b))]["recall"] is None or (cap is not None and int(b) > cap)
+        else 100.0 * curve[str(int(b))]["recall"]
+        for b in budgets
     }
 
 
 def plot_recall_vs_budget(
-    runs: Sequence[RunData], out_dir: Path, budgets: Sequence[int] = DEFAULT_BUDGETS, stem: str = "recall_vs_budget"
+    runs: Sequence[RunData],
+    out_dir: Path,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    stem: str = "recall_vs_budget",
+    omitted: list[str] | None = None,
 ) -> list[Path]:
-    """One line per run; also writes ``<stem>.csv`` with the numbers."""
+    """One line per run (up to the run's cap); also writes ``<stem>.csv`` with the numbers. A run with fewer than
+    two points on the curve is left out of the figure (still in the CSV) and named in ``omitted``."""
     curves = [(r, recall_budget_curve(r, budgets)) for r in runs]
     curves = [(r, c) for r, c in curves if any(v is not None for v in c.values())]
     if not curves:
@@ -237,6 +276,15 @@ def plot_recall_vs_budget(
                     display_path(r.path),
                 ]
             )
+    short = [(r, c) for r, c in curves if sum(v is not None for v in c.values()) < 2]
+    if short and omitted is not None:
+        omitted.append(
+            f"{stem}: left out (one point, no curve; see {stem}.csv): "
+            + ", ".join(f"{_run_label(r)} (cap {run_cap(r)})" if run_cap(r) else _run_label(r) for r, _ in short)
+        )
+    curves = [(r, c) for r, c in curves if (r, c) not in short]
+    if not curves:
+        return [csv_path]
     plt = _pyplot()
     backbones = list(dict.fromkeys(r.backbone for r, _ in curves))
     fig, axes = plt.subplots(len(backbones), 1, figsize=(8.5, 4.4 * len(backbones)), squeeze=False)
@@ -244,7 +292,12 @@ def plot_recall_vs_budget(
     for ax, backbone in zip(axes[:, 0], backbones):
         group = [(r, c) for r, c in curves if r.backbone == backbone]
         cmap = plt.get_cmap("tab10" if len(group) <= 10 else "tab20")
-        for i, (r, c) in enumerate(group):
+        labels = [_capped_label(r) for r, _ in group]
+        labels = [  # runs that would share a label are told apart by their experiment
+            f"{lab} [{r.experiment}]" if labels.count(lab) > 1 else lab
+            for lab, (r, _c) in zip(labels, group, strict=True)
+        ]
+        for i, (_r, c) in enumerate(group):
             xs = [b for b in budgets if c[b] is not None]
             # Distinct markers, earlier series drawn larger, so identical curves stay visible on top of each other.
             ax.plot(
@@ -256,15 +309,21 @@ def plot_recall_vs_budget(
                 linestyle="-" if i < 10 else "--",
                 color=cmap(i % cmap.N),
                 alpha=0.85,
-                label=_run_label(r),
+                label=labels[i],
             )
         ax.set_xscale("log", base=2)
-        ax.set_xticks(list(budgets))
-        ax.set_xticklabels([str(b) for b in budgets])
+        drawn = [b for b in budgets if any(c[b] is not None for _, c in group)]  # not out to budgets no run reached
+        ax.set_xticks(drawn)
+        ax.set_xticklabels([str(b) for b in drawn])
         ax.set_xlabel("context budget (tokens of retrieved notes, log scale)")
         ax.set_ylim(0, 105)
         ax.set_yticks(range(0, 101, 20))
-        ax.set_title(f"Evidence recall at equal context budgets — {backbone}")
+        capped = [r for r, _ in group if run_cap(r) is not None]
+        ax.set_title(
+            "Evidence recall at equal context budgets — "
+            + ("retrieval only, no LLM" if backbone == "none" else f"backbone {backbone}")
+            + ("\n(a run under eval.context_tokens ends at its cap)" if capped else "")
+        )
         ax.grid(alpha=0.3, which="both")
         ax.set_ylabel("evidence recall (%)")
         extra.append(ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="method"))
@@ -279,12 +338,14 @@ def make_plots(
     *,
     reference_backbone: str | None = None,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
+    omitted: list[str] | None = None,
 ) -> list[Path]:
-    """All four figures that have data; returns the files written."""
+    """All four figures that have data; returns the files written. Why a figure (or a run in it) was left out
+    is appended to ``omitted``."""
     out_dir = Path(out_dir)
     written: list[Path] = []
     written += plot_category_bars(summaries, out_dir)
     written += plot_ablation_deltas(summaries, paper, out_dir, reference_backbone=reference_backbone)
-    written += plot_cost_vs_f1(summaries, out_dir)
-    written += plot_recall_vs_budget([s.run for s in summaries], out_dir, budgets)
+    written += plot_cost_vs_f1(summaries, out_dir, omitted=omitted)
+    written += plot_recall_vs_budget([s.run for s in summaries], out_dir, budgets, omitted=omitted)
     return written

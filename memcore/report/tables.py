@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memcore.eval.aggregate import RECALL_KS, category_name, k_recall
+from memcore.eval.aggregate import RECALL_KS, budgets_within_cap, category_name, k_recall
 from memcore.eval.bootstrap import bootstrap_ci, paired_delta_ci
 from memcore.eval.disclosure import evidence_cell
 from memcore.report.collect import RunData, display_path, qa_stage_usage, qa_time_ingest
@@ -204,6 +204,28 @@ def fmt_ci(value: float | None, ci: tuple[float, float] | None) -> str:
     if value is None:
         return "–"
     return fmt(value) if ci is None else f"{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def embeddings_state(run: RunData) -> str | None:
+    """``"computed"`` when the run's last invocation embedded texts with the model, ``"cached"`` when the caches
+    served every text, None when the run did not record it (made before the count existed) or embedded nothing."""
+    counts = (run.cost.get("resources") or {}).get("embeddings") or {}
+    if counts.get("computed"):
+        return "computed"
+    return "cached" if counts.get("from_cache") else None
+
+
+def cost_cells(s: RunSummary) -> list[str]:
+    """The :data:`COST_KEYS` cells of a run; the wall time says whether its embeddings were computed or cached
+    (a warm embedding cache makes a run several times faster than a cold one)."""
+    cells = []
+    for k in COST_KEYS:
+        cell = fmt_cost(k, s.cost.get(k))
+        state = embeddings_state(s.run)
+        if k == "wall_s_per_conv" and state is not None and cell != "–":
+            cell += f" (emb. {state})"
+        cells.append(cell)
+    return cells
 
 
 def fmt_cost(key: str, value: float | None) -> str:
@@ -462,9 +484,16 @@ def _common_notes(
         notes.append(
             "Runs with eval.answer=false have no answers: F1/BLEU-1 are '–', recall and hit rate are measured."
         )
+    wall = "wall time of this run (cache hits shorten it)."
+    if any(embeddings_state(s.run) for s in summaries):
+        wall = (
+            "wall time of this run's last invocation (cache hits shorten it; '(emb. cached)': the embedding cache "
+            "served every text, '(emb. computed)': the model embedded some; compare wall times only between runs "
+            "with the same mark)."
+        )
     notes.append(
         "Cost per conversation: LLM calls and tokens of memory build (from the snapshot manifest, also when reused) "
-        "plus retrieval/answer/judge, cached calls included; wall time of this run (cache hits shorten it)."
+        "plus retrieval/answer/judge, cached calls included; " + wall
     )
     return notes
 
@@ -521,7 +550,7 @@ def main_table(
         any_paper |= paper_row is not None
         lead = _setting_lead(s, vary)
         extra = ([judge_cell(s.run)] if judged else []) + [answer_cell(s.run), evidence_cell(evidence_info(s.run))]
-        tail_ours = extra + [fmt_cost(k, s.cost.get(k)) for k in COST_KEYS]
+        tail_ours = extra + cost_cells(s)
         tail_other = [""] * (len(extra) + len(COST_KEYS))
         paper_label = f"paper ({reference_backbone})" if reference_backbone else "paper"
         rows += _source_rows(s, keys, paper_row, paper_label, lead, tail_ours, tail_other, keys[len(CATEGORIES) :])
@@ -696,21 +725,47 @@ def full_model_of(s: RunSummary, summaries: Sequence[RunSummary]) -> RunSummary 
     return None
 
 
+def differing(summaries: Sequence[RunSummary]) -> list[str]:
+    """What the runs differ in, among method, ablation and backbone (in that order)."""
+    attrs = (("method", "method_label"), ("ablation", "ablation"), ("backbone", "backbone"))
+    return [name for name, attr in attrs if len({getattr(s.run, attr) for s in summaries}) > 1]
+
+
+def comparison_title(summaries: Sequence[RunSummary], metrics: str) -> str:
+    """A retrieval or ablation table's title from what its runs differ in: "Ablations (…)" only when they differ
+    in ablation, else "Methods compared", "Backbones compared", or one run's name."""
+    diff = differing(summaries)
+    if "ablation" in diff:
+        head = "Ablations"
+    elif diff:
+        head = " and ".join(d.capitalize() + "s" if i == 0 else d + "s" for i, d in enumerate(diff)) + " compared"
+    else:
+        head = summaries[0].run.label() if summaries else "Runs"
+    return f"{head} ({metrics})"
+
+
 def ablation_table(
     summaries: Sequence[RunSummary],
     paper: PaperNumbers | None,
     *,
     reference_backbone: str | None = None,
-    title: str = "Ablations (F1, BLEU-1, evidence recall, hit rate)",
+    title: str | None = None,
+    deltas: bool = True,
 ) -> Table:
     """The paper's ablation layout (plus F1 over categories 1-4), and the change of F1, F1 1-4 and recall against
-    the full model (ablation ``none``) with a paired per-item interval (:func:`paired_deltas`)."""
+    the full model (ablation ``none``) with a paired per-item interval (:func:`paired_deltas`). Without
+    ``deltas`` (runs that differ in method or backbone, not in ablation) the same metrics with no change columns.
+    The title says what the runs differ in (:func:`comparison_title`) unless given."""
     keys = ["f1", "f1_no_adv", *ABLATION_KEYS[1:]]
     vary = _varying(summaries)
+    title = title or comparison_title(summaries, "F1, BLEU-1, evidence recall, hit rate")
+    delta_keys = DELTA_KEYS if deltas else ()
     columns = ["Backbone", "Method", *[a.capitalize() for a in vary], "Source"]
     columns += [f"{KEY_LABELS[k]} ({_ci_label(summaries)})" for k in keys]
-    columns += [f"Δ{KEY_LABELS[k]} vs full (paired {_level(summaries)}% CI)" for k in DELTA_KEYS]
+    columns += [f"Δ{KEY_LABELS[k]} vs full (paired {_level(summaries)}% CI)" for k in delta_keys]
     columns += [COST_LABELS[k] for k in COST_KEYS]
+    compared = {id(full) for x in summaries if x.run.ablation != "none" and (full := full_model_of(x, summaries))}
+    lonely_full = missing_full = False
     rows: list[list[str]] = []
     records: list[dict[str, Any]] = []
     flagged = any_paper = False
@@ -728,13 +783,18 @@ def ablation_table(
         }
         is_full = full is s
         paired = paired_deltas(s, full) if full is not None and not is_full else {}
-        tail_ours = ["(full)" if is_full else fmt_delta_ci(ours_vs_full[k], paired.get(k)) for k in DELTA_KEYS]
-        tail_ours += [fmt_cost(k, s.cost.get(k)) for k in COST_KEYS]
+        if is_full and id(s) not in compared:  # no ablation here is compared with it: nothing to mark
+            tail_ours = ["–"] * len(delta_keys)
+            lonely_full = True
+        else:
+            missing_full |= full is None
+            tail_ours = ["(full)" if is_full else fmt_delta_ci(ours_vs_full[k], paired.get(k)) for k in delta_keys]
+        tail_ours += cost_cells(s)
         lead = _setting_lead(s, vary)
         paper_label = f"paper ({reference_backbone})" if reference_backbone else "paper"
-        blank_tail = [""] * (len(DELTA_KEYS) + len(COST_KEYS))
+        blank_tail = [""] * (len(delta_keys) + len(COST_KEYS))
         block = _source_rows(s, keys, paper_row, paper_label, lead, tail_ours, blank_tail, keys)
-        if paper_row is not None:  # the paper row's own change against the paper's full model
+        if paper_row is not None and deltas:  # the paper row's own change against the paper's full model
             paper_idx = next(i for i, row in enumerate(block) if row[len(lead)] == paper_label)
             for j, k in ((DELTA_KEYS.index(k), k) for k in ("f1", "recall")):
                 block[paper_idx][len(lead) + 1 + len(keys) + j] = (
@@ -742,13 +802,26 @@ def ablation_table(
                 )
         rows += block
         rec = _base_record(s)
-        _metric_record(rec, s, keys, paper_row, {"vs_full": ours_vs_full, "paper_vs_full": paper_vs_full})
-        for k in DELTA_KEYS:
+        changes = {"vs_full": ours_vs_full, "paper_vs_full": paper_vs_full} if deltas else None
+        _metric_record(rec, s, keys, paper_row, changes)
+        for k in delta_keys:
             ci = paired.get(k)
             rec[f"{k}_vs_full_ci_low"], rec[f"{k}_vs_full_ci_high"] = (None, None) if ci is None else ci[1:3]
             rec[f"{k}_vs_full_n_paired"] = None if ci is None else ci[3]
         records.append(rec)
     notes = _common_notes(summaries, reference_backbone, flagged, any_paper)
+    if not deltas:
+        return Table(title, columns, rows, notes, records, text_columns=3 + len(vary))
+    if missing_full:
+        notes.append(
+            "Δ vs full '–' on an ablation row: it needs the full model, a run with ablation=none of the same "
+            "experiment, backbone, method, data, K and switches, in this report."
+        )
+    if lonely_full:
+        notes.append(
+            "Δ vs full '–' on an ablation-none row: no ablation of it is in this report; it needs a run of an "
+            "ablation (ablation=wo_…) with the same experiment, backbone, method, data and K."
+        )
     notes.append(
         "Δ vs full: the ablation minus the full model (ablation none) of the same experiment, backbone, method, data, "
         "K and switches (the ablated one on: an IER-off ablation is compared with the IER-off full model); "
@@ -829,9 +902,9 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
             fmt(costs["calls_per_question"], 2),
             fmt(costs["tokens_per_question"], 0),
             fmt(costs["parse_fallbacks"], 0),
-            fmt(costs["wall_s"], 0),
+            fmt(costs["wall_s"], 0) + (f" (emb. {state})" if (state := embeddings_state(s.run)) else ""),
         ]
-        at_budget = m.get("recall_at_budget") or {}
+        at_budget = budgets_within_cap(m)  # a budget above the run's cap only repeats the cap's recall
         budget_vals = {
             f"recall_at_{b}": None
             if (at_budget.get(str(b)) or {}).get("recall") is None
@@ -857,11 +930,14 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
             )
             extra = {**budget_vals, **k_vals, **costs} if last else {}
             records.append({**_base_record(s), "category": cat, "n": block.get("n"), **vals, **extra})
+    capped = any(((s.run.metrics.get("run") or {}).get("evidence") or {}).get("context_tokens") for s in summaries)
     settings = sorted({(s.run.backbone, s.run.dataset, s.run.protocol) for s in summaries})
     lead = "; ".join(f"backbone {b}, dataset {d}, protocol {p}" for b, d, p in settings)
     notes = [
         "Recall and hit rate: items with gold evidence only. Recall @N tok: the leading retrieved notes that fit"
-        " N context tokens, categories 1-4 (metrics.json recall_at_budget). Recall @k notes: the first k retrieved"
+        " N context tokens, categories 1-4 (metrics.json recall_at_budget)"
+        + ("; '–' above a run's eval.context_tokens cap" if capped else "")
+        + ". Recall @k notes: the first k retrieved"
         " notes only, categories 1-4 (recall_at_k); when a memory holds about K_final notes or fewer, recall at"
         " K_final is 100 % by construction and only these say how well notes are ranked. calls/turn and tokens/turn: memory"
         " build per ingested turn; calls/question: retrieval + answer (+ judge) + memory updates made while"
