@@ -61,8 +61,11 @@ def read_run_items(run_dir: Path) -> list[dict[str, Any]]:
     packed = run_dir / ITEMS_GZ
     if not packed.exists():
         return []
-    with gzip.open(packed, "rt", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    try:
+        with gzip.open(packed, "rt", encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ItemLogError(f"{packed}: not a readable item log ({exc}); re-archive the run") from None
 
 
 def read_items(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
