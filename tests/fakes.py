@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 from baselines.fluxmem import prompts as FLUX_PROMPT
+from baselines.lightmem import prompt_extract as LIGHT_EXTRACT
+from baselines.lightmem import prompt_update as LIGHT_UPDATE
 from memcore.interfaces import Completion, Message
 from memcore.llm.scripted import Responder, ScriptedBackbone
 from memcore.prompts import batch as BATCH_PROMPT
@@ -416,9 +418,9 @@ class LightMemLLM(FakeLLM):
     update prompt (its system prompt) is an update and anything else is the answer prompt."""
 
     def kind(self, messages: Sequence[Message]) -> str | None:
-        if "Extract the facts" in messages[-1]["content"]:
+        if messages[0]["content"] == LIGHT_EXTRACT.METADATA_GENERATE_PROMPT_LOCOMO:
             return "extract"
-        if self.answer is None or messages[0]["content"].startswith("You maintain a long-term memory"):
+        if self.answer is None or messages[0]["content"] == LIGHT_UPDATE.UPDATE_PROMPT:
             return "update"
         return None
 

@@ -125,6 +125,18 @@ def test_variant_is_labelled_and_never_compared(tmp_path: Path, paper) -> None:
     assert rag["variant_of"] == "" and rag["f1_paper"] == ""
 
 
+def test_lightmem_row_names_its_published_setting_and_the_compressor_that_ran(tmp_path: Path, paper) -> None:
+    path = write_run(tmp_path, backbone="gpt-4o-mini", method="lightmem", items=main_items())
+    (run,) = load_runs([tmp_path])
+    assert run.label() == "lightmem (768-0.8, idf)"  # the shipped default: LightMem(768, 0.8), idf stand-in
+    (path / "config.yaml").write_text(
+        yaml.safe_dump({"method": {"name": "lightmem", "preset": "512-0.7", "compressor": "llmlingua2"}})
+    )
+    (run,) = load_runs([tmp_path])
+    assert run.method_label == "lightmem" and run.label() == "lightmem (512-0.7, llmlingua2)"
+    assert "lightmem (512-0.7, llmlingua2)" in main_table([summarize_run(run, n_boot=20)], paper).to_markdown()
+
+
 def test_audited_shown_beside_original(tmp_path: Path, paper) -> None:
     write_run(tmp_path, backbone="gpt-4o-mini", method="memcore", items=main_items(audited=True))
     (s,) = [summarize_run(r, n_boot=200) for r in load_runs([tmp_path])]

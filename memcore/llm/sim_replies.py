@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 
 from baselines.amem import prompts as AMEM_PROMPT
 from baselines.fluxmem import prompts as FLUX_PROMPT
-from baselines.lightmem import prompts as LIGHT_PROMPT
+from baselines.lightmem import prompt_extract as LIGHT_EXTRACT
+from baselines.lightmem import prompt_update as LIGHT_UPDATE
 from baselines.memgpt import prompts as MEMGPT_PROMPT
 from memcore.interfaces import Message
 from memcore.prompts import answer as ANSWER_PROMPT
@@ -187,9 +188,9 @@ def classify(messages: Sequence[Message]) -> str:
         return "memgpt_step"
     if system.startswith(MEMGPT_PROMPT.SUMMARY_SYSTEM.split("{", 1)[0]):
         return "memgpt_summary"
-    if system == LIGHT_PROMPT.EXTRACT_SYSTEM:
+    if system == LIGHT_EXTRACT.METADATA_GENERATE_PROMPT_LOCOMO:
         return "lightmem_extract"
-    if system == LIGHT_PROMPT.UPDATE_SYSTEM:
+    if system == LIGHT_UPDATE.UPDATE_PROMPT:
         return "lightmem_update"
     if system in _FLUX_KINDS:
         return _FLUX_KINDS[system]
@@ -395,7 +396,7 @@ def _lightmem_extract(user: str) -> str:
 def _lightmem_update(user: str) -> str:
     if zlib.crc32(user.encode()) % 4:
         return json.dumps({"action": "ignore"})
-    target = _field(user, "TARGET memory:", "\n")
+    target = _field(user, "Target memory:", "\n")
     return json.dumps({"action": "update", "new_memory": target or "updated memory"})
 
 
