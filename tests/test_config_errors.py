@@ -58,6 +58,9 @@ BAD_VALUES: list[tuple[list[str], list[str]]] = [
     (["method=fluxmem", "method.refine=maybe"], ["method.refine='maybe'", "true or false"]),
     (["method=fluxmem-no-refine", "method.refine=true"], ["method.refine=True", "method=fluxmem"]),
     (["method=fluxmem-no-consolidate", "method.consolidate=true"], ["method.consolidate=True", "method=fluxmem"]),
+    (["method=fluxmem", "method.unit=sentence"], ["method.unit='sentence'", "chunk, fact, turn"]),
+    (["method=fluxmem", "method.verify_mode=binary"], ["method.verify_mode='binary'", "graded, listed"]),
+    (["method=fluxmem-facts", "method.unit=chunk"], ["method.unit='chunk'", "method=fluxmem"]),
     # backbone and embedder presets
     (["+backbone.max_attempts=0"], ["backbone.max_attempts=0", ">= 1"]),
     (["backbone.max_attempts=0"], ["backbone.max_attempts=0", "add it with +backbone.max_attempts=0"]),
