@@ -311,6 +311,8 @@ def test_extraction_reply_budget_is_upstreams_capped_by_the_backbone() -> None:
 
         def complete(self, messages, **kw):
             self.max_tokens.append(kw["max_tokens"])
+            # upstream MemoryManagerConfig's sampling, seeded so the response cache replays it
+            assert (kw["temperature"], kw["top_p"], kw["seed"]) == (0.1, 0.1, 0)
             return self.inner.complete(messages, **kw)
 
     for context_tokens, expect in ((None, 16000), (120000, 16000), (6000, None), (1000, 256)):

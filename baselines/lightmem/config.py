@@ -52,7 +52,9 @@ class LightMemConfig:
     queue_keep: int = knob(10, build=True, rule=POS)
     update_threshold: float = knob(0.9, build=True, rule=Rule(lo=-1, hi=1))
     update_max_tokens: int = knob(384, build=True, rule=POS)
-    temperature: float = knob(0.0, build=True, rule=TEMPERATURE)
+    # sampling of every LightMem call (upstream MemoryManagerConfig defaults); seeded when temperature > 0
+    temperature: float = knob(0.1, build=True, rule=TEMPERATURE)
+    top_p: float = knob(0.1, build=True, rule=Rule(lo=0, hi=1, lo_open=True))
     # retrieval (does not change the built memory)
     top_k: int = knob(60, rule=POS)
     provenance: str = knob("segment", rule=Rule(choices=PROVENANCE))

@@ -127,6 +127,7 @@ class FactExtractor:
     backbone: Callable[[], ChatBackbone]
     counters: dict[str, int]
     context_tokens: int | None = None
+    seed: int = 0
     _next_id: int = field(default=0, init=False)
     _next_topic: int = field(default=0, init=False)
 
@@ -151,6 +152,8 @@ class FactExtractor:
             fallback_kind="lightmem extraction → compressed turns stored verbatim",
             prompt_version=P.VERSION,
             temperature=self.cfg.temperature,
+            top_p=self.cfg.top_p,
+            seed=self.seed if self.cfg.temperature > 0 else None,
             max_tokens=self.reply_budget(messages),
         )
         seg_ids = [tuple(b.turn.dia_id for b in seg) for seg in batch]

@@ -55,11 +55,12 @@ class LightMem:
         embedder: Callable[[], Embedder],
         *,
         context_tokens: int | None = None,
+        seed: int = 0,
     ) -> None:
         """``backbone`` / ``embedder`` are zero-argument callables (the runner's lazy resources), so
         loading a snapshot never starts an LLM server. ``context_tokens`` is the backbone's context budget:
         an extraction call's reply budget is ``extract_max_tokens`` capped to what is left of it after the
-        prompt. The LLMLingua-2 model is loaded at the first ingested turn."""
+        prompt. ``seed`` seeds the calls (temperature > 0). The LLMLingua-2 model is loaded at the first ingested turn."""
         self.cfg = config
         self._backbone = backbone
         self._embedder = embedder
@@ -84,8 +85,8 @@ class LightMem:
             "deleted": 0,
         }
         self._buffers = TopicBuffers(config, embedder, self._extract, self.counters)
-        self._extractor = FactExtractor(config, backbone, self.counters, context_tokens=context_tokens)
-        self._updater = OfflineUpdater(config, backbone, embedder, self.counters)
+        self._extractor = FactExtractor(config, backbone, self.counters, context_tokens=context_tokens, seed=seed)
+        self._updater = OfflineUpdater(config, backbone, embedder, self.counters, seed=seed)
 
     # ------------------------------------------------------------------ resources
     @property
@@ -203,6 +204,7 @@ def _factory(ctx: MethodContext) -> LightMem:
         backbone=lambda: ctx.backbone,
         embedder=lambda: ctx.embedder,
         context_tokens=None if budget is None else int(budget),
+        seed=ctx.seed,
     )
 
 

@@ -69,6 +69,7 @@ class OfflineUpdater:
     backbone: Callable[[], ChatBackbone]
     embedder: Callable[[], Embedder]
     counters: dict[str, int]
+    seed: int = 0
 
     def queues(self, entries: list[LightMemEntry], vectors: np.ndarray) -> list[list[tuple[int, float]]]:
         """The update queue of every entry (see :func:`update_queues`)."""
@@ -126,6 +127,8 @@ class OfflineUpdater:
             fallback_kind="lightmem offline update → entry kept unchanged",
             prompt_version=P.VERSION,
             temperature=self.cfg.temperature,
+            top_p=self.cfg.top_p,
+            seed=self.seed if self.cfg.temperature > 0 else None,
             max_tokens=self.cfg.update_max_tokens,
         )
         if not res.ok:
