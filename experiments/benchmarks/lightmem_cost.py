@@ -52,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg = config_from_dict(knobs)
     convs = list(load_locomo(resolve_locomo_path(None)).conversations)[: args.conversations]
     embedder = build_embedder(EmbedderConfig(), cache=None)
-    extra = {"context_tokens": args.context_tokens} if "context_tokens" in inspect.signature(LightMem).parameters else {}
+    extra = (
+        {"context_tokens": args.context_tokens} if "context_tokens" in inspect.signature(LightMem).parameters else {}
+    )
     per_conv: dict[str, Any] = {}
     totals: dict[str, float] = {}
     t0 = time.perf_counter()
