@@ -301,3 +301,26 @@ def test_split_text_follows_upstreams_rules_by_hand() -> None:
     assert split_text("abcdefg. h. ijklmnopq", 10) == ["abcdefg.", "h. ijklmn", "opq"]
     text = "abcdefg. h. ijklmnopq"
     assert all(text[a:b] == c for (a, b), c in zip(split_spans(text, 10), split_text(text, 10)))
+
+
+def test_committed_fluxmem_units_numbers_re_derive_from_their_items() -> None:
+    """results/measured/fluxmem_units: every summary number recomputes from the committed per-item records."""
+    import gzip
+    import json
+    import re
+    from pathlib import Path
+
+    from experiments.benchmarks.fluxmem_units import summarize
+
+    where = Path(__file__).resolve().parents[1] / "results" / "measured" / "fluxmem_units"
+    summary = json.loads((where / "summary.json").read_text())
+    with gzip.open(where / "items.jsonl.gz", "rt", encoding="utf-8") as fh:
+        items = [json.loads(line) for line in fh]
+    settings = {(r["unit"], r["setting"]) for r in items}
+    assert {u for u, _ in settings} == {"turn", "chunk"} and len(settings) == 10
+    n_qa = int(re.search(r"(\d[\d,]*) QA", summary["dataset"]).group(1).replace(",", ""))
+    for unit, setting in sorted(settings):
+        rows = [r for r in items if r["unit"] == unit and r["setting"] == setting]
+        assert len(rows) == n_qa  # every question of the conversations measured
+        assert summarize(rows) == summary[unit][setting], (unit, setting)
+        assert all(r["tokens"] <= int(setting[3:]) for r in rows if setting.startswith("tok"))
