@@ -17,7 +17,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
+from baselines.fluxmem import prompt_verify as FLUX_VERIFY
 from baselines.fluxmem import prompts as FLUX_PROMPT
+from baselines.lightmem import prompt_extract as LIGHT_EXTRACT
+from baselines.lightmem import prompt_update as LIGHT_UPDATE
 from memcore.interfaces import Completion, Message
 from memcore.llm.scripted import Responder, ScriptedBackbone
 from memcore.prompts import batch as BATCH_PROMPT
@@ -416,9 +419,9 @@ class LightMemLLM(FakeLLM):
     update prompt (its system prompt) is an update and anything else is the answer prompt."""
 
     def kind(self, messages: Sequence[Message]) -> str | None:
-        if "Extract the facts" in messages[-1]["content"]:
+        if messages[0]["content"] == LIGHT_EXTRACT.METADATA_GENERATE_PROMPT_LOCOMO:
             return "extract"
-        if self.answer is None or messages[0]["content"].startswith("You maintain a long-term memory"):
+        if self.answer is None or messages[0]["content"] == LIGHT_UPDATE.UPDATE_PROMPT:
             return "update"
         return None
 
@@ -433,6 +436,7 @@ class LightMemLLM(FakeLLM):
 # ---------------------------------------------------------------- FluxMem
 FLUX_TURN_RE = re.compile(r"Turn to record \((?P<dia>[^)]+)\):\n(?P<speaker>[^:]+): (?P<text>.+)")
 FLUX_KINDS = {
+    FLUX_VERIFY.VERIFY_SYSTEM: "grade",
     FLUX_PROMPT.FACTS_SYSTEM: "facts",
     FLUX_PROMPT.VERIFY_SYSTEM: "verify",
     FLUX_PROMPT.CHECK_SYSTEM: "check",
@@ -458,8 +462,10 @@ class FluxMemLLM(FakeLLM):
         rerun: dict[str, list[bool]] | None = None,
         bad_facts: bool = False,
         empty_facts: bool = False,
+        grade: Callable[[str], str] | None = None,
     ) -> None:
         super().__init__(garbage=["facts"] if bad_facts else ())
+        self.grade = grade or (lambda evidence: "0.5")
         self.relevant = relevant if relevant is not None else [1]
         self.checks = list(checks or [])
         self.reshape = reshape
@@ -490,6 +496,10 @@ class FluxMemLLM(FakeLLM):
 
     def on_verify(self, messages: Sequence[Message]) -> str:
         return json.dumps({"relevant": self.relevant})
+
+    def on_grade(self, messages: Sequence[Message]) -> str:
+        """Upstream's graded verification: ``grade(evidence)`` is the plain-text reply."""
+        return self.grade(messages[1]["content"].split("\n\nEvidence: ", 1)[1].rsplit("\n\nRelevance score", 1)[0])
 
     def on_check(self, messages: Sequence[Message]) -> str:
         return json.dumps(self.checks.pop(0) if self.checks else {"supported": True})
@@ -532,6 +542,9 @@ class FluxMemRunnerLLM(FakeLLM):
 
     def on_verify(self, messages: Sequence[Message]) -> str:
         return json.dumps({"relevant": [1]})
+
+    def on_grade(self, messages: Sequence[Message]) -> str:
+        return "0.5"
 
     def on_check(self, messages: Sequence[Message]) -> str:
         return json.dumps({"supported": False, "failure": "under_connection", "missing": "date"})

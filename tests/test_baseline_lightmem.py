@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from baselines.lightmem import SPEC, LightMem, LightMemConfig
+from baselines.lightmem import prompt_extract as LIGHT_EXTRACT
 from baselines.lightmem.compress import IdfCompressor
 from baselines.lightmem.config import config_from_dict
 from baselines.lightmem.segment import coarse_boundaries, fine_boundaries, propose_boundaries
@@ -123,7 +124,9 @@ def test_segments_batches_and_provenance() -> None:
     assert bb.calls_by_stage() == {"ingest": 1}
     prompt = bb.calls[0][1][1]["content"]
     assert prompt.count("--- Topic") == 3
-    assert "[2023-05-08 (Mon) 13:56] 0.Alice: I adopted a puppy named Rex." in prompt
+    # upstream's layout: ISO time + 1 s per earlier message of the session, weekday, batch-local source id
+    assert prompt.startswith("--- Topic 0 ---\n[2023-05-08T13:56:00.000, Mon] 0.Alice: I adopted a puppy named Rex.\n")
+    assert "\n--- Topic 1 ---\n[2023-05-08T13:56:03.000, Mon] 3.Bob: I started the violin in March." in prompt
     assert len(mem.entries) == 6
     by_src = {e.source_dia_ids: e for e in mem.entries}
     assert by_src[("D1:3",)].segment_dia_ids == ("D1:1", "D1:2", "D1:3")
@@ -171,7 +174,7 @@ def test_sleep_time_update_and_delete() -> None:
 
     def responder(messages: Sequence[dict[str, str]]) -> str:
         user = messages[-1]["content"]
-        if "Extract the facts" in user:
+        if messages[0]["content"] == LIGHT_EXTRACT.METADATA_GENERATE_PROMPT_LOCOMO:
             return LightMemLLM()(messages)
         seen.append(user)
         if "Rex is a puppy" in user.split("\n")[0]:
@@ -183,7 +186,7 @@ def test_sleep_time_update_and_delete() -> None:
     # TopicEmbedder: entries 0 & 2 identical vectors (sim 1.0), 1 & 3 too → two targets (the older ones)
     assert len(seen) == 2 and mem.counters["update_calls"] == 2
     assert (
-        "TARGET memory: Alice said: Rex is a puppy." in seen[0] and "- Alice said: Rex the dog is a beagle." in seen[0]
+        "Target memory:Alice said: Rex is a puppy." in seen[0] and "- Alice said: Rex the dog is a beagle." in seen[0]
     )
     texts = [e.text for e in mem.entries]
     assert texts == [
@@ -259,3 +262,135 @@ def test_runner_builds_once_and_reuses_the_snapshot(tmp_path, compose) -> None:
     again = run_config(compose([*base, "method.top_k=5"]), tmp_path / "run2", backbone_override=bb)
     assert again.cost["memory_build"]["snapshots_reused"] == 1
     assert "ingest" not in again.cost["usage"]["by_stage"] or again.cost["usage"]["by_stage"]["ingest"]["calls"] == 0
+
+
+# ---------------------------------------------------------------------------------- published settings
+def test_presets_set_stm_buffer_and_rate_and_overrides_win() -> None:
+    cfg = LightMemConfig()
+    assert (cfg.preset, cfg.stm_tokens, cfg.rate) == ("768-0.8", 768, 0.8)
+    assert cfg.setting() == "768-0.8, idf"
+    assert (LightMemConfig(preset="512-0.7").stm_tokens, LightMemConfig(preset="512-0.7").rate) == (512, 0.7)
+    custom = config_from_dict({"preset": "768-0.7", "compress_rate": 0.6})
+    assert (custom.stm_tokens, custom.rate) == (768, 0.6) and custom.setting() == "custom 768-0.6, idf"
+    assert config_from_dict({"stm_buffer_tokens": 512, "compress_rate": 0.7}).setting() == "512-0.7, idf"
+    with pytest.raises(ValueError, match="preset"):
+        config_from_dict({"preset": "1024-0.8"})
+    with pytest.raises(ValueError, match="stm_buffer_tokens must be of type int"):
+        config_from_dict({"stm_buffer_tokens": "big"})
+    assert "preset" in SPEC.construction_keys
+
+
+def test_stm_buffer_of_the_preset_decides_the_batches() -> None:
+    # 6 turns of 10 tokens each, each its own topic (axis 2 never repeats... all "other"): the sensory buffer
+    # cuts at every turn, so the STM buffer alone decides how many turns share one extraction call
+    turns = [_turn(i, "Alice", " ".join(["word"] * 9) + ".") for i in range(1, 7)]
+
+    def one_topic_per_turn(texts: Sequence[str]) -> np.ndarray:
+        return np.eye(len(texts), 8, dtype=np.float32)
+
+    class Emb(TopicEmbedder):
+        def encode(self, texts: Sequence[str]) -> np.ndarray:
+            return one_topic_per_turn(texts)
+
+    calls = {}
+    for stm in (20, 30):
+        cfg = LightMemConfig(compressor="none", sensory_buffer_tokens=10, stm_buffer_tokens=stm, consolidate=False)
+        mem, _ = _build(cfg, turns, embedder=Emb())
+        calls[stm] = mem.counters["extraction_calls"]
+    assert calls == {20: 3, 30: 2}
+
+
+def test_extraction_reply_budget_is_upstreams_capped_by_the_backbone() -> None:
+    cfg = LightMemConfig(compressor="none", sensory_buffer_tokens=1000, stm_buffer_tokens=1000, consolidate=False)
+    seen: list[int] = []
+
+    class Recording:
+        def __init__(self) -> None:
+            self.inner = ScriptedBackbone(LightMemLLM())
+            self.max_tokens: list[int] = []
+
+        def complete(self, messages, **kw):
+            self.max_tokens.append(kw["max_tokens"])
+            # upstream MemoryManagerConfig's sampling, seeded so the response cache replays it
+            assert (kw["temperature"], kw["top_p"], kw["seed"]) == (0.1, 0.1, 0)
+            return self.inner.complete(messages, **kw)
+
+    for context_tokens, expect in ((None, 16000), (120000, 16000), (6000, None), (1000, 256)):
+        bb = Recording()
+        mem = LightMem(cfg, lambda bb=bb: bb, lambda: TopicEmbedder(), context_tokens=context_tokens)
+        for t in TURNS:
+            mem.ingest(t)
+        mem.finalize()
+        budget = bb.max_tokens[0]
+        seen.append(budget)
+        if expect is not None:
+            assert budget == expect, context_tokens
+    prompt_tokens = 6000 - seen[2]
+    assert 1000 < prompt_tokens < 3000  # 6,000 minus the upstream prompt and the batch
+
+
+def test_update_prompt_user_message_is_upstreams_layout() -> None:
+    from baselines.lightmem import prompt_update as U
+
+    assert U.USER_TEMPLATE.format(target="A", candidates="- B\n- C") == "Target memory:A\nCandidate memories:\n- B\n- C"
+
+
+def test_bare_list_reply_parses_like_upstreams_clean_response() -> None:
+    assert parse_facts(2)([{"source_id": 1, "fact": "F"}]) == [(1, "F")]
+
+
+def test_llmlingua2_unavailable_is_one_line_and_names_the_fix(monkeypatch, tmp_path) -> None:
+    import importlib.util
+
+    from baselines.lightmem.llmlingua import llmlingua_unavailable
+    from baselines.lightmem.system import _check_compressor
+    from memcore.errors import ConfigError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "llmlingua" else real(n, *a))
+    why = llmlingua_unavailable("microsoft/llmlingua-2-bert-base-multilingual-cased-meetingbank")
+    assert why is not None and "pip install -e '.[llmlingua]'" in why and "\n" not in why
+    with pytest.raises(ConfigError, match="llmlingua"):
+        _check_compressor("lightmem", {"compressor": "llmlingua2"}, {})
+    _check_compressor("lightmem", {"compressor": "idf"}, {})  # the offline default needs nothing
+    # package present, model neither a directory nor cached: names the model
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: object() if n == "llmlingua" else real(n, *a))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    why = llmlingua_unavailable("nobody/no-such-model")
+    assert why is not None and "nobody/no-such-model" in why
+    assert llmlingua_unavailable(str(tmp_path)) is None  # a local directory is taken as the model
+
+
+def test_llmlingua2_compressor_calls_compress_prompt_as_upstream(monkeypatch) -> None:
+    import sys
+    import types
+
+    from baselines.lightmem.system import make_compressor
+
+    seen: list[dict] = []
+
+    class PromptCompressor:
+        def __init__(self, **kw) -> None:
+            seen.append(kw)
+            self.tokenizer = None
+
+        def compress_prompt(self, **kw):
+            seen.append(kw)
+            words = (kw["context"][0] if isinstance(kw["context"], list) else kw["context"]).split()
+            return {"compressed_prompt": " ".join(words[: max(1, int(len(words) * kw["rate"]))])}
+
+    monkeypatch.setitem(sys.modules, "llmlingua", types.SimpleNamespace(PromptCompressor=PromptCompressor))
+    comp = make_compressor(LightMemConfig(compressor="llmlingua2", preset="512-0.7"))
+    assert comp.compress("one two three four five six seven eight nine ten") == "one two three four five six seven"
+    assert seen[0] == {
+        "model_name": "microsoft/llmlingua-2-bert-base-multilingual-cased-meetingbank",
+        "device_map": "cpu",
+        "use_llmlingua2": True,
+    }
+    assert seen[1] == {
+        "context": ["one two three four five six seven eight nine ten"],
+        "instruction": "",
+        "rate": 0.7,
+        "target_token": -1,
+    }
+    assert comp.compress("   ") == "   "

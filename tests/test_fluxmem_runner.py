@@ -19,8 +19,9 @@ BASE = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted"]
 
 @pytest.mark.usefixtures("locomo_path")
 def test_fluxmem_runs_through_the_runner_and_resumes(tmp_path: Path, compose) -> None:
-    # T=2 pinned (the default follows upstream's 5 rounds since issue 15)
-    runner = Runner(validate(compose([*BASE, "method=fluxmem", "method.T=2"])), tmp_path / "run")
+    # T=2 pinned (the default follows upstream's 5 rounds); fact units and one listing verification call
+    facts = [*BASE, "method=fluxmem-facts", "method.T=2", "method.verify_mode=listed"]
+    runner = Runner(validate(compose(facts)), tmp_path / "run")
     backbone = ScriptedBackbone(
         FluxMemRunnerLLM(), usage=runner.usage
     )  # the run's tracker, so cost.json sees the calls
@@ -49,8 +50,23 @@ def test_fluxmem_runs_through_the_runner_and_resumes(tmp_path: Path, compose) ->
     assert updates > 0 and cost["per_question"]["memory_update"] == round(updates / 8, 4)
 
     n_calls = len(backbone.calls)
-    again = run_config(compose([*BASE, "method=fluxmem", "method.T=2"]), tmp_path / "run", backbone_override=backbone)
+    again = run_config(compose(facts), tmp_path / "run", backbone_override=backbone)
     assert len(backbone.calls) == n_calls and again.metrics["overall"] == result.metrics["overall"]
+
+
+@pytest.mark.usefixtures("locomo_path")
+def test_default_fluxmem_builds_chunks_without_an_llm_and_grades_each_candidate(tmp_path: Path, compose) -> None:
+    backbone = ScriptedBackbone(FluxMemRunnerLLM())
+    result = run_config(compose([*BASE, "method=fluxmem", "method.T=2"]), tmp_path / "run", backbone_override=backbone)
+    stats = json.loads((tmp_path / "run" / "stats.json").read_text())
+    conv = next(iter(stats["conversations"].values()))
+    chunks = conv["memory"]["semantic_nodes"]
+    assert conv["memory"]["semantic_by_origin"] == {"chunk": chunks} and conv["memory"]["turns_without_nodes"] == 0
+    assert chunks < conv["turns"]  # several turns per 512-character chunk
+    assert result.cost["memory_build"]["llm_calls_per_turn"] == 0.0
+    # per item: one graded call per candidate of the pool (the 15 dense best, or every chunk when fewer) + 3 checks
+    per_item = min(15, chunks) + 3
+    assert backbone.calls_by_stage()["retrieve"] == per_item * result.n_items
 
 
 @pytest.mark.usefixtures("locomo_path")

@@ -276,7 +276,51 @@ def test_defaults_follow_upstream_fluxmemconfig() -> None:
         3,
     )
     assert (cfg.temperature_verify, cfg.temperature_check, cfg.temperature_skill_refine) == (0.1, 0.2, 0.5)
+    # upstream's units (add_knowledge chunk_size 512) and its graded per-candidate verification
+    assert (cfg.unit, cfg.chunk_chars, cfg.verify_mode) == ("chunk", 512, "graded")
+    with pytest.raises(ConfigError, match="unit"):
+        FluxMemConfig.from_dict({"unit": "sentence"})
     with pytest.raises(ConfigError, match="pems_formula"):
         FluxMemConfig.from_dict({"pems_formula": "mine"})
     with pytest.raises(ConfigError, match="pool_by"):
         FluxMemConfig.from_dict({"pool_by": "bm25"})
+
+
+def test_split_text_follows_upstreams_rules_by_hand() -> None:
+    from baselines.fluxmem.chunking import split_spans, split_text
+
+    assert split_text("  short  ", 512) == ["  short  "]  # a text that fits is one chunk, as is
+    assert split_text("", 512) == []
+    # window 10, boundaries searched in [7, 10): "\n\n" is preferred to a later "." ...
+    assert split_text("abcdefg\n\nh.ijklmnop", 10) == ["abcdefg", "h.ijklmnop"]
+    # ... a boundary before 70 % of the window is not used: hard cut at 10
+    assert split_text("ab.cdefghijklmno", 10) == ["ab.cdefghi", "jklmno"]
+    # the last occurrence of the first separator kind found wins (window 11: "." at 7 and 9, cut after 9)
+    assert split_text("abcdefg.h.ijkl", 11) == ["abcdefg.h.", "ijkl"]
+    # chunks are stripped, no overlap; no boundary in [15, 18): hard cut at 18
+    assert split_text("abcdefg. h. ijklmnopq", 10) == ["abcdefg.", "h. ijklmn", "opq"]
+    text = "abcdefg. h. ijklmnopq"
+    assert all(text[a:b] == c for (a, b), c in zip(split_spans(text, 10), split_text(text, 10)))
+
+
+def test_committed_fluxmem_units_numbers_re_derive_from_their_items() -> None:
+    """results/measured/fluxmem_units: every summary number recomputes from the committed per-item records."""
+    import gzip
+    import json
+    import re
+    from pathlib import Path
+
+    from experiments.benchmarks.fluxmem_units import summarize
+
+    where = Path(__file__).resolve().parents[1] / "results" / "measured" / "fluxmem_units"
+    summary = json.loads((where / "summary.json").read_text())
+    with gzip.open(where / "items.jsonl.gz", "rt", encoding="utf-8") as fh:
+        items = [json.loads(line) for line in fh]
+    settings = {(r["unit"], r["setting"]) for r in items}
+    assert {u for u, _ in settings} == {"turn", "chunk"} and len(settings) == 10
+    n_qa = int(re.search(r"(\d[\d,]*) QA", summary["dataset"]).group(1).replace(",", ""))
+    for unit, setting in sorted(settings):
+        rows = [r for r in items if r["unit"] == unit and r["setting"] == setting]
+        assert len(rows) == n_qa  # every question of the conversations measured
+        assert summarize(rows) == summary[unit][setting], (unit, setting)
+        assert all(r["tokens"] <= int(setting[3:]) for r in rows if setting.startswith("tok"))

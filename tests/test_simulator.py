@@ -332,7 +332,8 @@ METHODS = {
     "mem0": ("mem0_extract",),
     "mem0-two-phase": ("mem0_facts", "mem0_update"),
     "lightmem": ("lightmem_extract",),
-    "fluxmem": ("fluxmem_facts", "fluxmem_verify", "fluxmem_check"),
+    "fluxmem": ("fluxmem_verify_graded", "fluxmem_check"),
+    "fluxmem-facts": ("fluxmem_facts", "fluxmem_verify_graded", "fluxmem_check"),
     "memcore-batched": ("memcore_batch_ingest", "memcore_batch_gate"),
 }
 
@@ -347,15 +348,27 @@ def test_every_method_runs_on_the_simulator_without_a_parse_failure(tmp_path: Pa
 
 def test_replies_for_prompts_a_short_run_never_reaches() -> None:
     from baselines.fluxmem import prompts as FP
-    from baselines.lightmem import prompts as LP
+    from baselines.lightmem import prompt_update as LP
     from baselines.lightmem.updates import parse_update
 
-    light = [
-        {"role": "system", "content": LP.UPDATE_SYSTEM},
-        {"role": "user", "content": LP.UPDATE_USER.format(target="Tim plays chess", candidates="- Tim plays go")},
+    for n in range(8):  # the simulator updates about one target in four, ignores the rest: both shapes parse
+        light = [
+            {"role": "system", "content": LP.UPDATE_PROMPT},
+            {
+                "role": "user",
+                "content": LP.USER_TEMPLATE.format(target=f"Tim plays chess {n}", candidates="- Tim plays go"),
+            },
+        ]
+        assert classify(light) == "lightmem_update"
+        parse_update(json.loads(reply(light)[1]))
+    from baselines.fluxmem import prompt_verify as FV
+
+    graded = [
+        {"role": "system", "content": FV.VERIFY_SYSTEM},
+        {"role": "user", "content": FV.VERIFY_USER.format(claim="Where is Rex?", evidence="Alice: Rex is at home.")},
     ]
-    assert classify(light) == "lightmem_update"
-    parse_update(json.loads(reply(light)[1]))
+    kind, text = reply(graded)
+    assert kind == "fluxmem_verify_graded" and 0.0 < float(text) <= 1.0  # upstream parses the first number
     for system, user, keys in [
         (FP.RESHAPE_SYSTEM, FP.RESHAPE_USER.format(question="q", fact="f", date="d", source="s"), {"mode", "text"}),
         (FP.SKILL_EXTRACT_SYSTEM, FP.SKILL_EXTRACT_USER.format(episodes="e", max_words=50), {"skill"}),

@@ -1,7 +1,8 @@
 """FluxMem (memory as continuously evolving connectivity) adapted to LoCoMo; see README.md here.
 
-``SPEC`` is the full method; ``SPEC_NO_REFINE`` / ``SPEC_NO_CONSOLIDATE`` are the variants without
-Stage 2 / Stage 3 (configs/method/fluxmem-no-*.yaml). A variant's switch is enforced: setting it back
+``SPEC`` is the full method (upstream's chunk units); ``SPEC_FACTS`` the variant whose units are LLM-extracted
+atomic facts (configs/method/fluxmem-facts.yaml); ``SPEC_NO_REFINE`` / ``SPEC_NO_CONSOLIDATE`` are the variants
+without Stage 2 / Stage 3 (configs/method/fluxmem-no-*.yaml). A variant's switch is enforced: setting it back
 on is a configuration error rather than a mislabelled run.
 """
 
@@ -19,6 +20,7 @@ from memcore.schema import bad_value, method_validator
 #: The methods this package registers (read by memcore.methods without importing it).
 METHODS = {
     "fluxmem": "baselines.fluxmem:SPEC",
+    "fluxmem-facts": "baselines.fluxmem:SPEC_FACTS",
     "fluxmem-no-refine": "baselines.fluxmem:SPEC_NO_REFINE",
     "fluxmem-no-consolidate": "baselines.fluxmem:SPEC_NO_CONSOLIDATE",
 }
@@ -53,7 +55,7 @@ def _spec(name: str, forced: dict[str, Any], description: str) -> MethodSpec:
     return MethodSpec(
         name=name,
         factory=_factory(name, forced),
-        ingest_uses_llm=lambda c, a: bool(c.get("extract_facts", True)),
+        ingest_uses_llm=lambda c, a: (forced.get("unit") or c.get("unit", "chunk")) == "fact",
         config_schema=(FluxMemConfig,),
         validate_config=method_validator(
             FluxMemConfig,
@@ -69,9 +71,14 @@ def _spec(name: str, forced: dict[str, Any], description: str) -> MethodSpec:
 SPEC = _spec(
     "fluxmem", {}, "FluxMem: three-layer evolving memory graph, hybrid relevance, refinement (T rounds), consolidation"
 )
+SPEC_FACTS = _spec(
+    "fluxmem-facts",
+    {"unit": "fact"},
+    "FluxMem with atomic-fact units (one LLM call per turn) instead of upstream's chunks",
+)
 SPEC_NO_REFINE = _spec("fluxmem-no-refine", {"refine": False}, "FluxMem without Stage 2 (feedback-driven refinement)")
 SPEC_NO_CONSOLIDATE = _spec(
     "fluxmem-no-consolidate", {"consolidate": False}, "FluxMem without Stage 3 (consolidation into skills)"
 )
 
-__all__ = ["SPEC", "SPEC_NO_CONSOLIDATE", "SPEC_NO_REFINE", "FluxMem", "FluxMemConfig"]
+__all__ = ["SPEC", "SPEC_FACTS", "SPEC_NO_CONSOLIDATE", "SPEC_NO_REFINE", "FluxMem", "FluxMemConfig"]

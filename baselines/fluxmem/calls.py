@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,10 +12,17 @@ from typing import Any
 
 import numpy as np
 
+from baselines.fluxmem import prompt_verify as V
 from baselines.fluxmem import prompts as P
 from baselines.fluxmem.config import FluxMemConfig
 from memcore.interfaces import ChatBackbone, Embedder
 from memcore.llm.json_reply import JSONResult, complete_json
+from memcore.llm.usage import usage_of
+
+log = logging.getLogger(__name__)
+_SCORE_RE = re.compile(V.SCORE_PATTERN)
+#: Reply budget of one graded verification (a number; upstream sets none).
+VERIFY_MAX_TOKENS = 32
 
 
 @dataclass
@@ -59,6 +68,42 @@ class FluxCalls:
         if not result.ok:
             self.counters[f"fallback_{purpose}"] += 1
         return result
+
+    def grade(self, claim: str, evidence: str) -> float | None:
+        """Upstream's graded verification of one candidate: the first number of the reply, clipped to [0, 1].
+        A reply without a number is asked once more, then counted (``fallback_verify`` and the backbone's
+        parse failures) and logged, and None is returned (upstream scores it 0.0)."""
+        temperature = self.temperature("verify")
+        messages = [
+            {"role": "system", "content": V.VERIFY_SYSTEM},
+            {"role": "user", "content": V.VERIFY_USER.format(claim=claim, evidence=evidence)},
+        ]
+        text = ""
+        for attempt in (1, 2):
+            version = V.VERSION if attempt == 1 else f"{V.VERSION}#retry-{attempt}"
+            text = self.backbone.complete(
+                messages,
+                stage="retrieve",
+                temperature=temperature,
+                max_tokens=VERIFY_MAX_TOKENS,
+                seed=self.seed if temperature > 0 else None,
+                prompt_version=version,
+            ).text
+            self.counters["calls_verify"] += 1
+            match = _SCORE_RE.search(text.strip())
+            if match:
+                return max(0.0, min(1.0, float(match.group(1))))
+            usage = usage_of(self.backbone)
+            if attempt == 1 and usage is not None:
+                usage.record_parse_retry("retrieve")
+        usage = usage_of(self.backbone)
+        if usage is not None:
+            usage.record_parse_failure("retrieve", "fluxmem graded verification → score 0 (as upstream)")
+        self.counters["fallback_verify"] += 1
+        log.warning(
+            "retrieve: graded verification reply has no number after 2 attempts; scored 0. Reply: %r", text[:120]
+        )
+        return None
 
 
 def validate_facts(obj: Any, limit: int) -> list[str]:

@@ -10,6 +10,11 @@ from memcore.config import ConfigError
 from memcore.schema import POS, UNIT, Rule, build_keys, check_rules, knob
 
 PEMS_FORMULAS = ("upstream", "linear")
+#: Semantic units: chunk = upstream's ≤ chunk_chars-character chunks of each session's text (no LLM);
+#: fact = atomic facts, one LLM call per turn (ours); turn = one node per turn (no LLM).
+UNITS = ("chunk", "fact", "turn")
+#: Stage 1 verification: graded = upstream's one 0–1 call per candidate; listed = one call naming the relevant ones.
+VERIFY_MODES = ("graded", "listed")
 
 
 @dataclass(frozen=True)
@@ -18,10 +23,11 @@ class FluxMemConfig:
     and the stage code of zjunlp/LightMem ``src/fluxmem`` where a counterpart exists (baselines/fluxmem/README.md)."""
 
     name: str = "fluxmem"
-    format_version: int = knob(1, build=True, rule=POS)  # bump when code changes what construction builds
+    format_version: int = knob(2, build=True, rule=POS)  # bump when code changes what construction builds
 
     # construction: semantic layer + association edges
-    extract_facts: bool = knob(True, build=True)  # false: each turn is one semantic node (no LLM at ingest)
+    unit: str = knob("chunk", build=True, rule=Rule(choices=UNITS))
+    chunk_chars: int = knob(512, build=True, rule=POS)  # upstream add_knowledge chunk_size (characters)
     max_facts_per_turn: int = knob(5, build=True, rule=POS)
     assoc_k: int = knob(3, build=True)  # association edges per node to its most similar nodes …
     assoc_min_sim: float = knob(0.5, build=True, rule=Rule(lo=-1, hi=1))  # … whose cosine is at least this
@@ -31,6 +37,7 @@ class FluxMemConfig:
     k: int = knob(5, rule=POS)  # semantic nodes linked to the step anchor (upstream top_k_semantic)
     verify_pool: int = knob(15, rule=POS)  # candidates the LLM verifies (upstream: the 3·top_k dense candidates)
     llm_verify: bool = True
+    verify_mode: str = knob("graded", rule=Rule(choices=VERIFY_MODES))
     # upstream: the pool is the 3·k dense candidates and each signal is min-max normalised over the pool;
     # hybrid/layer: pool by dense + BM25, dense min-max and BM25 / max over the whole semantic layer (earlier)
     pool_by: str = knob("dense", rule=Rule(choices=("dense", "hybrid")))

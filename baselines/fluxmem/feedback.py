@@ -84,7 +84,7 @@ class Refiner:
         replaces ``nid`` in the step subgraph and stays in the semantic layer."""
         node = graph.node(nid)
         source = " / ".join(graph.turns[d].render() for d in node.dia_ids if d in graph.turns) or node.text
-        fallback_text = node.text if node.origin == "turn" else f"{node.text} (original: {source})"
+        fallback_text = node.text if node.origin in ("turn", "chunk") else f"{node.text} (original: {source})"
         res = self.calls.json(
             "reshape",
             "retrieve",

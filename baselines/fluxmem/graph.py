@@ -26,7 +26,7 @@ EDGE_KINDS = (ASSOCIATION, EXTRACTION)
 
 @dataclass
 class SemanticNode:
-    """A fact (or, without extraction, a whole turn). ``origin``: fact | turn | reshaped;
+    """A semantic unit: a chunk of a session's text, a fact or a whole turn. ``origin``: chunk | fact | turn | reshaped;
     a reshaped unit keeps its ``parent`` and the parent's source turns."""
 
     nid: str

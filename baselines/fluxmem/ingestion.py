@@ -1,20 +1,34 @@
-"""FluxMem's construction: each turn becomes semantic nodes (its atomic facts, or the turn itself), and at
-``finalize`` the semantic layer is embedded in one batch and linked by association edges."""
+"""FluxMem's construction: the semantic layer's units are upstream's 512-character chunks of each session's
+text (``unit: chunk``, made when the session is complete), or each turn's atomic facts (``unit: fact``), or the
+turn itself (``unit: turn``); at ``finalize`` the semantic layer is embedded in one batch and linked by
+association edges."""
 
 from __future__ import annotations
 
 from baselines.fluxmem import prompts as P
 from baselines.fluxmem.calls import FluxCalls, validate_facts
+from baselines.fluxmem.chunking import session_chunks
 from baselines.fluxmem.config import FluxMemConfig
 from baselines.fluxmem.graph import ASSOCIATION, FluxGraph, SemanticNode
 from memcore.types import Turn
 
 
+def add_session_chunks(graph: FluxGraph, cfg: FluxMemConfig, turns: list[Turn]) -> None:
+    """One semantic node per chunk of the session's text (``unit: chunk``); no LLM call."""
+    if not turns:
+        return
+    speakers = ", ".join(dict.fromkeys(t.speaker for t in turns))
+    for text, dia_ids in session_chunks(turns, cfg.chunk_chars):
+        node = SemanticNode(graph.new_semantic_id(), text, dia_ids, speakers, turns[0].session_time_raw, "chunk")
+        graph.add_semantic(node)
+
+
 def add_turn(graph: FluxGraph, calls: FluxCalls, cfg: FluxMemConfig, turn: Turn) -> None:
-    """Record the turn and add its facts (or the turn itself) to the semantic layer."""
+    """Record the turn and add its facts (or the turn itself) to the semantic layer (``unit: fact | turn``;
+    chunks are made per session by :func:`add_session_chunks`)."""
     graph.turns[turn.dia_id] = turn
     facts: list[str] | None = None
-    if cfg.extract_facts:
+    if cfg.unit == "fact":
         facts = extract_facts(calls, cfg, turn)
     if facts is None:
         texts, origin = [turn.render()], "turn"

@@ -77,7 +77,11 @@ class Connector:
             pool_sparse = minmax(np.asarray(graph.bm25.scores(question), dtype=np.float64)[pool_arr])
         else:
             pool_dense, pool_sparse = dense_n[pool_arr], sparse_n[pool_arr]
-        hybrid = fuse(pool_dense, pool_sparse, verified, w_dense=cfg.w_dense, w_sparse=cfg.w_sparse, w_llm=cfg.w_llm)
+        if verified is not None and cfg.verify_mode == "graded" and cfg.normalize_over == "pool":
+            verified_n: np.ndarray | None = minmax(verified)  # upstream normalises all three signals over the pool
+        else:
+            verified_n = verified
+        hybrid = fuse(pool_dense, pool_sparse, verified_n, w_dense=cfg.w_dense, w_sparse=cfg.w_sparse, w_llm=cfg.w_llm)
         sub.verified = verified is not None
         for j in top_indices(hybrid, k):
             i = pool[j]
@@ -91,7 +95,12 @@ class Connector:
         return sub
 
     def _verify(self, graph: FluxGraph, question: str, nids: list[str]) -> np.ndarray | None:
-        """LLM verification of the candidates: 1 for each it names relevant; None on an unusable reply."""
+        """LLM verification of the candidates: upstream's graded 0–1 score per candidate, one call each
+        (``verify_mode: graded``; an unusable reply scores 0, counted), or one call that names the relevant
+        ones (``listed``: 1 for each named; None on an unusable reply)."""
+        if self.cfg.verify_mode == "graded":
+            scores = [self.calls.grade(question, graph.node(nid).text) for nid in nids]
+            return np.asarray([0.0 if s is None else s for s in scores], dtype=np.float64)
         listing = "\n".join(f"[{j + 1}] {graph.node(nid).render()}" for j, nid in enumerate(nids))
         res = self.calls.json(
             "verify",

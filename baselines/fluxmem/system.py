@@ -1,7 +1,8 @@
 """FluxMem on LoCoMo: an evolving three-layer memory graph that answers its own questions.
 
-Construction: every turn → atomic facts (semantic nodes, one LLM call per turn), embedded at
-``finalize`` and linked by association edges. QA (sequential, through ``answer``):
+Construction: each session's text → upstream's 512-character chunks (semantic nodes, no LLM call; or, with
+``unit: fact``, each turn's atomic facts by one LLM call per turn), embedded at ``finalize`` and linked by
+association edges. QA (sequential, through ``answer``):
 Stage 1 links the top-k nodes by hybrid relevance to the step anchor and adds similar past episodes
 and their skills; Stage 2 checks the answer against that subgraph, attributes a failure and edits
 the subgraph, at most T rounds; the episode is committed; Stage 3 clusters episodes into skills and
@@ -22,7 +23,7 @@ from baselines.fluxmem.calls import FluxCalls
 from baselines.fluxmem.config import FluxMemConfig
 from baselines.fluxmem.feedback import Refiner
 from baselines.fluxmem.graph import Episode, FluxGraph
-from baselines.fluxmem.ingestion import add_turn, embed_and_link
+from baselines.fluxmem.ingestion import add_session_chunks, add_turn, embed_and_link
 from baselines.fluxmem.refine import Verdict
 from baselines.fluxmem.relevance import StepSubgraph
 from baselines.fluxmem.retrieval import Connector, evidence, pre_scores, serialise
@@ -55,6 +56,7 @@ class FluxMem:
         self.graph = FluxGraph(cfg.bm25_k1, cfg.bm25_b)
         self._lock = threading.RLock()
         self._since_consolidation = 0
+        self._session: list[Turn] = []  # unit: chunk — the current session's turns, chunked when it is complete
         self.counters: Counter[str] = Counter()
         self.attributions: Counter[str] = Counter()
         self._calls = FluxCalls(cfg, backbone, embedder, seed, self.counters)
@@ -76,13 +78,26 @@ class FluxMem:
 
     # ================================================================== construction
     def ingest(self, turn: Turn) -> None:
-        """Record the turn and add its facts (or the turn itself) to the semantic layer."""
+        """Record the turn; ``unit: chunk`` chunks a session once its last turn is in (the next session's first
+        turn, or ``finalize``), the other units add the turn's nodes at once."""
         with self._lock:
-            add_turn(self.graph, self._calls, self.cfg, turn)
+            if self.cfg.unit != "chunk":
+                add_turn(self.graph, self._calls, self.cfg, turn)
+                return
+            self.graph.turns[turn.dia_id] = turn
+            if self._session and self._session[-1].session_index != turn.session_index:
+                self._flush_session()
+            self._session.append(turn)
+
+    def _flush_session(self) -> None:
+        add_session_chunks(self.graph, self.cfg, self._session)
+        self._session = []
 
     def finalize(self) -> None:
-        """Embed the semantic layer in one batch and build its association edges."""
+        """Chunk the last session (``unit: chunk``), embed the semantic layer in one batch and build its
+        association edges."""
         with self._lock:
+            self._flush_session()
             embed_and_link(self.graph, self._calls, self.cfg)
 
     # ================================================================== Stage 1

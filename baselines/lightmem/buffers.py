@@ -1,7 +1,7 @@
 """LightMem's sensory buffer and short-term memory: compressed turns wait in the sensory buffer until it would
 overflow ``sensory_buffer_tokens``; topic boundaries (``segment.py``) then cut it into segments (the tail after
 the last boundary stays buffered), and segments collect in short-term memory until a batch would overflow
-``stm_buffer_tokens``, when the whole batch goes to fact extraction."""
+``stm_buffer_tokens`` (or the preset's), when the whole batch goes to fact extraction."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ class TopicBuffers:
         """Short-term memory: batch segments up to ``stm_buffer_tokens``, one extraction per batch."""
         for seg in segments:
             tokens = sum(b.tokens for b in seg)
-            if self._stm and self._stm_tokens + tokens > self.cfg.stm_buffer_tokens:
+            if self._stm and self._stm_tokens + tokens > self.cfg.stm_tokens:
                 self.extract(self._stm)
                 self._stm, self._stm_tokens = [], 0
             self._stm.append(seg)

@@ -1,19 +1,25 @@
-"""LightMem's long-term entries and how a short-term batch becomes them: ONE LLM call extracts standalone
-facts from the whole batch ("--- Topic k ---" blocks); each fact keeps its source turn and every turn of
-its topic segment. An unusable reply stores the batch's compressed turns verbatim."""
+"""LightMem's long-term entries and how a short-term batch becomes them: ONE LLM call with upstream's
+``METADATA_GENERATE_PROMPT_locomo`` extracts standalone facts from the whole batch ("--- Topic k ---" blocks);
+each fact keeps its source turn and every turn of its topic segment. An unusable reply stores the batch's
+compressed turns verbatim."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from typing import Any
 
-from baselines.lightmem import prompts as P
+from baselines.lightmem import prompt_extract as P
 from baselines.lightmem.buffers import Batch, BufferedTurn
 from baselines.lightmem.config import LightMemConfig
 from memcore.interfaces import ChatBackbone
 from memcore.llm.json_reply import complete_json
+from memcore.text import count_tokens
 from memcore.types import Turn
+
+#: Reply budget never capped below this, whatever the backbone's context budget.
+MIN_REPLY_TOKENS = 256
 
 
 @dataclass
@@ -47,12 +53,14 @@ class LightMemEntry:
 
 
 def parse_facts(n_messages: int) -> Any:
-    """Validator for the extraction reply ``{"data": [{"source_id", "fact"}]}``: returns
-    ``[(source index or None, fact)]``; items without a usable fact are dropped, an out-of-range
-    or missing source id becomes None."""
+    """Validator for the extraction reply ``{"data": [{"source_id", "fact"}]}`` (or a bare list of items, which
+    upstream's ``clean_response`` also accepts): returns ``[(source index or None, fact)]``; items without a
+    usable fact are dropped, an out-of-range or missing source id becomes None."""
 
     def validate(obj: Any) -> list[tuple[int | None, str]]:
-        if isinstance(obj, dict) and "data" in obj:
+        if isinstance(obj, list):
+            items = obj
+        elif isinstance(obj, dict) and "data" in obj:
             items = obj["data"]
         elif isinstance(obj, dict) and "facts" in obj:
             items = obj["facts"]
@@ -80,9 +88,33 @@ def parse_facts(n_messages: int) -> Any:
     return validate
 
 
-def message_time(turn: Turn) -> str:
-    """Per-message timestamp shown to the extractor, LightMem-style: ``2023-05-08 (Mon) 13:56``."""
-    return turn.session_time.strftime("%Y-%m-%d (%a) %H:%M")
+def message_time(turn: Turn, nth_in_session: int) -> tuple[str, str]:
+    """``(time_stamp, weekday)`` as upstream shows a message: the session time plus one second per earlier
+    message of that session in the batch (``assign_sequence_numbers_with_timestamps``: 500 ms per message,
+    user and empty assistant messages alternating), ISO with milliseconds; e.g. ``2023-05-08T13:56:01.000``."""
+    t = turn.session_time + timedelta(seconds=nth_in_session)
+    return t.isoformat(timespec="milliseconds"), turn.session_time.strftime("%a")
+
+
+def render_batch(batch: Batch, first_topic: int) -> str:
+    """The extraction call's user message: one ``--- Topic <id> ---`` block per segment (ids from
+    ``first_topic``, counted over the conversation), one line per message, source ids from 0 in the batch."""
+    lines: list[str] = []
+    seen: dict[str, int] = {}
+    source_id = 0
+    for k, seg in enumerate(batch):
+        lines.append(P.TOPIC_HEADER.format(topic_id=first_topic + k))
+        for b in seg:
+            nth = seen.get(b.turn.session_time_raw, 0)
+            seen[b.turn.session_time_raw] = nth + 1
+            stamp, weekday = message_time(b.turn, nth)
+            lines.append(
+                P.MESSAGE_LINE.format(
+                    time_stamp=stamp, weekday=weekday, source_id=source_id, speaker=b.turn.speaker, message=b.compressed
+                )
+            )
+            source_id += 1
+    return "\n".join(lines)
 
 
 @dataclass
@@ -94,25 +126,21 @@ class FactExtractor:
     cfg: LightMemConfig
     backbone: Callable[[], ChatBackbone]
     counters: dict[str, int]
+    context_tokens: int | None = None
+    seed: int = 0
     _next_id: int = field(default=0, init=False)
     _next_topic: int = field(default=0, init=False)
 
     def extract(self, batch: Batch) -> list[LightMemEntry]:
         """The entries of one short-term batch (not yet embedded)."""
         flat: list[BufferedTurn] = [b for seg in batch for b in seg]
-        seg_of: list[int] = []
-        lines: list[str] = []
-        topic_ids: list[int] = []
-        for k, seg in enumerate(batch):
-            topic_ids.append(self._next_topic)
-            self._next_topic += 1
-            lines.append(f"--- Topic {k + 1} ---")
-            for b in seg:
-                lines.append(f"[{message_time(b.turn)}] {len(seg_of)}.{b.turn.speaker}: {b.compressed}")
-                seg_of.append(k)
+        seg_of: list[int] = [k for k, seg in enumerate(batch) for _ in seg]
+        topic_ids = list(range(self._next_topic, self._next_topic + len(batch)))
+        user = render_batch(batch, self._next_topic)
+        self._next_topic += len(batch)
         messages = [
-            {"role": "system", "content": P.EXTRACT_SYSTEM},
-            {"role": "user", "content": P.EXTRACT_USER.format(segments="\n".join(lines))},
+            {"role": "system", "content": P.METADATA_GENERATE_PROMPT_LOCOMO},
+            {"role": "user", "content": user},
         ]
         self.counters["extraction_calls"] += 1
         res = complete_json(
@@ -124,7 +152,9 @@ class FactExtractor:
             fallback_kind="lightmem extraction → compressed turns stored verbatim",
             prompt_version=P.VERSION,
             temperature=self.cfg.temperature,
-            max_tokens=self.cfg.extract_max_tokens,
+            top_p=self.cfg.top_p,
+            seed=self.seed if self.cfg.temperature > 0 else None,
+            max_tokens=self.reply_budget(messages),
         )
         seg_ids = [tuple(b.turn.dia_id for b in seg) for seg in batch]
         batch_ids = tuple(d for ids in seg_ids for d in ids)
@@ -147,6 +177,14 @@ class FactExtractor:
                 new.append(entry)
             self.counters["facts"] += len(new)
         return new
+
+    def reply_budget(self, messages: list[dict[str, str]]) -> int:
+        """``extract_max_tokens`` (upstream 16,000), capped to the backbone's context budget minus the prompt
+        (approximate tokens), never below ``MIN_REPLY_TOKENS``."""
+        if self.context_tokens is None:
+            return self.cfg.extract_max_tokens
+        left = self.context_tokens - sum(count_tokens(m["content"]) for m in messages)
+        return max(MIN_REPLY_TOKENS, min(self.cfg.extract_max_tokens, left))
 
     def _entry(self, text: str, src: BufferedTurn, segment: tuple[str, ...], topic: int, kind: str) -> LightMemEntry:
         self._next_id += 1

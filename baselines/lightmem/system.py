@@ -29,7 +29,9 @@ from baselines.lightmem.buffers import Batch, BufferedTurn, TopicBuffers
 from baselines.lightmem.compress import IdentityCompressor, IdfCompressor
 from baselines.lightmem.config import LightMemConfig, config_from_dict
 from baselines.lightmem.extraction import FactExtractor, LightMemEntry, parse_facts
+from baselines.lightmem.llmlingua import LlmLingua2Compressor, llmlingua_unavailable
 from baselines.lightmem.updates import OfflineUpdater, parse_update
+from memcore.errors import ConfigError
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.schema import method_validator
 from memcore.text import count_tokens
@@ -47,14 +49,22 @@ class LightMem:
     read-only and thread-safe afterwards."""
 
     def __init__(
-        self, config: LightMemConfig, backbone: Callable[[], ChatBackbone], embedder: Callable[[], Embedder]
+        self,
+        config: LightMemConfig,
+        backbone: Callable[[], ChatBackbone],
+        embedder: Callable[[], Embedder],
+        *,
+        context_tokens: int | None = None,
+        seed: int = 0,
     ) -> None:
         """``backbone`` / ``embedder`` are zero-argument callables (the runner's lazy resources), so
-        loading a snapshot never starts an LLM server."""
+        loading a snapshot never starts an LLM server. ``context_tokens`` is the backbone's context budget:
+        an extraction call's reply budget is ``extract_max_tokens`` capped to what is left of it after the
+        prompt. ``seed`` seeds the calls (temperature > 0). The LLMLingua-2 model is loaded at the first ingested turn."""
         self.cfg = config
         self._backbone = backbone
         self._embedder = embedder
-        self._compressor = IdfCompressor(config.compress_rate) if config.compressor == "idf" else IdentityCompressor()
+        self._compressor: Any = None
         self._order = 0
         self.entries: list[LightMemEntry] = []
         self._vectors = np.zeros((0, 0), dtype=np.float32)
@@ -75,8 +85,8 @@ class LightMem:
             "deleted": 0,
         }
         self._buffers = TopicBuffers(config, embedder, self._extract, self.counters)
-        self._extractor = FactExtractor(config, backbone, self.counters)
-        self._updater = OfflineUpdater(config, backbone, embedder, self.counters)
+        self._extractor = FactExtractor(config, backbone, self.counters, context_tokens=context_tokens, seed=seed)
+        self._updater = OfflineUpdater(config, backbone, embedder, self.counters, seed=seed)
 
     # ------------------------------------------------------------------ resources
     @property
@@ -91,6 +101,8 @@ class LightMem:
     def ingest(self, turn: Turn) -> None:
         if self._finalized:
             raise RuntimeError("lightmem: ingest() after finalize(); build a new memory for a new conversation")
+        if self._compressor is None:
+            self._compressor = make_compressor(self.cfg)
         compressed = self._compressor.compress(turn.text) or turn.text
         item = BufferedTurn(turn, self._order, compressed, count_tokens(compressed))
         self._order += 1
@@ -163,6 +175,7 @@ class LightMem:
         turns = c["turns"] or 1
         calls = c["extraction_calls"] + c["update_calls"]
         c.update(
+            setting=self.cfg.setting(),
             entries=len(self.entries),
             llm_calls=calls,
             llm_calls_per_turn=round(calls / turns, 4),
@@ -174,9 +187,33 @@ class LightMem:
         return c
 
 
+def make_compressor(cfg: LightMemConfig) -> Any:
+    """The sensory pre-compressor ``cfg.compressor`` names, at the rate in effect."""
+    if cfg.compressor == "llmlingua2":
+        return LlmLingua2Compressor(cfg.llmlingua_model, cfg.rate)
+    if cfg.compressor == "idf":
+        return IdfCompressor(cfg.rate)
+    return IdentityCompressor()
+
+
 def _factory(ctx: MethodContext) -> LightMem:
     cfg = config_from_dict(ctx.config)
-    return LightMem(cfg, backbone=lambda: ctx.backbone, embedder=lambda: ctx.embedder)
+    budget = ctx.extras.get("context_budget_tokens")
+    return LightMem(
+        cfg,
+        backbone=lambda: ctx.backbone,
+        embedder=lambda: ctx.embedder,
+        context_tokens=None if budget is None else int(budget),
+        seed=ctx.seed,
+    )
+
+
+def _check_compressor(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) -> None:
+    """``compressor: llmlingua2`` where the package or its model is missing: one line, before any work."""
+    if cfg.get("compressor") == "llmlingua2":
+        why = llmlingua_unavailable(str(cfg.get("llmlingua_model") or LightMemConfig.llmlingua_model))
+        if why:
+            raise ConfigError(why)
 
 
 SPEC = MethodSpec(
@@ -184,6 +221,8 @@ SPEC = MethodSpec(
     factory=_factory,
     ingest_uses_llm=lambda c, a: True,
     config_schema=(LightMemConfig,),
-    validate_config=method_validator(LightMemConfig, build=lambda name, cfg: config_from_dict(cfg)),
+    validate_config=method_validator(
+        LightMemConfig, build=lambda name, cfg: config_from_dict(cfg), after=_check_compressor
+    ),
     description="LightMem: compressed sensory buffer → topic segments → batched fact extraction → sleep-time update",
 )

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.lightmem import prompts as P
+from baselines.lightmem import prompt_update as P
 from baselines.lightmem.config import LightMemConfig
 from baselines.lightmem.extraction import LightMemEntry
 from memcore.interfaces import ChatBackbone, Embedder
@@ -37,7 +37,7 @@ def parse_update(obj: Any) -> UpdateDecision:
     if action != "update":
         return UpdateDecision(action)
     new = obj.get("new_memory")
-    if isinstance(new, dict):  # their prompt writes new_memory as { ... }; accept {"memory": "..."}
+    if isinstance(new, dict):  # upstream's prompt writes new_memory as { ... }; accept {"memory": "..."}
         new = new.get("memory") or new.get("text") or new.get("content")
     if not isinstance(new, str) or not new.strip():
         raise ValueError("update needs a non-empty new_memory string")
@@ -69,6 +69,7 @@ class OfflineUpdater:
     backbone: Callable[[], ChatBackbone]
     embedder: Callable[[], Embedder]
     counters: dict[str, int]
+    seed: int = 0
 
     def queues(self, entries: list[LightMemEntry], vectors: np.ndarray) -> list[list[tuple[int, float]]]:
         """The update queue of every entry (see :func:`update_queues`)."""
@@ -107,12 +108,12 @@ class OfflineUpdater:
     def _decide(self, entries: list[LightMemEntry], target: int, cands: list[int]) -> UpdateDecision:
         """One LLM call: what to do with entry ``target`` given the newer entries ``cands`` (IGNORE on failure)."""
         messages = [
-            {"role": "system", "content": P.UPDATE_SYSTEM},
+            {"role": "system", "content": P.UPDATE_PROMPT},
             {
                 "role": "user",
-                "content": P.UPDATE_USER.format(
+                "content": P.USER_TEMPLATE.format(
                     target=entries[target].text,
-                    candidates="\n".join(f"- {entries[c].text}" for c in cands),
+                    candidates="\n".join(P.CANDIDATE_LINE.format(memory=entries[c].text) for c in cands),
                 ),
             },
         ]
@@ -126,6 +127,8 @@ class OfflineUpdater:
             fallback_kind="lightmem offline update → entry kept unchanged",
             prompt_version=P.VERSION,
             temperature=self.cfg.temperature,
+            top_p=self.cfg.top_p,
+            seed=self.seed if self.cfg.temperature > 0 else None,
             max_tokens=self.cfg.update_max_tokens,
         )
         if not res.ok:

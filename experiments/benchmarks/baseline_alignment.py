@@ -5,7 +5,7 @@
 - ``full_context``: the code before the alignment (read from git at ``--before``, default 6caa7ed) against
   the current one, at each backbone preset's budget: evidence recall and hit rate (items with gold evidence,
   categories 1-5, as the run tables), turns kept, context tokens (the question prompt reserve included now).
-- ``fluxmem`` Stage 1 without LLM (``extract_facts=false``, ``llm_verify=false``): the earlier defaults
+- ``fluxmem`` Stage 1 without LLM (``unit=turn``: one node per turn, ``llm_verify=false``): the earlier defaults
   (k 10, pool by dense + BM25, layer-wide normalisation, 0.4/0.3) against the upstream-aligned ones (k 5,
   dense pool, pool-wise min-max, 1.0/0.5), and the earlier fusion at k 5 (equal number of notes).
 - ``rag``: LoCoMo's RAG setting (``rag_locomo``, top 5, official line format) against ``rag_dense`` (top 20)
@@ -97,7 +97,7 @@ def _fluxmem_recall(convs: list[Conversation], embedder: Any, knobs: dict[str, A
     from baselines.fluxmem.config import FluxMemConfig
     from baselines.fluxmem.system import FluxMem
 
-    cfg = FluxMemConfig.from_dict({"extract_facts": False, "llm_verify": False, **knobs})
+    cfg = FluxMemConfig.from_dict({"unit": "turn", "llm_verify": False, **knobs})
     rows, notes = [], 0
     for conv in convs:
         mem = FluxMem(cfg, backbone=_no_llm, embedder=lambda: embedder)

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 RUN=${MEMCORE_RUN:-.venv/bin/memcore-run}
 TAG=${LC_TAG:-local_compare}
 PHASES=${PHASES:-"main archive report"}
-METHODS=${METHODS:-"memcore full_context amem lightmem mem0 memgpt fluxmem fluxmem-no-refine fluxmem-no-consolidate memcore-batched"}
+METHODS=${METHODS:-"memcore full_context amem lightmem mem0 memgpt fluxmem fluxmem-facts fluxmem-no-refine fluxmem-no-consolidate memcore-batched"}
 C=(experiment=local_compare progress=false print_table=false experiment_name="$TAG" "$@")
 log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 run() { local t0=$SECONDS; log "start: $*"; "$RUN" "${C[@]}" "$@" && log "done in $((SECONDS - t0)) s: $*" || log "FAILED after $((SECONDS - t0)) s: $*"; }

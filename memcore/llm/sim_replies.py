@@ -2,7 +2,7 @@
 (:mod:`memcore.llm.simulator`) and the scripted benchmarks: MemCoRe's ingest / gate (scale and binary) / merge /
 link / decompose / IER (v2 and answer-first) / batched prompts, A-MEM's analysis / evolution / query keywords,
 mem0ai's additive extraction, mem0-two-phase's extraction and update, MemGPT's function calls and summary,
-LightMem's extraction and update, FluxMem's seven prompts, both answer protocols and both judge presets.
+LightMem's extraction and update, FluxMem's eight prompts, both answer protocols and both judge presets.
 
 Each prompt is recognised by a stable marker of its own prompt module (a system message or a fixed phrase), so a
 prompt text change that breaks recognition shows up as the ``unknown`` kind in the simulator's statistics (a
@@ -19,8 +19,10 @@ import zlib
 from collections.abc import Callable, Sequence
 
 from baselines.amem import prompts as AMEM_PROMPT
+from baselines.fluxmem import prompt_verify as FLUX_VERIFY
 from baselines.fluxmem import prompts as FLUX_PROMPT
-from baselines.lightmem import prompts as LIGHT_PROMPT
+from baselines.lightmem import prompt_extract as LIGHT_EXTRACT
+from baselines.lightmem import prompt_update as LIGHT_UPDATE
 from baselines.memgpt import prompts as MEMGPT_PROMPT
 from memcore.interfaces import Message
 from memcore.prompts import answer as ANSWER_PROMPT
@@ -73,6 +75,7 @@ KINDS = (
     "lightmem_update",
     "fluxmem_facts",
     "fluxmem_verify",
+    "fluxmem_verify_graded",
     "fluxmem_check",
     "fluxmem_reshape",
     "fluxmem_skill_extract",
@@ -86,6 +89,7 @@ KINDS = (
 _FLUX_KINDS = {
     FLUX_PROMPT.FACTS_SYSTEM: "fluxmem_facts",
     FLUX_PROMPT.VERIFY_SYSTEM: "fluxmem_verify",
+    FLUX_VERIFY.VERIFY_SYSTEM: "fluxmem_verify_graded",
     FLUX_PROMPT.CHECK_SYSTEM: "fluxmem_check",
     FLUX_PROMPT.RESHAPE_SYSTEM: "fluxmem_reshape",
     FLUX_PROMPT.SKILL_EXTRACT_SYSTEM: "fluxmem_skill_extract",
@@ -187,9 +191,9 @@ def classify(messages: Sequence[Message]) -> str:
         return "memgpt_step"
     if system.startswith(MEMGPT_PROMPT.SUMMARY_SYSTEM.split("{", 1)[0]):
         return "memgpt_summary"
-    if system == LIGHT_PROMPT.EXTRACT_SYSTEM:
+    if system == LIGHT_EXTRACT.METADATA_GENERATE_PROMPT_LOCOMO:
         return "lightmem_extract"
-    if system == LIGHT_PROMPT.UPDATE_SYSTEM:
+    if system == LIGHT_UPDATE.UPDATE_PROMPT:
         return "lightmem_update"
     if system in _FLUX_KINDS:
         return _FLUX_KINDS[system]
@@ -395,7 +399,7 @@ def _lightmem_extract(user: str) -> str:
 def _lightmem_update(user: str) -> str:
     if zlib.crc32(user.encode()) % 4:
         return json.dumps({"action": "ignore"})
-    target = _field(user, "TARGET memory:", "\n")
+    target = _field(user, "Target memory:", "\n")
     return json.dumps({"action": "update", "new_memory": target or "updated memory"})
 
 
@@ -404,6 +408,10 @@ def _fluxmem(kind: str, user: str) -> str:
     if kind == "fluxmem_facts":
         m = _FLUX_TURN_RE.search(user)
         return json.dumps({"facts": [f"{m.group(1)} says: {_first_words(m.group(2), 30)}"] if m else []})
+    if kind == "fluxmem_verify_graded":  # upstream's plain-text score: word overlap of claim and evidence
+        claim = _field(user, "Claim:", "\n\nEvidence:")
+        evidence = _field(user, "Evidence:", "\n\nRelevance score")
+        return f"{_overlap(claim, evidence):.2f}"
     if kind == "fluxmem_verify":
         ids = sorted({int(i) for i in _NUMBERED_RE.findall(_field(user, "Candidate facts:", "Which candidates"))})
         return json.dumps({"relevant": ids[:2]})

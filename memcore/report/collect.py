@@ -195,9 +195,24 @@ class RunData:
             out.append(dict(r, scores=a["scores"], recall=a["recall"], hit=a["hit"]) if a else r)
         return out
 
+    @property
+    def setting_note(self) -> str:
+        """The part of a method's setting its row must name, or "": LightMem's published setting and the
+        compressor that ran (``768-0.8, idf``: the idf stand-in, not LLMLingua-2)."""
+        if self.method != "lightmem":
+            return ""
+        from baselines.lightmem.config import config_from_dict
+
+        try:
+            return config_from_dict(dict(self.config.get("method") or {})).setting()
+        except ValueError:
+            return ""
+
     def label(self) -> str:
-        """``method`` (+ ``[ablation]`` when not ``none``), e.g. ``memcore [wo_ier]``."""
-        return self.method_label + ("" if self.ablation == "none" else f" [{self.ablation}]")
+        """``method`` (+ ``(setting)`` when it has one, + ``[ablation]`` when not ``none``), e.g.
+        ``memcore [wo_ier]``, ``lightmem (768-0.8, idf)``."""
+        note = f" ({self.setting_note})" if self.setting_note else ""
+        return self.method_label + note + ("" if self.ablation == "none" else f" [{self.ablation}]")
 
 
 def qa_time_ingest(run: RunData) -> dict[str, int]:

@@ -666,6 +666,11 @@ def headline_notes(summaries: Sequence[RunSummary]) -> list[str]:
             " n = 1,540 on all of LoCoMo); with repeated runs the mean over runs, ± the std of the runs' J; per-category J"
             " is in the detail table. The Judge column names the judge preset and the model that actually judged."
         )
+    if any(s.run.method.startswith("fluxmem") for s in summaries):
+        notes.append(
+            "FluxMem: its paper reports LoCoMo over categories 1-4 (adversarial left out); its headline here is the"
+            " cat. 1-4 column (F1 cat. 1-4, and J cat. 1-4 when judged), not the paper's overall over categories 1-5."
+        )
     notes.append(
         "Answers: the answer prompt, its temperature (categories 1-4 / category 5) and the mean answer length in words;"
         " the answer prompt moves J more than the memory does (full context with GPT-4.1-mini: 81.95 with a short-answer"
