@@ -158,7 +158,7 @@ class Packer:
 
     def pack(self, queries: Sequence[str], ranked_notes: Sequence[int], tokens: int, channels_of: dict) -> Packed:
         """The best turns (and, with ``summary``, their notes' context lines) within ``tokens`` rendered tokens,
-        in rank order. ``channels_of``: note id → the channels that found it (carried onto its turns)."""
+        in rank order. ``channels_of``: note id → the channels that found it (carried onto its turns, sorted)."""
         fused = self.rank(queries, ranked_notes)
         if self.s.cues.active or self.s.frame != "line":
             return self._pack_turns(queries[0], fused, tokens, channels_of)
@@ -167,7 +167,7 @@ class Packer:
         summarised: set[int] = set()
         for row, score in fused:
             nid, _ = self.ix.refs[row]
-            chans = tuple(channels_of.get(nid, ()))
+            chans = tuple(sorted(channels_of.get(nid, ())))
             group: list[int] = []
             note = self.ix.store.notes[nid]
             if self.s.summary and note.denoised and nid not in summarised:
@@ -200,7 +200,7 @@ class Packer:
         notes: list[EvidenceNote] = []
         for d in framed.dia_ids:
             row = ix.row_of[d]
-            notes.append(ix.turn_note(row, score_of.get(row, 0.0), tuple(channels_of.get(ix.refs[row][0], ()))))
+            notes.append(ix.turn_note(row, score_of.get(row, 0.0), tuple(sorted(channels_of.get(ix.refs[row][0], ())))))
         context = render_framed(framed.dia_ids, ix.meta, self.s.frame, cut_to=tokens if framed.cut else 0)
         if framed.cut:  # the one turn kept is cut in the context; its note keeps the same cut text
             notes = [cut_note(notes[0], tokens)]

@@ -33,11 +33,20 @@ def context_tokens_of(run: RunData) -> int | None:
 
 
 def row_label(run: RunData) -> str:
-    """``method [ablation]``, plus how a MemCoRe run filled the budget (``packed`` / ``whole notes``)."""
+    """``method [ablation]``, plus how a MemCoRe run filled the budget (``packed`` / ``whole notes``) and, for a
+    method packing turns, a non-default frame (``session frame``) and re-ranking cues (``+ cues``)."""
     label = run.label()
     mcfg = run.config.get("method") or {}
     if "pack" in mcfg:
         label += ", packed" if mcfg.get("pack") else ", whole notes"
+    packs_turns = mcfg.get("pack", True)
+    frame = mcfg.get("pack_frame") or "line"
+    if packs_turns and frame != "line":
+        label += ", session frame" + (" (rank order)" if frame == "session_rank" else "")
+    if packs_turns and any(
+        mcfg.get(k) for k in ("pack_cue_speaker", "pack_cue_date", "pack_cue_filler", "pack_cue_neighbors")
+    ):
+        label += " + cues"
     return label
 
 
