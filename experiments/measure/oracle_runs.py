@@ -2,8 +2,8 @@
 
     python -m experiments.measure.oracle_runs <run dir or archive> ... [--data locomo10.json]
 
-For every distinct (experiment dir, ``eval.context_tokens``) among the runs found, one oracle run is written
-beside them at ``<experiment>/<dataset>/<backbone>/<protocol>/oracle/none`` (``metrics.json``, ``config.yaml``,
+For every distinct ``eval.context_tokens`` among the runs found, one oracle run is written beside the first run
+with that budget at ``<experiment>/<dataset>/<backbone>/<protocol>/oracle/none`` (``metrics.json``, ``config.yaml``,
 ``items.jsonl.gz``, laid out as ``memcore-archive --slim`` lays out a run), over the questions of the first run
 found there. ``memcore-report`` then prints it as the first row of the equal-token tables and a dashed line in
 the recall-vs-tokens plot. Deterministic: rerunning rewrites the same bytes.
@@ -74,16 +74,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not dirs:
         print(f"error: no finished runs under {', '.join(map(str, args.runs))}; pass run dirs", file=sys.stderr)
         return 2
-    done: set[tuple[Path, int]] = set()
+    done: set[int] = set()
     for d in dirs:
         run = load_run(d)
         tokens = context_tokens_of(run)
         if tokens is None:
             continue
         method_dir = d.parent.parent  # <experiment>/<dataset>/<backbone>/<protocol>
-        if (method_dir, tokens) in done:
+        if tokens in done:
             continue
-        done.add((method_dir, tokens))
+        done.add(tokens)
         items = oracle_items(read_run_items(d), dataset.conversations, tokens)
         out = method_dir / ORACLE / "none"
         _write(out, items, run.metrics, tokens, run.config)
