@@ -93,10 +93,34 @@ def test_every_committed_run_re_derives_from_its_items(archive: str) -> None:
 
     assert (MEASURED / archive).is_dir(), f"results/measured/{archive} is listed but not committed"
     data_file_or_skip()
-    runs = find_run_dirs([MEASURED / archive])
+    runs = [r for r in find_run_dirs([MEASURED / archive]) if "oracle" not in r.parts]  # checked below
     assert runs
     for run in runs:
         assert rederive(run) == [], run
+
+
+@pytest.mark.parametrize("note", ["equal_tokens", "llm_packing", "evidence_frame"])
+def test_committed_oracle_runs_regenerate_from_the_data(note: str, tmp_path: Path) -> None:
+    """An oracle run (the gold turns packed smallest first) is no method's run: it is rewritten from the data and
+    its neighbours' questions by experiments/measure/oracle_runs.py, byte for byte."""
+    import shutil
+
+    from experiments.measure.oracle_runs import main as oracle_main
+    from tests.support import data_file_or_skip
+
+    oracles = sorted((MEASURED / note).glob("runs/*/*/*/*/oracle/none"))
+    if not oracles:
+        pytest.skip(f"no oracle runs under results/measured/{note}")
+    data_file_or_skip()
+    for oracle in oracles:
+        experiment = oracle.parents[4]
+        copy = tmp_path / oracle.relative_to(MEASURED)
+        shutil.copytree(
+            experiment, tmp_path / experiment.relative_to(MEASURED), ignore=shutil.ignore_patterns("oracle")
+        )
+        assert oracle_main([str(tmp_path / experiment.relative_to(MEASURED))]) == 0
+        for name in ("metrics.json", "config.yaml", "items.jsonl.gz"):
+            assert (copy / name).read_bytes() == (oracle / name).read_bytes(), f"{oracle}/{name}"
 
 
 def _index_rows(index: Path = MEASURED / "README.md") -> dict[str, str]:
