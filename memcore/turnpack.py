@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from memcore.budget import fill_units
 from memcore.text import count_tokens, truncate_to_tokens
@@ -71,6 +72,21 @@ class TurnMeta:
     def line(self) -> str:
         """``Speaker: text``."""
         return f"{self.speaker}: {self.text}"
+
+    @cached_property
+    def line_tokens(self) -> int:
+        """Tokens of ``Speaker: text`` (counted once per turn: the packer costs every candidate per question)."""
+        return count_tokens(self.line())
+
+    @cached_property
+    def header_tokens(self) -> int:
+        """Tokens of the ``[date]`` header (0 without a date)."""
+        return count_tokens(f"[{self.date}]") if self.date else 0
+
+    @cached_property
+    def dated_tokens(self) -> int:
+        """Tokens of ``[date] Speaker: text``."""
+        return count_tokens(f"[{self.date}] {self.line()}") if self.date else self.line_tokens
 
 
 @dataclass(frozen=True)
@@ -193,7 +209,7 @@ class Framed:
 
 def line_cost(m: TurnMeta) -> int:
     """Tokens of ``[date] Speaker: text``."""
-    return count_tokens(f"[{m.date}] {m.line()}") if m.date else count_tokens(m.line())
+    return m.dated_tokens
 
 
 def fill_framed(order: Sequence[str], meta: Mapping[str, TurnMeta], tokens: int, frame: str) -> Framed:
@@ -210,7 +226,7 @@ def fill_framed(order: Sequence[str], meta: Mapping[str, TurnMeta], tokens: int,
     used = skipped = 0
     for d in order:
         m = meta[d]
-        cost = count_tokens(m.line()) + (count_tokens(f"[{m.date}]") if m.date and m.date not in opened else 0)
+        cost = m.line_tokens + (m.header_tokens if m.date not in opened else 0)
         if used + cost <= tokens:
             taken.append(d)
             used += cost
