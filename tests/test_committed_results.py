@@ -18,7 +18,13 @@ MEASURED = REPO / "results" / "measured"
 HISTORY = REPO / "results" / "history"
 EQ_RUNS = [f"runs/eqtok_{b}{w}" for w in ("", "_whole") for b in (250, 500, 1000, 2000)]
 PACK = ["runs/llm_packing_k5", "runs/llm_packing_k5_whole", "runs/llm_packing_k5_fill"]
-FRAME_RUNS = [f"runs/i41_{b}{v}" for v in ("", "_today", "_cues", "_frame") for b in (250, 500, 1000, 2000)]
+FRAME_RUNS = [
+    *(f"runs/i41_{b}{v}" for v in ("", "_today", "_cues") for b in (250, 500, 1000, 2000)),
+    "runs/i41_500_frame",
+    "runs/i41_2000_frame",
+]
+FRAME_ARGS = [*FRAME_RUNS, "--no-reference", "--layout", "detail", "--formats", "md,csv"]
+EQ_FILES = ["equal_tokens.md", "equal_tokens.csv", "equal_tokens_by_category.md"]
 
 #: (note dir, the report arguments its note gives, the output dir inside the note dir, the files compared). The
 #: command runs in the note dir, so runs.txt names the runs relative to it.
@@ -41,18 +47,13 @@ COMMITTED_TABLES = [
         "ablation",
         ["ablation_table.md", "ablation_table.csv"],
     ),
+    ("evidence_frame", FRAME_ARGS, "report", EQ_FILES),
+    ("evidence_frame", [*FRAME_ARGS, "--equal-tokens-reference", "memcore-cheap, packed"], "report_vs_today", EQ_FILES),
     (
         "evidence_frame",
-        [*FRAME_RUNS, "--no-reference", "--layout", "detail", "--formats", "md,csv"],
-        "report",
-        ["equal_tokens.md", "equal_tokens.csv", "equal_tokens_by_category.md"],
-    ),
-    (
-        "evidence_frame",
-        [*FRAME_RUNS, "--no-reference", "--layout", "detail", "--formats", "md,csv"]
-        + ["--equal-tokens-reference", "memcore-cheap, packed"],
-        "report_vs_today",
-        ["equal_tokens.md", "equal_tokens.csv", "equal_tokens_by_category.md"],
+        [*FRAME_ARGS, "--equal-tokens-reference", "rag_hybrid, session frame + cues"],
+        "report_vs_rag_cues",
+        EQ_FILES,
     ),
     (
         "baseline_alignment_mem0",
