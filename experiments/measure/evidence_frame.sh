@@ -36,5 +36,6 @@ ROOT="${MEMCORE_RESULTS:-results}"
 ARCHIVE=${RUN%memcore-run}memcore-archive
 "$ARCHIVE" "$ROOT"/runs/i41_* "$ROOT"/runs/ladder50_* --slim --out results/measured/evidence_frame/runs
 PY=${RUN%memcore-run}python
+"$PY" -m experiments.measure.slim_items results/measured/evidence_frame/runs
 "$PY" -m experiments.measure.oracle_runs results/measured/evidence_frame/runs/i41_{250,500,1000,2000}
 log "all runs finished"
