@@ -30,6 +30,7 @@ from memcore.fusion import rrf_fuse
 from memcore.interfaces import Embedder, MethodContext, MethodSpec
 from memcore.schema import POS, UNIT, Rule, bad_value, knob, method_validator
 from memcore.text import count_tokens, truncate_to_tokens
+from memcore.turnpack import FRAMES, Cues, TurnMeta, fill_framed, render_framed, rerank
 from memcore.types import Evidence, Turn
 
 #: The methods this package registers (read by memcore.methods without importing it).
@@ -59,6 +60,18 @@ class RAGConfig:
     context_format: str = knob("notes", build=True, rule=Rule(choices=CONTEXT_FORMATS))
     # locomo format only: none (the official dialog database, clean_text) | inline ("[shares an image: …]" kept)
     locomo_captions: str = knob("none", build=True, rule=Rule(choices=LOCOMO_CAPTIONS))
+    # under eval.context_tokens (retrieve_within): the frame and cues of memcore/turnpack.py, as MemCoRe's packer
+    pack_frame: str = knob("line", rule=Rule(choices=FRAMES))
+    pack_cue_speaker: float = knob(0.0, rule=Rule(lo=0))
+    pack_cue_date: float = knob(0.0, rule=Rule(lo=0))
+    pack_cue_filler: int = knob(0, rule=Rule(lo=0))
+    pack_cue_neighbors: int = knob(0, rule=Rule(lo=0))
+
+    @property
+    def cues(self) -> Cues:
+        return Cues(
+            self.pack_cue_speaker, self.pack_cue_date, self.pack_cue_filler, self.pack_cue_neighbors, self.rrf_k
+        )
 
 
 def locomo_said(turn: Turn, captions: str = "none") -> str:
@@ -108,6 +121,9 @@ class RAG:
         self.turns: list[Turn] = []
         self.vectors: np.ndarray | None = None
         self.bm25: BM25Index | None = None
+        self._meta: dict[str, TurnMeta] | None = None
+        self._index: dict[str, int] = {}
+        self._speakers: list[str] = []
 
     @property
     def embedder(self) -> Embedder:
@@ -182,6 +198,8 @@ class RAG:
         ``budget`` turns when set), filled by the shared rule; a single turn larger than the budget is cut."""
         depth = min(len(self.turns), budget or tokens // 8 + 20)
         ranked = self._ranked(query, max(1, depth))
+        if self.cfg.context_format == "notes" and (self.cfg.pack_frame != "line" or self.cfg.cues.active):
+            return self._within_framed(query, ranked, tokens)
         fill = fill_units([count_tokens(self._line(i)) for i, _, _ in ranked], tokens)
         kept = [ranked[j] for j in fill.taken]
         rec = budget_record(tokens, kept=len(kept), dropped=fill.skipped, cut=fill.cut, how="rag_ranking")
@@ -191,6 +209,24 @@ class RAG:
         elif fill.cut:
             ev.notes = [cut_note(ev.notes[0], tokens)]
         return ev
+
+    def _within_framed(self, query: str, ranked: list[tuple[int, float, tuple[str, ...]]], tokens: int) -> Evidence:
+        """The ranking re-ranked by the cues and filled under the frame (:mod:`memcore.turnpack`)."""
+        if self._meta is None:
+            self._meta = {t.dia_id: TurnMeta(t.dia_id, t.speaker, t.text, t.session_time_raw) for t in self.turns}
+            self._index = {t.dia_id: i for i, t in enumerate(self.turns)}
+            self._speakers = sorted({t.speaker for t in self.turns})
+        meta, index = self._meta, self._index
+        found = {self.turns[i].dia_id: (s, ch) for i, s, ch in ranked}
+        order = rerank([self.turns[i].dia_id for i, _, _ in ranked], query, meta.get, self._speakers, self.cfg.cues)
+        framed = fill_framed(order, meta, tokens, self.cfg.pack_frame)
+        notes = [turn_note(self.turns[index[d]], *found.get(d, (0.0, ()))) for d in framed.dia_ids]
+        context = render_framed(framed.dia_ids, meta, self.cfg.pack_frame, cut_to=tokens if framed.cut else 0)
+        if framed.cut:
+            notes = [cut_note(notes[0], tokens)]
+        how = f"rag_ranking, {self.cfg.pack_frame} frame"
+        rec = budget_record(tokens, kept=len(notes), dropped=framed.skipped, cut=framed.cut, how=how)
+        return Evidence(notes=notes, context=context, extra={BUDGET_KEY: rec})
 
     def save(self, path: Path) -> None:
         save_turns(self.turns, path / "turns.jsonl")

@@ -18,6 +18,13 @@ MEASURED = REPO / "results" / "measured"
 HISTORY = REPO / "results" / "history"
 EQ_RUNS = [f"runs/eqtok_{b}{w}" for w in ("", "_whole") for b in (250, 500, 1000, 2000)]
 PACK = ["runs/llm_packing_k5", "runs/llm_packing_k5_whole", "runs/llm_packing_k5_fill"]
+FRAME_RUNS = [
+    *(f"runs/i41_{b}{v}" for v in ("", "_today", "_cues") for b in (250, 500, 1000, 2000)),
+    "runs/i41_500_frame",
+    "runs/i41_2000_frame",
+]
+FRAME_ARGS = [*FRAME_RUNS, "--no-reference", "--layout", "detail", "--formats", "md,csv"]
+EQ_FILES = ["equal_tokens.md", "equal_tokens.csv", "equal_tokens_by_category.md"]
 
 #: (note dir, the report arguments its note gives, the output dir inside the note dir, the files compared). The
 #: command runs in the note dir, so runs.txt names the runs relative to it.
@@ -39,6 +46,14 @@ COMMITTED_TABLES = [
         ["runs/llm_packing_k5", "runs/llm_packing_k5_noier", "--no-reference", "--layout", "ablation"],
         "ablation",
         ["ablation_table.md", "ablation_table.csv"],
+    ),
+    ("evidence_frame", FRAME_ARGS, "report", EQ_FILES),
+    ("evidence_frame", [*FRAME_ARGS, "--equal-tokens-reference", "memcore-cheap, packed"], "report_vs_today", EQ_FILES),
+    (
+        "evidence_frame",
+        [*FRAME_ARGS, "--equal-tokens-reference", "rag_hybrid, session frame + cues"],
+        "report_vs_rag_cues",
+        EQ_FILES,
     ),
     (
         "baseline_alignment_mem0",
@@ -93,10 +108,34 @@ def test_every_committed_run_re_derives_from_its_items(archive: str) -> None:
 
     assert (MEASURED / archive).is_dir(), f"results/measured/{archive} is listed but not committed"
     data_file_or_skip()
-    runs = find_run_dirs([MEASURED / archive])
+    runs = [r for r in find_run_dirs([MEASURED / archive]) if "oracle" not in r.parts]  # checked below
     assert runs
     for run in runs:
         assert rederive(run) == [], run
+
+
+@pytest.mark.parametrize("note", ["equal_tokens", "llm_packing", "evidence_frame"])
+def test_committed_oracle_runs_regenerate_from_the_data(note: str, tmp_path: Path) -> None:
+    """An oracle run (the gold turns packed smallest first) is no method's run: it is rewritten from the data and
+    its neighbours' questions by experiments/measure/oracle_runs.py, byte for byte."""
+    import shutil
+
+    from experiments.measure.oracle_runs import main as oracle_main
+    from tests.support import data_file_or_skip
+
+    oracles = sorted((MEASURED / note).glob("runs/*/*/*/*/oracle/none"))
+    if not oracles:
+        pytest.skip(f"no oracle runs under results/measured/{note}")
+    data_file_or_skip()
+    for oracle in oracles:
+        experiment = oracle.parents[4]
+        copy = tmp_path / oracle.relative_to(MEASURED)
+        shutil.copytree(
+            experiment, tmp_path / experiment.relative_to(MEASURED), ignore=shutil.ignore_patterns("oracle")
+        )
+        assert oracle_main([str(tmp_path / experiment.relative_to(MEASURED))]) == 0
+        for name in ("metrics.json", "config.yaml", "items.jsonl.gz"):
+            assert (copy / name).read_bytes() == (oracle / name).read_bytes(), f"{oracle}/{name}"
 
 
 def _index_rows(index: Path = MEASURED / "README.md") -> dict[str, str]:
@@ -193,3 +232,21 @@ def test_the_rehearsal_checks_re_derive_from_the_committed_runs() -> None:
     assert R.check_estimate(full_plan, idle)["rows"] == full_summary["estimate"]["rows"]
     faults = R.check_faults(full_plan, full_summary["simulator"])
     assert faults == full_summary["faults"] and faults["ok"]
+
+
+@pytest.mark.parametrize("run", ["i41_k20_whole", "i41_k20"])
+def test_memcore_cheap_k20_recall_floor_holds_on_the_committed_items(run: str) -> None:
+    """K = 20 on all of LoCoMo, categories 1-4: recall >= 68.2 % and hit >= 76.1 % with packing off (the whole
+    notes) and with memcore-cheap's default (packed turns), recomputed from the committed items."""
+    import gzip
+    import json
+
+    path = MEASURED / "evidence_frame" / "runs" / run / "locomo" / "local" / "amem" / "memcore-cheap" / "none"
+    if not path.is_dir():
+        pytest.skip(f"no committed run {run}")
+    with gzip.open(path / "items.jsonl.gz", "rt") as fh:
+        items = [json.loads(line) for line in fh]
+    scored = [it for it in items if it["category"] in (1, 2, 3, 4) and it["recall"] is not None]
+    assert len(scored) == 1536
+    assert 100 * sum(it["recall"] for it in scored) / len(scored) >= 68.2
+    assert 100 * sum(it["hit"] for it in scored) / len(scored) >= 76.1

@@ -18,6 +18,8 @@ METHODS = sorted(p.stem for p in (REPO / "configs" / "method").glob("*.yaml"))
 #: With the content-free scripted backbone, Mem0's extraction stores nothing, so its evidence is empty here;
 #: its budget over both speakers' searches is tested with a scripted extractor in test_baseline_mem0*.py.
 NO_NOTES_ON_SCRIPTED = {"mem0", "mem0-two-phase"}
+#: Methods that pack raw turns by default: eval.budget=K is the K notes whose whole-note tokens the turns fill.
+PACKS_TURNS = {"memcore-cheap"}
 
 
 def test_evidence_disclosure_by_hand() -> None:
@@ -60,8 +62,14 @@ def test_every_method_gives_at_most_budget_notes(method: str, tmp_path: Path) ->
         "concurrency=1",
     ]
     run_config(compose_run(tmp_path, overrides), tmp_path / "run")
-    counts = [len(r["notes"]) for r in read_items(tmp_path / "run" / "items.jsonl")]
+    items = read_items(tmp_path / "run" / "items.jsonl")
+    counts = [len(r["notes"]) for r in items]
     assert len(counts) == 4
+    if method in PACKS_TURNS:  # the turns fill what the top 3 whole notes cost, never more
+        packing = [r["extra"]["packing"] for r in items]
+        assert all(p["tokens"] == p["whole_note_tokens"] and 0 < p["used"] <= p["tokens"] for p in packing)
+        assert all(r["context_tokens"] <= p["tokens"] for r, p in zip(items, packing, strict=True))
+        return
     assert max(counts) <= 3
     if method not in NO_NOTES_ON_SCRIPTED:
         assert max(counts) == 3  # the budget is reached (locomo-tiny holds far more than 3 notes), not undershot

@@ -154,7 +154,13 @@ def test_equal_token_tables_pair_each_method_with_the_reference_at_its_budget(tm
 
     def items(recalls: list[float]) -> list[dict]:
         return [
-            dict(run_item("conv-1", i, 1 + i % 4, None, None), recall=r, hit=float(r > 0), evidence=["D1:1"])
+            dict(
+                run_item("conv-1", i, 1 + i % 4, None, None),
+                recall=r,
+                hit=float(r > 0),
+                evidence=["D1:1"],
+                retrieved_dia_ids=["D1:1"] if r > 0 else ["D2:4"],
+            )
             for i, r in enumerate(recalls)
         ]
 
@@ -173,7 +179,7 @@ def test_equal_token_tables_pair_each_method_with_the_reference_at_its_budget(tm
     rows = {r[0]: r for r in table.rows}
     mem = rows["memcore-cheap, packed"]
     assert mem[1:3] == ["–", "–"]  # no run at 250 tokens
-    assert mem[3] == "75.0 / 75.0" and mem[4].startswith("+25.0 [")  # one item of four gains a full recall
+    assert mem[3] == "75.0 / 75.0 / 75.0" and mem[4].startswith("+25.0 [")  # one item of four gains a full recall
     assert rows["rag_hybrid"][4] == "ref." and rows["memcore-cheap, packed"][1] == "–"
     assert category_table(loaded, n_boot=200) is not None
     written = plot_recall_vs_context_tokens(loaded, tmp_path / "plots")

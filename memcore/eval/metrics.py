@@ -201,6 +201,32 @@ def evidence_scores(gold_ids: Iterable[str], retrieved_ids: Iterable[str]) -> di
     return {"recall": found / len(gold), "hit": 1.0 if found else 0.0}
 
 
+#: How many distinct retrieved sessions :func:`session_hit` looks at (the session-level claims of public systems).
+SESSION_HIT_N = 5
+
+
+def session_of(dia_id: str) -> str:
+    """The session of a LoCoMo dia_id: ``D12:3`` → ``D12`` (an id without ``:`` is its own session)."""
+    return str(dia_id).split(":", 1)[0]
+
+
+def session_hit(gold_ids: Iterable[str], retrieved_ids: Iterable[str], n: int = SESSION_HIT_N) -> float | None:
+    """Session-level hit: 1 when a gold turn's session is among the first ``n`` distinct sessions of the retrieved
+    dia_ids (in retrieval order), else 0; ``None`` without gold evidence. Coarser than :func:`evidence_scores`'
+    hit: the gold turn itself need not be retrieved, only a turn of its session."""
+    gold = {session_of(d) for d in gold_ids}
+    if not gold:
+        return None
+    first: list[str] = []
+    for d in retrieved_ids:
+        s = session_of(d)
+        if s not in first:
+            first.append(s)
+            if len(first) == n:
+                break
+    return 1.0 if gold & set(first) else 0.0
+
+
 def recall_at_budget(
     gold_ids: Iterable[str], notes: Sequence[tuple[Sequence[str], int]], budget_tokens: int
 ) -> dict[str, float | int | None]:

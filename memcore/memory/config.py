@@ -14,6 +14,7 @@ from memcore.memory.ablations import SWITCHES as SWITCHES
 from memcore.memory.ablations import Switches as Switches
 from memcore.memory.notes import INDEX_KINDS
 from memcore.schema import POS, TEMPERATURE, UNIT, Rule, build_keys, check_rules, knob
+from memcore.turnpack import FRAMES
 
 JUDGES = ("llm", "embedding")
 EVIDENCE_TEXT = ("raw", "context", "both")
@@ -72,6 +73,12 @@ class MemCoReConfig:
     pack_note_weight: float = knob(1.0, rule=Rule(lo=0))  # RRF weight of the note-rank prior
     pack_summary: bool = False  # a packed note's context line before its best turn (LLM mode; charged)
     pack_tokens: int | None = knob(None, rule=POS)  # None: the tokens of the top k_final whole notes
+    # the packed turns' frame and re-ranking cues (memcore/turnpack.py; shared with the RAG baselines)
+    pack_frame: Literal["line", "session", "session_rank"] = knob("line", rule=Rule(choices=FRAMES))
+    pack_cue_speaker: float = knob(0.0, rule=Rule(lo=0))  # RRF weight of the named speaker's turns
+    pack_cue_date: float = knob(0.0, rule=Rule(lo=0))  # RRF weight of the turns of the question's stated date
+    pack_cue_filler: int = knob(0, rule=Rule(lo=0))  # turns with fewer content words go last (0: off)
+    pack_cue_neighbors: int = knob(0, rule=Rule(lo=0))  # ±1 neighbours of the first N turns follow them
     ann_threshold: int = knob(200_000, rule=POS)
     index: Literal["auto", "flat", "ivf", "hnsw"] = knob("auto", rule=Rule(choices=INDEX_KINDS))
     # LLM sampling (deterministic by default so the response cache applies)
@@ -87,6 +94,12 @@ class MemCoReConfig:
             )
         if self.topic_min > self.topic_max:
             raise ConfigError(f"need 1 <= topic_min <= topic_max, got {self.topic_min}, {self.topic_max}")
+        cues = (self.pack_cue_speaker, self.pack_cue_date, self.pack_cue_filler, self.pack_cue_neighbors)
+        if self.pack_summary and (self.pack_frame != "line" or any(cues)):
+            raise ConfigError(
+                "method.pack_summary writes note lines in the line frame without cues; set method.pack_frame=line"
+                " and method.pack_cue_*=0, or method.pack_summary=false"
+            )
 
     @property
     def uses_llm(self) -> bool:

@@ -11,6 +11,11 @@ not fit the tokens left is skipped); each is rendered ``[date] Speaker: text``, 
 note's context line is placed before its first packed turn and charged to the budget. When not even the best
 turn fits, it is cut at the budget and counted (``packing.cut`` in stats).
 
+Before the fill the fused order may be re-ranked by cheap cues (``pack_cue_*``: the named speaker, the stated
+date, filler demotion, ±1 neighbours) and the packed turns written in a session frame (``pack_frame``: one
+``[date]`` header per session, charged to the budget); both are :mod:`memcore.turnpack`'s, shared with the RAG
+baselines. With the defaults (no cue, ``line`` frame) packing is as described above.
+
 Read-only after construction: safe to call from several threads (the BM25 search holds a lock).
 """
 
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,6 +33,7 @@ from memcore.interfaces import Embedder
 from memcore.memory.ingestion import clean_text
 from memcore.memory.notes import NoteStore
 from memcore.text import count_tokens
+from memcore.turnpack import Cues, TurnMeta, fill_framed, render_framed, rerank
 from memcore.types import EvidenceNote
 
 BM25_K1 = 1.5
@@ -43,6 +49,8 @@ class PackSettings:
     subquery_weight: float
     rrf_k: int
     summary: bool
+    frame: str = "line"
+    cues: Cues = field(default_factory=Cues)
 
 
 @dataclass
@@ -55,6 +63,7 @@ class Packed:
     tokens: int
     cut: bool
     skipped: int
+    context: str = ""
 
 
 class _BM25:
@@ -99,6 +108,14 @@ class TurnIndex:
         texts = [clean_text(store.notes[nid].raws[i].render()) for nid, i in self.refs]
         self.vectors = embedder.encode(texts) if texts else np.zeros((0, store.dim), dtype=np.float32)
         self.bm25 = _BM25(texts)
+        self.row_of: dict[str, int] = {}
+        self.meta: dict[str, TurnMeta] = {}
+        for row, (nid, i) in enumerate(self.refs):
+            raw = store.notes[nid].raws[i]
+            if raw.dia_id not in self.row_of:
+                self.row_of[raw.dia_id] = row
+                self.meta[raw.dia_id] = TurnMeta(raw.dia_id, raw.speaker, raw.text, raw.time)
+        self.speakers: list[str] = sorted({m.speaker for m in self.meta.values()})
 
     def turn_note(self, row: int, score: float, channels: tuple[str, ...]) -> EvidenceNote:
         nid, i = self.refs[row]
@@ -141,14 +158,16 @@ class Packer:
 
     def pack(self, queries: Sequence[str], ranked_notes: Sequence[int], tokens: int, channels_of: dict) -> Packed:
         """The best turns (and, with ``summary``, their notes' context lines) within ``tokens`` rendered tokens,
-        in rank order. ``channels_of``: note id → the channels that found it (carried onto its turns)."""
+        in rank order. ``channels_of``: note id → the channels that found it (carried onto its turns, sorted)."""
         fused = self.rank(queries, ranked_notes)
+        if self.s.cues.active or self.s.frame != "line":
+            return self._pack_turns(queries[0], fused, tokens, channels_of)
         units: list[EvidenceNote] = []
         groups: list[list[int]] = []  # unit indices that enter together (a summary line with its note's first turn)
         summarised: set[int] = set()
         for row, score in fused:
             nid, _ = self.ix.refs[row]
-            chans = tuple(channels_of.get(nid, ()))
+            chans = tuple(sorted(channels_of.get(nid, ())))
             group: list[int] = []
             note = self.ix.store.notes[nid]
             if self.s.summary and note.denoised and nid not in summarised:
@@ -167,3 +186,22 @@ class Packer:
             return Packed([best], len(fused), count_tokens(note_line(best)), True, fill.skipped)
         kept = [units[i] for g in fill.taken for i in groups[g]]
         return Packed(kept, len(fused), fill.used, False, fill.skipped)
+
+    def _pack_turns(self, question: str, fused: list[tuple[int, float]], tokens: int, channels_of: dict) -> Packed:
+        """Cue re-ranking of the fused turns, then the fill and rendering of :attr:`PackSettings.frame` (turns
+        only; a note's summary line is not written in this path)."""
+        ix = self.ix
+        score_of = dict(fused)
+        order = list(dict.fromkeys(ix.store.notes[ix.refs[r][0]].raws[ix.refs[r][1]].dia_id for r, _ in fused))
+        order = rerank(order, question, ix.meta.get, ix.speakers, self.s.cues)
+        if not order:
+            return Packed([], 0, 0, False, 0)
+        framed = fill_framed(order, ix.meta, tokens, self.s.frame)
+        notes: list[EvidenceNote] = []
+        for d in framed.dia_ids:
+            row = ix.row_of[d]
+            notes.append(ix.turn_note(row, score_of.get(row, 0.0), tuple(sorted(channels_of.get(ix.refs[row][0], ())))))
+        context = render_framed(framed.dia_ids, ix.meta, self.s.frame, cut_to=tokens if framed.cut else 0)
+        if framed.cut:  # the one turn kept is cut in the context; its note keeps the same cut text
+            notes = [cut_note(notes[0], tokens)]
+        return Packed(notes, len(fused), count_tokens(context), framed.cut, framed.skipped, context)

@@ -29,6 +29,7 @@ from memcore.memory.stats import distribution, note_shape, retrieval_summary
 from memcore.memory.topics import Topics, compute_topics
 from memcore.schema import method_validator
 from memcore.text import count_tokens
+from memcore.turnpack import Cues
 from memcore.types import Evidence, EvidenceNote, Turn
 
 NEAR_DUP_COSINE = 0.9
@@ -260,6 +261,14 @@ class MemCoRe:
                 subquery_weight=self.cfg.ier_subquery_weight,
                 rrf_k=self.cfg.rrf_k,
                 summary=self.cfg.pack_summary,
+                frame=self.cfg.pack_frame,
+                cues=Cues(
+                    speaker=self.cfg.pack_cue_speaker,
+                    date=self.cfg.pack_cue_date,
+                    filler=self.cfg.pack_cue_filler,
+                    neighbors=self.cfg.pack_cue_neighbors,
+                    rrf_k=self.cfg.rrf_k,
+                ),
             )
             self._packer = Packer(TurnIndex(self.store, self.embedder), self.embedder, settings)
 
@@ -340,7 +349,7 @@ class MemCoRe:
             extra[BUDGET_KEY] = budget_record(
                 tokens, kept=len(packed.notes), dropped=packed.skipped, cut=packed.cut, how="memcore_packing"
             )
-        return Evidence(notes=packed.notes, rounds=pool.rounds, extra=extra)
+        return Evidence(notes=packed.notes, context=packed.context, rounds=pool.rounds, extra=extra)
 
     def _count_pack(self, packed: Packed) -> None:
         with self._stats_lock:

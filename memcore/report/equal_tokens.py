@@ -4,7 +4,9 @@ Every cell is measured on the context the method actually handed over at that bu
 dia_ids in it; F1 / BLEU-1 when the runs answered), and each method is compared with a reference method
 (default ``rag_hybrid``) at the same budget by a paired per-item 95 % interval
 (:func:`memcore.eval.bootstrap.paired_delta_ci`). A second table gives the same per LoCoMo category 1-4, and
-:func:`plot_recall_vs_context_tokens` draws recall against the budget, one line per method.
+:func:`plot_recall_vs_context_tokens` draws recall against the budget, one line per method. An ``oracle`` run
+(:mod:`memcore.eval.oracle`: the gold turns packed smallest first) is the first row and a dashed black line: the
+recall each budget allows. Session hit (:func:`memcore.eval.metrics.session_hit`) is read from the same items.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from memcore.report.tables import Table
 
 CATS: tuple[int, ...] = (1, 2, 3, 4)
 REFERENCE = "rag_hybrid"
+ORACLE = "oracle"
 
 
 def context_tokens_of(run: RunData) -> int | None:
@@ -30,11 +33,20 @@ def context_tokens_of(run: RunData) -> int | None:
 
 
 def row_label(run: RunData) -> str:
-    """``method [ablation]``, plus how a MemCoRe run filled the budget (``packed`` / ``whole notes``)."""
+    """``method [ablation]``, plus how a MemCoRe run filled the budget (``packed`` / ``whole notes``) and, for a
+    method packing turns, a non-default frame (``session frame``) and re-ranking cues (``+ cues``)."""
     label = run.label()
     mcfg = run.config.get("method") or {}
     if "pack" in mcfg:
         label += ", packed" if mcfg.get("pack") else ", whole notes"
+    packs_turns = mcfg.get("pack", True)
+    frame = mcfg.get("pack_frame") or "line"
+    if packs_turns and frame != "line":
+        label += ", session frame" + (" (rank order)" if frame == "session_rank" else "")
+    if packs_turns and any(
+        mcfg.get(k) for k in ("pack_cue_speaker", "pack_cue_date", "pack_cue_filler", "pack_cue_neighbors")
+    ):
+        label += " + cues"
     return label
 
 
@@ -62,6 +74,7 @@ def grid(runs: Sequence[RunData]) -> tuple[list[str], list[int], dict[tuple[str,
             labels.append(label)
         cells[(label, n)] = r
     budgets = sorted({n for _, n in cells})
+    labels.sort(key=lambda label: label != ORACLE)  # the ceiling first; the others keep their order
     return labels, budgets, cells
 
 
@@ -79,7 +92,7 @@ def _delta(ci: tuple[float, float, float, int] | None) -> str:
 
 def _metrics(runs: Sequence[RunData]) -> list[str]:
     answered = any(r.answered for r in runs)
-    return ["recall", "hit", *(["f1", "bleu1"] if answered else [])]
+    return ["recall", "hit", "session_hit", *(["f1", "bleu1"] if answered else [])]
 
 
 def equal_token_table(
@@ -126,8 +139,10 @@ def equal_token_table(
     notes = [
         f"Each cell is a run under eval.context_tokens=N: the context every method handed over is at most N tokens"
         f" (memcore.text.count_tokens), and recall / hit count the dia_ids in it. Categories 1-4, items with gold"
-        f" evidence. Δ: paired per-item change against {reference} at the same budget, percentile interval over"
-        f" {n_boot} item resamples; * = the interval excludes 0.",
+        f" evidence. session_hit: a gold turn's session among the first 5 distinct sessions of the context."
+        f" Δ: paired per-item change against {reference} at the same budget, percentile interval over"
+        f" {n_boot} item resamples; * = the interval excludes 0. {ORACLE}: the gold turns themselves, packed"
+        f" smallest first in the same [date] Speaker: text lines (what the budget allows).",
     ]
     if missing_ref:
         notes.append(
@@ -223,21 +238,21 @@ def plot_recall_vs_context_tokens(
     cmap = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
     for i, label in enumerate(labels):
         xs = [n for n in budgets if curves[label].get(n) is not None]
-        ax.plot(
-            xs,
-            [curves[label][n] for n in xs],
-            marker="osD^vP*X"[i % 8],
-            linewidth=2.4 if label.startswith("memcore") and "packed" in label and "[" not in label else 1.2,
-            linestyle="-" if i < 10 else "--",
-            color=cmap(i % cmap.N),
-            label=label,
-        )
+        style: dict[str, Any] = {
+            "marker": "osD^vP*X"[i % 8],
+            "linewidth": 2.4 if label.startswith("memcore") and "packed" in label and "[" not in label else 1.2,
+            "linestyle": "-" if i < 10 else "--",
+            "color": cmap(i % cmap.N),
+        }
+        if label == ORACLE:
+            style = {"marker": "_", "linewidth": 1.6, "linestyle": ":", "color": "black"}
+        ax.plot(xs, [curves[label][n] for n in xs], label=label, **style)
     ax.set_xscale("log", base=2)
     ax.set_xticks(budgets)
     ax.set_xticklabels([str(n) for n in budgets])
     ax.set_xlabel("eval.context_tokens (tokens handed to the answerer, log scale)")
     ax.set_ylabel("evidence recall, categories 1-4 (%)")
-    ax.set_ylim(0, 100)
+    ax.set_ylim(0, 102)  # the oracle runs along 100
     ax.grid(alpha=0.3, which="both")
     ax.set_title("Evidence recall at equal context tokens")
     legend = ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="method")
