@@ -12,7 +12,8 @@ helpers live in ``tests/support.py``, the fake LLMs in ``tests/fakes.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,17 @@ from tests.support import compose_run, data_file_or_skip, story_conversation
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", default=False, help="also run tests marked slow")
+
+
+@pytest.fixture(autouse=True)
+def _root_log_handlers_restored() -> Iterator[None]:
+    """A CLI ``main`` called in-process configures the root logger (``logging.basicConfig``) with the stream capsys
+    lends it; that stream is closed after the test, so the handler is removed again here."""
+    root = logging.getLogger()
+    before = list(root.handlers)
+    yield
+    for handler in [h for h in root.handlers if h not in before]:
+        root.removeHandler(handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
