@@ -4,8 +4,8 @@ to category-1 misses, one item's highlighted gold turns, and the two-run view.""
 from __future__ import annotations
 
 import gzip
-import os
 import json
+import os
 from pathlib import Path
 from typing import Any
 
