@@ -119,6 +119,10 @@ class Runner:
         get_preset(self.cfg.eval.get("judge_preset"))
         if self.cfg.eval.judge:
             judge_run_info(self.cfg, check_key=True)
+        if str(self.cfg.eval.get("answer_prompt")) == "upstream" and not self.spec.upstream_answer:
+            from memcore.eval.upstream import no_upstream_line
+
+            log.info(no_upstream_line(self.spec.name))
 
     def _process(self, data: LoadedSlice) -> dict[str, bool]:
         """Build, predict and score every pending item, conversations in parallel threads; returns which lazy

@@ -505,4 +505,5 @@ SPEC = MethodSpec(
     validate_config=method_validator(AMemConfig, build=lambda name, cfg: config_from_dict(AMemConfig, cfg, name)),
     retrieve_uses_llm=lambda c, a: bool(c.get("query_keywords", True)),
     description="A-MEM: LLM-written notes, link generation and memory evolution (authors' LoCoMo pipeline)",
+    upstream_answer="baselines.amem.answer_prompt:UPSTREAM",
 )

@@ -39,7 +39,7 @@ class LightMemConfig:
     temperature: float = knob(0.0, build=True, rule=TEMPERATURE)
     # retrieval (does not change the built memory)
     top_k: int = knob(60, rule=POS)
-    provenance: str = knob("segment", rule=Rule(choices=PROVENANCE))
+    provenance: str = knob("source", rule=Rule(choices=PROVENANCE))
 
     def __post_init__(self) -> None:
         check_rules(self, "lightmem")

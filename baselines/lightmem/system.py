@@ -137,7 +137,8 @@ class LightMem:
             e = entries[i]
             ids = e.segment_dia_ids if self.cfg.provenance == "segment" else e.source_dia_ids
             notes.append(EvidenceNote(e.entry_id, e.text, tuple(ids), float(scores[i]), ("embedding",), e.timestamp))
-        return Evidence(notes=notes, extra={"entries": len(entries)})
+        layout = {"entries": [(entries[i].speaker, entries[i].timestamp, entries[i].text) for i in top]}
+        return Evidence(notes=notes, extra={"entries": len(entries)}, layout=layout)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: Path) -> None:
@@ -186,4 +187,5 @@ SPEC = MethodSpec(
     config_schema=(LightMemConfig,),
     validate_config=method_validator(LightMemConfig, build=lambda name, cfg: config_from_dict(cfg)),
     description="LightMem: compressed sensory buffer → topic segments → batched fact extraction → sleep-time update",
+    upstream_answer="baselines.lightmem.answer_prompt:UPSTREAM",
 )

@@ -429,4 +429,5 @@ SPEC = MethodSpec(
     config_schema=(Mem0Config,),
     validate_config=method_validator(Mem0Config, build=lambda name, cfg: config_from_dict(Mem0Config, cfg, name)),
     description="Mem0 (mem0ai 2.2.1, real package): LLM fact extraction per 2-message batch, per-speaker search",
+    upstream_answer="baselines.mem0.answer_prompt:UPSTREAM",
 )

@@ -417,4 +417,5 @@ SPEC = MethodSpec(
         Mem0TwoPhaseConfig, build=lambda name, cfg: config_from_dict(Mem0TwoPhaseConfig, cfg, name)
     ),
     description="Mem0's two-phase pipeline (mem0ai 1.0.11 prompts): fact extraction, then ADD/UPDATE/DELETE/NONE",
+    upstream_answer="baselines.mem0.answer_prompt:UPSTREAM",
 )
