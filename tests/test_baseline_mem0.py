@@ -77,7 +77,7 @@ def test_custom_instructions_are_their_evaluation_text_in_the_extraction_prompt(
     from baselines.mem0.custom_instructions import CUSTOM_INSTRUCTIONS
 
     script = Mem0ExtractorLLM()
-    mem, _ = _memory(tmp_path, script)
+    _memory(tmp_path, script)
     assert CUSTOM_INSTRUCTIONS.startswith("\nGenerate personal memories that follow these guidelines:\n")
     assert script.prompts and all("## Custom Instructions\n" + CUSTOM_INSTRUCTIONS in p for p in script.prompts)
     plain = Mem0ExtractorLLM()

@@ -84,7 +84,9 @@ def test_events_update_provenance_and_search_layout(tmp_path: Path) -> None:
     assert mem.counters["events_unattributed"] == 0 and mem.stats()["memories_unattributed"] == 0
     ev = mem.retrieve("support group")
     assert [n.dia_ids for n in ev.notes if n.note_id == rec.mem_id] == [("D1:1", "D2:1")]
-    lenient = Mem0TwoPhase(Mem0TwoPhaseConfig(provenance="batch"), _conversation(), lambda: None, lambda: mem.embedder, 3)
+    lenient = Mem0TwoPhase(
+        Mem0TwoPhaseConfig(provenance="batch"), _conversation(), lambda: None, lambda: mem.embedder, 3
+    )
     lenient.stores = mem.stores
     assert [n.dia_ids for n in lenient.retrieve("support group").notes if n.note_id == rec.mem_id] == [
         ("D1:1", "D1:2", "D2:1")

@@ -1,4 +1,4 @@
-# ruff: noqa: W291, W293 (the prompt keeps the original's trailing spaces)
+# ruff: noqa: W291 (the prompt keeps the original's trailing spaces)
 """Mem0's LoCoMo answer prompt, verbatim: ``ANSWER_PROMPT`` of mem0ai/mem0 ``evaluation/prompts.py`` at commit
 ``aae5989e7``, and the way ``evaluation/src/memzero/search.py`` (same commit) sends it.
 

@@ -231,7 +231,6 @@ class Mem0TwoPhase:
 
         store = self.stores[speaker]
         messages = [{"role": "user" if t.speaker == speaker else "assistant", "content": t.render()} for t in batch]
-        dia_ids = [t.dia_id for t in batch]
         timestamp = batch[0].session_time_raw
         today = batch[0].session_time.date().isoformat() if self.cfg.ground_dates else date.today().isoformat()
         self.counters["add_calls"] += 1

@@ -82,7 +82,10 @@ def check_answer_prompt(cfg: dict[str, Any], upstream: UpstreamAnswer | None) ->
     if defaults is not None:
         explicit = {
             "protocol.temperature": (protocol.get("temperature"), defaults.temperature_default),
-            "protocol.temperature_adversarial": (protocol.get("temperature_adversarial"), defaults.temperature_adversarial),
+            "protocol.temperature_adversarial": (
+                protocol.get("temperature_adversarial"),
+                defaults.temperature_adversarial,
+            ),
             "protocol.max_tokens": (protocol.get("max_tokens"), None),
         }
         for key, (got, default) in explicit.items():

@@ -86,7 +86,6 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
         metrics["run"]["judge"] = judge_run_info(cfg)
     if cfg.eval.answer:  # issue 15: the answer prompt moves J more than the memory does; disclose it
         from memcore.eval.disclosure import answer_disclosure
-
         from memcore.pipeline.resources import run_upstream_answer
 
         metrics["run"]["answer"] = answer_disclosure(
