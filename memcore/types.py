@@ -42,6 +42,7 @@ class Turn:
     session_time: datetime
     session_time_raw: str
     image_caption: str | None = None
+    has_img_url: bool = False  # the raw turn has an ``img_url`` (A-MEM's loader captions only those)
 
     def render(self) -> str:
         """Speaker-prefixed text, the form every method ingests."""
