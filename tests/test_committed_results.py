@@ -42,6 +42,12 @@ COMMITTED_TABLES = [
         ["ablation_table.md", "ablation_table.csv"],
     ),
     (
+        "provenance_rule",
+        ["runs/prov_batch", "runs/prov_source", "--layout", "detail", "--formats", "md,csv"],
+        ".",
+        ["detail_table.md", "detail_table.csv"],
+    ),
+    (
         "baseline_alignment_mem0",
         ["runs/alignment", "--layout", "detail", "--formats", "md,csv"],
         ".",
@@ -74,6 +80,7 @@ def test_a_committed_table_regenerates_from_its_committed_items(
 VERIFIED_ARCHIVES = [
     "first_run/runs",
     "baseline_alignment_mem0/runs",
+    "provenance_rule/runs",
     "llm_packing/runs",
     "rehearsal_quick/runs",
     "link_provenance/runs",
