@@ -633,6 +633,11 @@ def headline_notes(summaries: Sequence[RunSummary]) -> list[str]:
 
     notes = list(dict.fromkeys(n for s in summaries if (n := protocol_cat5_note(s.run.protocol))))
     notes.append(CATEGORY_NAME_NOTE)
+    if any(s.run.method_label == "mem0" for s in summaries):
+        notes.append(
+            "mem0: mem0ai 2.2.1's add-only pipeline (one extraction call per add), not the algorithm behind Mem0's"
+            " published numbers; the paper's Mem0 row is mem0-two-phase (extraction, then ADD/UPDATE/DELETE/NONE)."
+        )
     if any(s.values.get("judge_no_adv") is not None for s in summaries):
         notes.append(
             "J cat. 1-4: share of answers the judge labels CORRECT over categories 1-4 (as published LoCoMo J numbers;"
