@@ -95,7 +95,9 @@ class _Mem0AnswerLLM(Mem0TwoPhaseLLM):
 
 @pytest.mark.usefixtures("locomo_path")
 def test_an_upstream_run_answers_with_mem0s_prompt_discloses_it_and_is_keyed(tmp_path: Path, compose) -> None:
+    from memcore.itemlog import read_items
     from memcore.rescore import main as rescore_main
+    from memcore.rescore import rescore
     from memcore.runner import run_config
 
     base = ["dataset=locomo-tiny", "dataset.max_qa=3", "embedder=hashing", "backbone=scripted", "method=mem0-two-phase"]
@@ -117,6 +119,15 @@ def test_an_upstream_run_answers_with_mem0s_prompt_discloses_it_and_is_keyed(tmp
         run_config(compose(base), tmp_path / "run", backbone_override=ScriptedBackbone(script))
     # rescoring reads the items: it works on an upstream run under either protocol
     assert rescore_main([str(tmp_path / "run"), "--protocol", "locomo", "--out", str(tmp_path / "rescored")]) == 0
+    judge = ScriptedBackbone(lambda m: json.dumps({"label": "CORRECT"}))
+    result = rescore(
+        tmp_path / "run", tmp_path / "judged", judge=True, judge_preset="mem0-judge", judge_backbone="scripted",
+        backbone_override=judge, usage=judge.usage,
+    )  # fmt: skip
+    assert result.metrics["run"]["judge"]["judge_preset"] == "mem0-judge"  # Mem0's judge grades these answers too
+    judged = [r for r in read_items(tmp_path / "judged" / "items.jsonl") if "judge" in r["scores"]]
+    assert judged and all(r["scores"]["judge"] == 1.0 for r in judged)
+    assert result.metrics["run"]["answer"]["answer_prompt"] == "upstream"
 
 
 @pytest.mark.usefixtures("locomo_path")
