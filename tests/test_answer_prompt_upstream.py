@@ -153,3 +153,18 @@ def test_a_method_without_one_keeps_the_harness_prompt_and_says_so(tmp_path: Pat
     info = json.loads((tmp_path / "run" / "metrics.json").read_text())["run"]["answer"]
     assert info["prompt"] == "answer-v1/amem" and "no upstream answer prompt" in info["answer_prompt_note"]
     assert "no upstream prompt for this method" in (tmp_path / "run" / "table.md").read_text()
+
+
+def test_the_effect_table_pairs_items_and_counts_words() -> None:
+    from experiments.measure.answer_prompt_effect import compare, to_markdown
+
+    def rec(i: int, cat: int, f1: float, answer: str) -> dict:
+        return {"item_id": f"c#{i}", "category": cat, "answer": answer, "scores": {"f1": f1, "bleu1": f1 / 2}}
+
+    harness = [rec(0, 2, 1.0, "7 May"), rec(1, 4, 0.5, "a dog"), rec(2, 4, 0.0, "no")]
+    upstream = [rec(0, 2, 0.5, "Step by step: it was 7 May 2023"), rec(1, 4, 0.5, "a big dog")]  # item 2 unanswered
+    rows = {r["group"]: r for r in compare(harness, upstream)}
+    one_four = rows["overall 1-4"]
+    assert one_four["n"] == 2 and one_four["f1_harness"] == 75.0 and one_four["f1_upstream"] == 50.0
+    assert one_four["f1_delta"][0] == -25.0 and one_four["words_harness"] == 2.0 and one_four["words_upstream"] == 5.0
+    assert "| 2 temporal | 1 | 100.00 | 50.00 |" in to_markdown(list(rows.values()))
