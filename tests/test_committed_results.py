@@ -81,6 +81,7 @@ VERIFIED_ARCHIVES = [
     "first_run/runs",
     "baseline_alignment_mem0/runs",
     "provenance_rule/runs",
+    "answer_prompt_effect/runs",
     "llm_packing/runs",
     "rehearsal_quick/runs",
     "link_provenance/runs",
@@ -210,3 +211,14 @@ def test_the_rehearsal_checks_re_derive_from_the_committed_runs() -> None:
     assert R.check_estimate(full_plan, idle)["rows"] == full_summary["estimate"]["rows"]
     faults = R.check_faults(full_plan, full_summary["simulator"])
     assert faults == full_summary["faults"] and faults["ok"]
+
+
+def test_the_answer_prompt_effect_table_follows_from_the_committed_items(tmp_path: Path) -> None:
+    from experiments.measure.answer_prompt_effect import main as effect_main
+
+    run = "locomo-mini/local-small/amem/mem0/none"
+    harness = MEASURED / "provenance_rule" / "runs" / "prov_source" / run
+    upstream = MEASURED / "answer_prompt_effect" / "runs" / "prov_upstream" / run
+    out = tmp_path / "mem0.md"
+    assert effect_main(["--harness", str(harness), "--upstream", str(upstream), "--out", str(out)]) == 0
+    assert out.read_text() == (MEASURED / "answer_prompt_effect" / "mem0.md").read_text()
