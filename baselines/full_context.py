@@ -430,5 +430,6 @@ SPEC = MethodSpec(
     config_schema=(FullContextConfig,),  # no build fields: the stored turns do not depend on the config
     validate_config=method_validator(FullContextConfig, build=lambda name, cfg: FullContextConfig(**cfg)),
     description="LoCoMo full-context baseline (official layout; oldest turns cut to the backbone's budget)",
+    upstream_answer="baselines.locomo_answer_prompt:UPSTREAM",
     budget_counts="most recent turns",
 )

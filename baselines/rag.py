@@ -252,7 +252,7 @@ def _check_retriever(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) -
         raise bad_value("method.retriever", cfg["retriever"], f"{expected} (use method=rag_{cfg['retriever']})", where)
 
 
-def _spec(name: str, retriever: str, description: str) -> MethodSpec:
+def _spec(name: str, retriever: str, description: str, upstream_answer: str = "") -> MethodSpec:
     def factory(ctx: MethodContext) -> RAG:
         cfg = RAGConfig(**{"retriever": retriever, **ctx.config})
         return RAG(cfg, lambda: ctx.embedder)
@@ -264,6 +264,7 @@ def _spec(name: str, retriever: str, description: str) -> MethodSpec:
         config_schema=(RAGConfig,),
         validate_config=method_validator(RAGConfig, after=_check_retriever),
         description=description,
+        upstream_answer=upstream_answer,
     )
 
 
@@ -273,4 +274,9 @@ def _spec(name: str, retriever: str, description: str) -> MethodSpec:
 RAG_DENSE = _spec("rag_dense", "dense", "dense retrieval over raw turns (this harness's baseline, not LoCoMo's RAG)")
 RAG_BM25 = _spec("rag_bm25", "bm25", "BM25 over raw turns (this harness's baseline, not LoCoMo's RAG)")
 RAG_HYBRID = _spec("rag_hybrid", "hybrid", "RRF of dense + BM25 over raw turns (this harness's baseline)")
-RAG_LOCOMO = _spec("rag_locomo", "dense", "LoCoMo's RAG setting: top-5 turns by dense score (dialog mode)")
+RAG_LOCOMO = _spec(
+    "rag_locomo",
+    "dense",
+    "LoCoMo's RAG setting: top-5 turns by dense score (dialog mode)",
+    upstream_answer="baselines.locomo_answer_prompt:UPSTREAM_RAG",
+)

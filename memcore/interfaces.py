@@ -181,6 +181,9 @@ class MethodSpec:
     build_cpu_bound: bool = False  # building costs seconds of CPU per conversation (not LLM waits): see above
     staged_ingest: bool = False  # its systems are ``StagedIngest``: progress shows an ingest bar before the build bar
     budget_counts: str = "notes"  # what one unit of ``eval.budget`` is in its evidence (tables disclose it)
+    # "module:ATTRIBUTE" of its upstream answer prompt (memcore.eval.upstream.UpstreamAnswer); "": none, so
+    # eval.answer_prompt=upstream keeps the harness's prompt for it
+    upstream_answer: str = ""
 
     def __post_init__(self) -> None:
         from memcore.schema import build_keys

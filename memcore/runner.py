@@ -166,6 +166,10 @@ class Runner:
         )
         self._layout()  # cache_mode=shared on a network file system fails here, before any work
         check_dirs(self.cfg)  # the last check: it creates the snapshot store and the cache dir
+        if str(self.cfg.eval.get("answer_prompt")) == "upstream" and not self.spec.upstream_answer:
+            from memcore.eval.upstream import no_upstream_line
+
+            log.info(no_upstream_line(self.spec.name))
 
     def _process(self, data: LoadedSlice) -> dict[str, bool]:
         """Build, predict and score every pending item, conversations in parallel threads; returns which lazy

@@ -42,6 +42,7 @@ class Turn:
     session_time: datetime
     session_time_raw: str
     image_caption: str | None = None
+    has_img_url: bool = False  # the raw turn has an ``img_url`` (A-MEM's loader captions only those)
 
     def render(self) -> str:
         """Speaker-prefixed text, the form every method ingests."""
@@ -128,13 +129,15 @@ class Evidence:
     """What a memory system hands the answerer: ordered notes plus bookkeeping.
 
     ``context`` is the exact text placed in the answer prompt (methods may format it their own way);
-    ``rounds`` is the number of retrieval rounds (IER) used.
+    ``rounds`` is the number of retrieval rounds (IER) used. ``layout``: the structured context a method's
+    upstream answer prompt is filled from (``eval.answer_prompt=upstream``); not recorded in items.
     """
 
     notes: list[EvidenceNote] = field(default_factory=list)
     context: str = ""
     rounds: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+    layout: dict[str, Any] = field(default_factory=dict)
 
     @property
     def dia_ids(self) -> list[str]:

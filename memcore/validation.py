@@ -95,7 +95,11 @@ PROTOCOL_RULES: dict[str, Rule] = {
     "temperature_adversarial": TEMPERATURE,
     "max_tokens": POS,
 }
-EVAL_RULES: dict[str, Rule] = {"budget": POS, "context_tokens": POS}
+EVAL_RULES: dict[str, Rule] = {
+    "budget": POS,
+    "context_tokens": POS,
+    "answer_prompt": Rule(choices=("harness", "upstream")),  # memcore.eval.upstream.ANSWER_PROMPTS
+}
 RUN_RULES: dict[str, Rule] = {"concurrency": POS, "build_processes": NONNEG}
 
 
@@ -147,3 +151,7 @@ def validate_run(cfg: DictConfig) -> None:
 
     check_cache_mode(c.get("cache_mode"))
     validate_method(str(c["method"]["name"]), c["method"], c["ablation"])
+    from memcore.eval.upstream import check_answer_prompt, upstream_answer
+    from memcore.methods import get_method
+
+    check_answer_prompt(c, upstream_answer(get_method(str(c["method"]["name"])).upstream_answer))

@@ -232,6 +232,7 @@ def test_image_turns_are_ingested_as_their_loader_writes_them() -> None:
         T1,
         "1:56 pm on 8 May, 2023",
         image_caption="a dog",
+        has_img_url=True,
     )
     backbone = ScriptedBackbone(AMemLLM())
     embedder = HashingEmbedder(64)
@@ -241,6 +242,19 @@ def test_image_turns_are_ingested_as_their_loader_writes_them() -> None:
     assert mem.notes[0].content == "Speaker Caroline says : [Image: a dog] look at this"
     harness = AMem(AMemConfig(image_text="harness"), lambda: backbone, lambda: embedder, seed=7)
     assert harness.turn_text(turn) == turn.text
+    # load_dataset.py:65 captions only a turn with img_url: without it, the text alone
+    assert mem.turn_text(dataclasses.replace(turn, has_img_url=False)) == "look at this"
+
+
+@pytest.mark.usefixtures("locomo_path")
+def test_the_loader_records_img_url_and_counts_captions_amem_leaves_out() -> None:
+    from memcore.data.locomo import load_locomo
+    from tests.support import data_file_or_skip
+
+    ds = load_locomo(data_file_or_skip())
+    turns = [t for c in ds.conversations for t in c.turns]
+    assert sum(t.has_img_url for t in turns) == 910
+    assert sum(1 for t in turns if t.image_caption and not t.has_img_url) == ds.report["caption_without_img_url"] == 316
 
 
 def test_k_per_backbone_comes_from_the_method_config(compose) -> None:

@@ -117,7 +117,10 @@ TURNS = [
 
 def test_segments_batches_and_provenance() -> None:
     # no compression; sensory buffer holds everything until finalize → one forced cut
-    cfg = LightMemConfig(compressor="none", sensory_buffer_tokens=1000, stm_buffer_tokens=1000, consolidate=False)
+    cfg = LightMemConfig(
+        compressor="none", sensory_buffer_tokens=1000, stm_buffer_tokens=1000, consolidate=False, provenance="segment"
+    )
+    assert LightMemConfig().provenance == "source"  # the default: the turn a fact came from
     mem, bb = _build(cfg, TURNS)
     # topics: dog (1-3) | violin (4-5) | other (6) → three segments, all in ONE extraction call
     assert mem.counters["segments"] == 3
@@ -139,7 +142,10 @@ def test_segments_batches_and_provenance() -> None:
     assert ev.notes[0].timestamp == "1:56 pm on 8 May, 2023" and ev.notes[0].score == pytest.approx(1.0)
     src = LightMem(LightMemConfig(**{**cfg.__dict__, "provenance": "source"}), lambda: bb, lambda: TopicEmbedder())
     src.entries, src._vectors = mem.entries, mem._vectors
-    assert [n.dia_ids for n in src.retrieve("violin", budget=2).notes] == [("D1:4",), ("D1:5",)]
+    got = src.retrieve("violin", budget=2)
+    assert [n.dia_ids for n in got.notes] == [("D1:4",), ("D1:5",)]
+    # the layout LightMem's upstream answer prompt is filled from: (speaker, session date, text) in retrieval order
+    assert [(s, t) for s, t, _ in got.layout["entries"]] == [(e.speaker, e.timestamp) for e in src.entries[3:5]]
 
 
 def test_small_buffers_cut_early_and_batch_by_tokens() -> None:

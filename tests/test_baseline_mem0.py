@@ -73,6 +73,18 @@ def test_adds_per_session_and_speaker_with_session_dates(tmp_path: Path) -> None
     assert "assistant: Caroline: I went to the LGBTQ support group yesterday" in melanie_first
 
 
+def test_custom_instructions_are_their_evaluation_text_in_the_extraction_prompt(tmp_path: Path) -> None:
+    from baselines.mem0.custom_instructions import CUSTOM_INSTRUCTIONS
+
+    script = Mem0ExtractorLLM()
+    _memory(tmp_path, script)
+    assert CUSTOM_INSTRUCTIONS.startswith("\nGenerate personal memories that follow these guidelines:\n")
+    assert script.prompts and all("## Custom Instructions\n" + CUSTOM_INSTRUCTIONS in p for p in script.prompts)
+    plain = Mem0ExtractorLLM()
+    _memory(tmp_path / "none", plain, custom_instructions="none")
+    assert all("## Custom Instructions" not in p for p in plain.prompts)
+
+
 def test_provenance_maps_memories_to_their_add_call(tmp_path: Path) -> None:
     mem, _ = _memory(tmp_path, Mem0ExtractorLLM())
     stats = mem.stats()
@@ -82,6 +94,11 @@ def test_provenance_maps_memories_to_their_add_call(tmp_path: Path) -> None:
     assert sorted(map(tuple, mem.provenance.values())) == sorted(
         [("D1:1", "D1:2")] * 4 + [("D1:3",)] * 2 + [("D2:1",)] * 2
     )
+    # source provenance: each memory of a 2-turn batch cites the one turn its text came from
+    assert sorted(map(tuple, mem.sources.values())) == sorted(
+        [("D1:1",)] * 2 + [("D1:2",)] * 2 + [("D1:3",)] * 2 + [("D2:1",)] * 2
+    )
+    assert stats["memories_unattributed"] == 0 and stats["memories_with_source_turn"] == 8
 
 
 def test_retrieve_searches_each_speaker_in_their_layout(tmp_path: Path) -> None:
@@ -94,8 +111,11 @@ def test_retrieve_searches_each_speaker_in_their_layout(tmp_path: Path) -> None:
     assert "\n\nMemories for user Melanie:\n\n[" in ev.context
     top = ev.notes[0]
     assert top.text == f"{RAW1}: user: Caroline: I went to the LGBTQ support group yesterday [fact]"
-    assert top.dia_ids == ("D1:1", "D1:2") and top.timestamp == RAW1
+    assert top.dia_ids == ("D1:1",) and top.timestamp == RAW1
+    assert ev.layout["speaker_memories"][0] == ("Caroline", [n.text for n in ev.notes[:2]])
     assert mem.stats()["retrieved_without_provenance"] == 0
+    mem.cfg = dataclasses.replace(mem.cfg, provenance="batch")  # the lenient upper bound: both turns of the add
+    assert mem.retrieve("What did Caroline do at the LGBTQ support group?").notes[0].dia_ids == ("D1:1", "D1:2")
     mem.cfg = dataclasses.replace(mem.cfg, top_k=30)
     assert len(mem.retrieve("camping").notes) == 8  # default top_k 30 > stored
 

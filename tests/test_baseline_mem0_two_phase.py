@@ -46,8 +46,16 @@ def _system(tmp_path: Path, **cfg: object) -> tuple[Mem0TwoPhase, ScriptedBackbo
     return mem, backbone, script
 
 
+def test_extraction_defaults_to_the_paper_era_prompt(tmp_path: Path) -> None:
+    assert Mem0TwoPhaseConfig().extraction_prompt == "fact_retrieval"
+    _, _, script = _system(tmp_path)
+    system = script.extractions[0][0]["content"]
+    assert system == P.FACT_RETRIEVAL_PROMPT.replace(P.DATE_PLACEHOLDER, "2023-05-08")
+    assert "Today's date is 2023-05-08." in system
+
+
 def test_two_calls_per_add_prompts_verbatim_and_dated(tmp_path: Path) -> None:
-    mem, _, script = _system(tmp_path)
+    mem, _, script = _system(tmp_path, extraction_prompt="user")
     # session 1: one batch per speaker; session 2: one batch per speaker; Melanie's batch in session 2 has
     # no user line → no facts → no update call
     assert mem.counters["add_calls"] == 4 and mem.counters["extraction_calls"] == 4
@@ -70,8 +78,20 @@ def test_events_update_provenance_and_search_layout(tmp_path: Path) -> None:
     # ADD in session 1 (turns D1:1, D1:2), UPDATE in session 2 (D2:1): text, timestamp and provenance follow
     assert rec.text == "I stopped going to the support group (updated)" and rec.timestamp == RAW2
     assert rec.dia_ids == ["D1:1", "D1:2", "D2:1"]
+    # source provenance: the ADD came from D1:1 (not Melanie's D1:2); the UPDATE keeps D1:1's content and adds D2:1
+    assert rec.source_ids == ["D1:1", "D2:1"]
     assert mem.counters["events_add"] == 2 and mem.counters["events_update"] == 1
+    assert mem.counters["events_unattributed"] == 0 and mem.stats()["memories_unattributed"] == 0
     ev = mem.retrieve("support group")
+    assert [n.dia_ids for n in ev.notes if n.note_id == rec.mem_id] == [("D1:1", "D2:1")]
+    lenient = Mem0TwoPhase(
+        Mem0TwoPhaseConfig(provenance="batch"), _conversation(), lambda: None, lambda: mem.embedder, 3
+    )
+    lenient.stores = mem.stores
+    assert [n.dia_ids for n in lenient.retrieve("support group").notes if n.note_id == rec.mem_id] == [
+        ("D1:1", "D1:2", "D2:1")
+    ]
+    assert ev.layout["speaker_memories"][0][0] == "Caroline" and ev.layout["speaker_memories"][1][0] == "Melanie"
     assert ev.context.startswith('Memories for user Caroline:\n\n[\n    "1:14 pm on 25 May, 2023: I stopped')
     assert "Memories for user Melanie:" in ev.context and len(ev.notes) == 2
     assert len(mem.retrieve("support group", budget=1).notes) == 1
@@ -91,10 +111,20 @@ def test_invalid_ids_and_deletes(tmp_path: Path) -> None:
         {"0": next(iter(store.records))},
         {},
         RAW2,
-        ["D2:1"],
+        [t for t in _conversation().turns if t.dia_id == "D2:1"],
     )
     assert [a["event"] for a in applied] == ["DELETE"] and not store.records
     assert mem.counters["events_invalid"] == 2 and mem.counters["events_none"] == 1
+
+
+def test_an_add_no_batch_turn_supports_is_unattributed_not_credited_to_both(tmp_path: Path) -> None:
+    mem, _, _ = _system(tmp_path)
+    store = mem.stores["Melanie"]
+    batch = _conversation().turns[:2]
+    applied = mem._apply(store, [{"text": "Enjoys quiet evenings", "event": "ADD"}], {}, {}, RAW1, batch)
+    rec = store.records[applied[0]["id"]]
+    assert rec.source_ids == [] and rec.dia_ids == ["D1:1", "D1:2"]
+    assert mem.counters["events_unattributed"] == 1
 
 
 def test_save_load_and_spec(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ are in results/history, which lists them."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -56,6 +57,12 @@ COMMITTED_TABLES = [
         EQ_FILES,
     ),
     (
+        "provenance_rule",
+        ["runs/prov_batch", "runs/prov_source", "--layout", "detail", "--formats", "md,csv"],
+        ".",
+        ["detail_table.md", "detail_table.csv"],
+    ),
+    (
         "baseline_alignment_mem0",
         ["runs/alignment", "--layout", "detail", "--formats", "md,csv"],
         ".",
@@ -88,6 +95,8 @@ def test_a_committed_table_regenerates_from_its_committed_items(
 VERIFIED_ARCHIVES = [
     "first_run/runs",
     "baseline_alignment_mem0/runs",
+    "provenance_rule/runs",
+    "answer_prompt_effect/runs",
     "llm_packing/runs",
     "rehearsal_quick/runs",
     "link_provenance/runs",
@@ -187,6 +196,10 @@ def test_the_history_index_lists_every_history_note() -> None:
         assert any(line.startswith("> History (not re-derivable)") for line in head), f"{note}: say it is history"
 
 
+#: experiment=paper_main's method list (its order) when the committed rehearsals ran.
+ARCHIVED_MAIN_METHODS = ("full_context", "memgpt", "amem", "mem0", "lightmem", "memcore")
+
+
 @pytest.mark.usefixtures("locomo_path")
 def test_the_rehearsal_checks_re_derive_from_the_committed_runs() -> None:
     """rehearsal_quick.md's wall check at time scale 1 and its estimate checks (tiny -> quick, quick -> a whole
@@ -198,7 +211,12 @@ def test_the_rehearsal_checks_re_derive_from_the_committed_runs() -> None:
 
     def plan(note: str, scale: str, *extra: str) -> R.Plan:
         args = R._parser().parse_args(["--scale", scale, *extra])
-        return R.make_plan(R.SCALES[scale], MEASURED / note / "root", args)
+        spec = R.SCALES[scale]
+        if spec.methods is None:  # the main table's method list when the archive was made (Mem0 was then mem0)
+            method_dirs = (MEASURED / note / "root" / "runs" / "paper_main").glob("*/*/amem/*")
+            made = {d.name for d in method_dirs}
+            spec = dataclasses.replace(spec, methods=tuple(m for m in ARCHIVED_MAIN_METHODS if m in made))
+        return R.make_plan(spec, MEASURED / note / "root", args)
 
     def summary(note: str) -> dict:
         return json.loads((MEASURED / note / "summary.json").read_text())
@@ -250,3 +268,12 @@ def test_memcore_cheap_k20_recall_floor_holds_on_the_committed_items(run: str) -
     assert len(scored) == 1536
     assert 100 * sum(it["recall"] for it in scored) / len(scored) >= 68.2
     assert 100 * sum(it["hit"] for it in scored) / len(scored) >= 76.1
+def test_the_answer_prompt_effect_table_follows_from_the_committed_items(tmp_path: Path) -> None:
+    from experiments.measure.answer_prompt_effect import main as effect_main
+
+    run = "locomo-mini/local-small/amem/mem0/none"
+    harness = MEASURED / "provenance_rule" / "runs" / "prov_source" / run
+    upstream = MEASURED / "answer_prompt_effect" / "runs" / "prov_upstream" / run
+    out = tmp_path / "mem0.md"
+    assert effect_main(["--harness", str(harness), "--upstream", str(upstream), "--out", str(out)]) == 0
+    assert out.read_text() == (MEASURED / "answer_prompt_effect" / "mem0.md").read_text()

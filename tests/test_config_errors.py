@@ -89,6 +89,20 @@ BAD_VALUES: list[tuple[list[str], list[str]]] = [
     (["eval.context_tokens=abc"], ["'abc'", "eval.context_tokens"]),
     (["eval.token_budgets=[500,0]"], ["eval.token_budgets=[500, 0]", "integers >= 1"]),
     (["eval.answer=maybe"], ["'maybe'", "eval.answer"]),
+    (["eval.answer_prompt=paper"], ["eval.answer_prompt='paper'", "harness, upstream"]),
+    (
+        ["method=mem0-two-phase", "eval.answer_prompt=upstream", "protocol.temperature=0.2"],
+        ["eval.answer_prompt=upstream", "protocol.temperature=0.2", "eval.answer_prompt=harness"],
+    ),
+    (
+        ["method=lightmem", "eval.answer_prompt=upstream", "eval.context_tokens=500"],
+        ["eval.answer_prompt=upstream", "eval.context_tokens", "lightmem"],
+    ),
+    (
+        ["method=rag_locomo", "eval.answer_prompt=upstream", "method.context_format=notes"],
+        ["eval.answer_prompt=upstream", "method.context_format=notes", "locomo"],
+    ),
+    (["method=full_context", "eval.answer_prompt=upstream", "protocol.max_tokens=64"], ["protocol.max_tokens=64"]),
     (["+eval.foo=1"], ["eval.foo", "EvalConfig"]),
     (["dataset.max_qa=0"], ["dataset.max_qa=0", ">= 1"]),
     (["dataset.categories=[7]"], ["dataset.categories=[7]", "categories 1-5"]),

@@ -21,7 +21,7 @@ from memcore.itemlog import read_items
 from memcore.llm.simulator import SimulatorConfig, running_simulator
 from tests.support import CHILD_OF_TEST, REPO
 
-PAPER_METHODS = ("full_context", "memgpt", "amem", "mem0", "lightmem", "memcore")
+PAPER_METHODS = ("full_context", "memgpt", "amem", "mem0-two-phase", "lightmem", "memcore")
 
 
 def plan_for(scale: str, tmp_path: Path, *extra: str) -> R.Plan:

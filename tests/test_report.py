@@ -485,3 +485,31 @@ def test_ablation_rows_pair_with_the_full_model_of_their_experiment_ier_switch_a
     summaries = [summarize_run(r, n_boot=20) for r in load_runs([tmp_path])]
     orphan = next(s for s in summaries if s.run.experiment == "other")
     assert full_model_of(orphan, summaries) is None
+
+
+def test_mem0_two_phase_is_the_papers_mem0_row_and_mem0_is_labelled(tmp_path: Path, paper) -> None:
+    write_run(tmp_path, backbone="gpt-4o-mini", method="mem0-two-phase", items=main_items())
+    write_run(tmp_path, backbone="gpt-4o-mini", method="mem0", items=main_items())
+    runs = load_runs([tmp_path])
+    assert [r.method_label for r in runs] == ["mem0-two-phase", "mem0"]
+    assert [(r.is_paper_method, r.variant_of) for r in runs] == [(True, None), (False, None)]
+    md = main_table([summarize_run(r, n_boot=50) for r in runs], paper).to_markdown()
+    assert md.count("| paper |") == 1  # the paper's Mem0 numbers sit beside mem0-two-phase only
+    assert "mem0: mem0ai 2.2.1's add-only pipeline" in md
+
+
+def test_a_row_answered_with_its_upstream_prompt_is_marked(tmp_path: Path, paper) -> None:
+    path = write_run(tmp_path, backbone="gpt-4o-mini", method="mem0-two-phase", items=main_items())
+    metrics = json.loads((path / "metrics.json").read_text())
+    metrics["run"]["answer"] = {
+        "prompt": "mem0-answer-aae5989e7", "temperature": 0.0, "temperature_adversarial": 0.0, "mean_words": 9.0,
+        "answer_prompt": "upstream", "prompt_source": "mem0ai/mem0 evaluation/prompts.py @ aae5989e7",
+    }  # fmt: skip
+    (path / "metrics.json").write_text(json.dumps(metrics))
+    write_run(tmp_path, backbone="gpt-4o-mini", method="amem", items=main_items())
+    table = main_table([summarize_run(r, n_boot=50) for r in load_runs([tmp_path])], paper)
+    md = table.to_markdown()
+    assert "mem0-answer-aae5989e7 [upstream], T 0.0/0.0, 9.0 words" in md
+    assert "[upstream]: the row was answered with its method's own upstream answer prompt" in md
+    recs = {r["method"]: r for r in csv.DictReader(io.StringIO(table.to_csv()))}
+    assert recs["mem0-two-phase"]["answer_prompt"] == "mem0-answer-aae5989e7 [upstream]"

@@ -21,7 +21,7 @@ from memcore.report.cli import main as report_main
 from tests.support import CHILD_OF_TEST, compose_config
 
 PAPER_BACKBONES = ["gpt-4o-mini", "gpt-4o", "qwen3-8b", "qwen3-14b"]
-PAPER_METHODS = ["full_context", "memgpt", "amem", "mem0", "lightmem", "memcore"]
+PAPER_METHODS = ["full_context", "memgpt", "amem", "mem0-two-phase", "lightmem", "memcore"]
 ABLATIONS = [
     "none",
     "wo_update",

@@ -39,8 +39,8 @@ IMAGE_TEXT = ("upstream", "harness")
 class AMemConfig:
     """Knobs of A-MEM; defaults are the authors' LoCoMo settings (see README for each source)."""
 
-    # 2: image turns as their loader writes them ("[Image: <caption>] <text>")
-    format_version: int = knob(2, build=True, rule=POS)
+    # 2: image turns as their loader writes them ("[Image: <caption>] <text>"); 3: the caption only with img_url
+    format_version: int = knob(3, build=True, rule=POS)
     # Their ingestion string is "Speaker " + speaker + "says : " + text (no space before "says").
     content_template: str = knob("Speaker {speaker} says : {text}", build=True)
     # upstream: "[Image: <caption>] <text>" (their load_dataset.py) | harness: Turn.text
@@ -281,12 +281,16 @@ class AMem:
 
     # -- construction ---------------------------------------------------------------------------
     def turn_text(self, turn: Turn) -> str:
-        """The turn's text as their ``load_dataset.py`` gives it: an image turn is ``[Image: <caption>] <text>``
-        (the harness's ``Turn.text`` appends ``[shares an image: <caption>]`` instead)."""
+        """The turn's text as their ``load_dataset.py`` (line 65) gives it: a turn with ``img_url`` and a caption is
+        ``[Image: <caption>] <text>``; a caption without ``img_url`` is left out (the loader's cleaning report counts
+        those turns, ``caption_without_img_url``). The harness's ``Turn.text`` appends ``[shares an image: <caption>]``
+        to every captioned turn instead (``image_text: harness``)."""
         if self.cfg.image_text == "harness" or not turn.image_caption:
             return turn.text
         tag = f"[shares an image: {turn.image_caption}]"
         text = turn.text[: -len(tag)].rstrip() if turn.text.endswith(tag) else turn.text
+        if not turn.has_img_url:
+            return text
         caption = f"[Image: {turn.image_caption}]"
         return f"{caption} {text}" if text else caption
 
@@ -505,4 +509,5 @@ SPEC = MethodSpec(
     validate_config=method_validator(AMemConfig, build=lambda name, cfg: config_from_dict(AMemConfig, cfg, name)),
     retrieve_uses_llm=lambda c, a: bool(c.get("query_keywords", True)),
     description="A-MEM: LLM-written notes, link generation and memory evolution (authors' LoCoMo pipeline)",
+    upstream_answer="baselines.amem.answer_prompt:UPSTREAM",
 )

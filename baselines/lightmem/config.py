@@ -57,7 +57,7 @@ class LightMemConfig:
     top_p: float = knob(0.1, build=True, rule=Rule(lo=0, hi=1, lo_open=True))
     # retrieval (does not change the built memory)
     top_k: int = knob(60, rule=POS)
-    provenance: str = knob("segment", rule=Rule(choices=PROVENANCE))
+    provenance: str = knob("source", rule=Rule(choices=PROVENANCE))
 
     def __post_init__(self) -> None:
         check_rules(self, "lightmem")

@@ -149,7 +149,8 @@ class LightMem:
             e = entries[i]
             ids = e.segment_dia_ids if self.cfg.provenance == "segment" else e.source_dia_ids
             notes.append(EvidenceNote(e.entry_id, e.text, tuple(ids), float(scores[i]), ("embedding",), e.timestamp))
-        return Evidence(notes=notes, extra={"entries": len(entries)})
+        layout = {"entries": [(entries[i].speaker, entries[i].timestamp, entries[i].text) for i in top]}
+        return Evidence(notes=notes, extra={"entries": len(entries)}, layout=layout)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: Path) -> None:
@@ -225,4 +226,5 @@ SPEC = MethodSpec(
         LightMemConfig, build=lambda name, cfg: config_from_dict(cfg), after=_check_compressor
     ),
     description="LightMem: compressed sensory buffer → topic segments → batched fact extraction → sleep-time update",
+    upstream_answer="baselines.lightmem.answer_prompt:UPSTREAM",
 )

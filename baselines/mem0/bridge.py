@@ -251,11 +251,13 @@ def build_memory(
     llm: LLMBase,
     top_p: float = 0.1,
     embedding_model: EmbeddingBase,
+    custom_instructions: str | None = None,
 ) -> Any:
     """A real ``mem0.Memory`` (faiss + SQLite history under the given paths) whose ``llm`` and
     ``embedding_model`` are the given instances. It is built with inert OpenAI placeholders for
     both, which are replaced before any call, so construction neither loads a model twice nor
-    needs a key."""
+    needs a key. ``custom_instructions``: ``MemoryConfig.custom_instructions`` (appended to the extraction prompt
+    as ``## Custom Instructions``; None: none)."""
     from mem0 import Memory
 
     memory = Memory.from_config(
@@ -285,6 +287,7 @@ def build_memory(
                 },
             },
             "history_db_path": history_db_path,
+            **({"custom_instructions": custom_instructions} if custom_instructions else {}),
         }
     )
     memory.llm = llm

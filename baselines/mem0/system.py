@@ -28,7 +28,17 @@ from memcore.types import Conversation, Evidence, EvidenceNote, Turn
 
 STATE_FILE = "mem0_state.json"
 PROVENANCE_FILE = "mem0_provenance.json"
+SOURCES_FILE = "mem0_sources.json"
 MINILM_NAME = "all-MiniLM-L6-v2"
+#: ``custom_instructions`` choices: Mem0's evaluation text (:mod:`baselines.mem0.custom_instructions`) or none.
+CUSTOM_INSTRUCTIONS = ("evaluation", "none")
+
+
+def custom_instructions_text(choice: str) -> str | None:
+    """The ``MemoryConfig.custom_instructions`` for ``choice`` (None: mem0ai's extraction prompt alone)."""
+    from baselines.mem0.custom_instructions import CUSTOM_INSTRUCTIONS as TEXT
+
+    return TEXT if choice == "evaluation" else None
 
 
 def cap_per_speaker_results(results: dict[str, list[dict[str, Any]]], budget: int) -> dict[str, list[dict[str, Any]]]:
@@ -50,7 +60,7 @@ def cap_per_speaker_results(results: dict[str, list[dict[str, Any]]], budget: in
 class Mem0Config:
     """Knobs; defaults follow Mem0's LoCoMo evaluation (evaluation/src/memzero*/add.py, search.py)."""
 
-    format_version: int = knob(2, build=True, rule=POS)  # 2: top_p passed (issue 15)
+    format_version: int = knob(3, build=True, rule=POS)  # 2: top_p passed; 3: custom_instructions
     batch_size: int = knob(2, build=True, rule=POS)  # messages per add() call
     top_k: int = knob(30, rule=POS)  # memories per speaker per question
     search_threshold: float = knob(0.1, rule=UNIT)  # mem0ai 2.2.1's Memory.search default
@@ -66,6 +76,10 @@ class Mem0Config:
     distance_strategy: str = knob("euclidean", build=True, rule=Rule(choices=("euclidean", "cosine", "inner_product")))
     ground_dates: bool = knob(True, build=True)  # session date as mem0's Observation/Current Date (else the wall clock)
     parallel_speakers: bool = False  # their add.py ran both speakers in threads; off = reproducible order
+    # evaluation: their add.py's custom_instructions as MemoryConfig.custom_instructions | none: mem0ai's prompt only
+    custom_instructions: str = knob("evaluation", build=True, rule=Rule(choices=CUSTOM_INSTRUCTIONS))
+    # source: the batch turn each memory's text was attributed to | batch: both turns of its add() (upper bound)
+    provenance: str = knob("source", rule=Rule(choices=("source", "batch")))
 
     def __post_init__(self) -> None:
         check_rules(self, "mem0")
@@ -117,7 +131,8 @@ class Mem0Memory:
         self._memories: dict[str, Any] = {}
         self._clock: Any = None
         self._pending: list[Turn] = []
-        self.provenance: dict[str, list[str]] = {}  # mem0 memory id → source dia_ids
+        self.provenance: dict[str, list[str]] = {}  # mem0 memory id → the dia_ids of its add() batch
+        self.sources: dict[str, list[str]] = {}  # mem0 memory id → the attributed turn ([]: unattributed)
         self.counters: dict[str, int] = {
             "sessions": 0,
             "add_calls": 0,
@@ -127,6 +142,7 @@ class Mem0Memory:
             "memories_deleted": 0,
             "retrievals": 0,
             "retrieved_without_provenance": 0,
+            "memories_unattributed": 0,
         }
         self._lock = threading.Lock()
         self._embedding_route = ""
@@ -202,6 +218,7 @@ class Mem0Memory:
                 top_p=self.cfg.top_p,
                 llm=llm,
                 embedding_model=embedding_model,
+                custom_instructions=custom_instructions_text(self.cfg.custom_instructions),
             )
 
     def _fresh(self) -> None:
@@ -248,11 +265,17 @@ class Mem0Memory:
         for i in range(0, len(turns), self.cfg.batch_size):
             batch = turns[i : i + self.cfg.batch_size]
             messages = [{"role": "user" if t.speaker == speaker else "assistant", "content": t.render()} for t in batch]
-            dia_ids = [t.dia_id for t in batch]
             result = memory.add(messages, user_id=uid, metadata=dict(metadata))
-            self._record(result.get("results", []) if isinstance(result, dict) else [], dia_ids)
+            self._record(result.get("results", []) if isinstance(result, dict) else [], batch)
 
-    def _record(self, results: list[dict[str, Any]], dia_ids: list[str]) -> None:
+    def _record(self, results: list[dict[str, Any]], batch: list[Turn]) -> None:
+        """Provenance of the memories one ``add()`` returned: the batch's dia_ids (``provenance: batch``) and the
+        one batch turn each memory's text is attributed to (:func:`baselines.attribution.source_turn`; a memory
+        attributed to none is counted in ``memories_unattributed`` and cites no turn)."""
+        from baselines.attribution import source_turn
+
+        dia_ids = [t.dia_id for t in batch]
+        turns = [(t.dia_id, t.text) for t in batch]
         with self._lock:
             self.counters["add_calls"] += 1
             if not results:
@@ -261,12 +284,17 @@ class Mem0Memory:
                 mem_id, event = str(r.get("id")), r.get("event", "ADD")
                 if event == "ADD":
                     self.provenance[mem_id] = list(dia_ids)
+                    source = source_turn(str(r.get("memory") or ""), turns, self.speakers)
+                    self.sources[mem_id] = [] if source is None else [source]
+                    self.counters["memories_unattributed"] += int(source is None)
                     self.counters["memories_added"] += 1
                 elif event == "UPDATE":  # not emitted by mem0ai 2.2.1's additive pipeline; kept for safety
                     self.provenance[mem_id] = list(dict.fromkeys([*self.provenance.get(mem_id, []), *dia_ids]))
+                    self.sources[mem_id] = list(self.provenance[mem_id])
                     self.counters["memories_updated"] += 1
                 elif event == "DELETE":
                     self.provenance.pop(mem_id, None)
+                    self.sources.pop(mem_id, None)
                     self.counters["memories_deleted"] += 1
 
     # -- retrieval --------------------------------------------------------------------------------
@@ -289,7 +317,9 @@ class Mem0Memory:
             results = cap_per_speaker_results(results, budget)
         notes: list[EvidenceNote] = []
         blocks: list[str] = []
+        layout: list[tuple[str, list[str]]] = []
         missing = 0
+        cited = self.sources if self.cfg.provenance == "source" else self.provenance
         for speaker in self.speakers:
             found = results[speaker]
             lines = []
@@ -297,7 +327,7 @@ class Mem0Memory:
                 stamp = (r.get("metadata") or {}).get("timestamp", "")
                 line = f"{stamp}: {r['memory']}"
                 lines.append(line)
-                dia_ids = tuple(self.provenance.get(str(r["id"]), ()))
+                dia_ids = tuple(cited.get(str(r["id"]), ()))
                 missing += int(not dia_ids)
                 notes.append(
                     EvidenceNote(
@@ -310,10 +340,11 @@ class Mem0Memory:
                     )
                 )
             blocks.append(f"Memories for user {speaker}:\n\n{json.dumps(lines, indent=4)}")
+            layout.append((speaker, lines))
         with self._lock:
             self.counters["retrievals"] += 1
             self.counters["retrieved_without_provenance"] += missing
-        return Evidence(notes=notes, context="\n\n".join(blocks))
+        return Evidence(notes=notes, context="\n\n".join(blocks), layout={"speaker_memories": layout})
 
     # -- persistence ------------------------------------------------------------------------------
     def save(self, path: Path) -> None:
@@ -341,6 +372,7 @@ class Mem0Memory:
         }
         (path / STATE_FILE).write_text(json.dumps(state, indent=2), encoding="utf-8")
         (path / PROVENANCE_FILE).write_text(json.dumps(self.provenance, ensure_ascii=False), encoding="utf-8")
+        (path / SOURCES_FILE).write_text(json.dumps(self.sources, ensure_ascii=False), encoding="utf-8")
 
     def load(self, path: Path) -> None:
         state_file = path / STATE_FILE
@@ -361,6 +393,7 @@ class Mem0Memory:
         self._memories = {}
         self._build(for_ingest=False)
         self.provenance = json.loads((path / PROVENANCE_FILE).read_text(encoding="utf-8"))
+        self.sources = json.loads((path / SOURCES_FILE).read_text(encoding="utf-8"))
         self.counters.update(state.get("counters", {}))
 
     def stats(self) -> dict[str, Any]:
@@ -374,6 +407,7 @@ class Mem0Memory:
             "memories": sum(per_speaker.values()),
             "memories_per_speaker": per_speaker,
             "memories_with_provenance": len(provenance),
+            "memories_with_source_turn": sum(1 for v in self.sources.values() if v),
             "mean_turns_per_memory": round(sum(len(v) for v in provenance.values()) / len(provenance), 3)
             if provenance
             else 0.0,
@@ -395,4 +429,5 @@ SPEC = MethodSpec(
     config_schema=(Mem0Config,),
     validate_config=method_validator(Mem0Config, build=lambda name, cfg: config_from_dict(Mem0Config, cfg, name)),
     description="Mem0 (mem0ai 2.2.1, real package): LLM fact extraction per 2-message batch, per-speaker search",
+    upstream_answer="baselines.mem0.answer_prompt:UPSTREAM",
 )

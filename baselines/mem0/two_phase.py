@@ -32,7 +32,12 @@ from memcore.schema import POS, TEMPERATURE, UNIT, Rule, check_rules, knob, meth
 from memcore.types import Conversation, Evidence, EvidenceNote, Turn
 
 STATE_FILE = "mem0_two_phase.json"
-EXTRACTION_PROMPTS = ("user", "fact_retrieval")
+#: fact_retrieval: ``FACT_RETRIEVAL_PROMPT``, the prompt of the paper's era (mem0 v0.1.93, unchanged to 1.0.11) |
+#: user: ``USER_MEMORY_EXTRACTION_PROMPT`` (mem0 1.0.0 and later; the user's messages only)
+EXTRACTION_PROMPTS = ("fact_retrieval", "user")
+#: source: a memory cites the turn(s) its text was attributed to (:mod:`baselines.attribution`) | batch: every
+#: turn of the adds that wrote it (the lenient upper bound)
+PROVENANCE = ("source", "batch")
 
 
 @dataclass(frozen=True)
@@ -40,18 +45,20 @@ class Mem0TwoPhaseConfig:
     """Knobs; defaults are mem0ai 1.0.11's (``BaseLlmConfig``, ``_add_to_vector_store``) and Mem0's LoCoMo
     evaluation (batch 2, top_k 30)."""
 
-    format_version: int = knob(1, build=True, rule=POS)
+    format_version: int = knob(2, build=True, rule=POS)  # 2: per-memory source turns
     batch_size: int = knob(2, build=True, rule=POS)  # messages per add (their MemoryADD batch_size)
     top_k: int = knob(30, rule=POS)  # memories per speaker per question (run_experiments.py --top_k)
     # stored memories retrieved per new fact (vector_store.search limit=5)
     existing_per_fact: int = knob(5, build=True, rule=POS)
-    # user: USER_MEMORY_EXTRACTION_PROMPT (1.0.11) | fact_retrieval: pre-1.0
-    extraction_prompt: str = knob("user", build=True, rule=Rule(choices=EXTRACTION_PROMPTS))
+    # fact_retrieval: FACT_RETRIEVAL_PROMPT (v0.1.93, the paper's era) | user: USER_MEMORY_EXTRACTION_PROMPT (1.0+)
+    extraction_prompt: str = knob("fact_retrieval", build=True, rule=Rule(choices=EXTRACTION_PROMPTS))
     temperature: float = knob(0.1, build=True, rule=TEMPERATURE)  # BaseLlmConfig defaults, sent with every call
     max_tokens: int = knob(2000, build=True, rule=POS)
     top_p: float = knob(0.1, build=True, rule=UNIT)
     # "Today's date" in the extraction prompt = the session date (else the wall clock)
     ground_dates: bool = knob(True, build=True)
+    # source: the attributed turn(s) of each memory | batch: every turn of its adds (upper bound); retrieval only
+    provenance: str = knob("source", rule=Rule(choices=PROVENANCE))
 
     def __post_init__(self) -> None:
         check_rules(self, "mem0-two-phase")
@@ -59,12 +66,14 @@ class Mem0TwoPhaseConfig:
 
 @dataclass
 class MemoryRecord:
-    """One stored memory: text, the session timestamp of the add that last wrote it, and its source turns."""
+    """One stored memory: text, the session timestamp of the add that last wrote it, every turn of the adds that
+    wrote it (``dia_ids``) and the turns its text was attributed to (``source_ids``; empty: unattributed)."""
 
     mem_id: str
     text: str
     timestamp: str
     dia_ids: list[str] = field(default_factory=list)
+    source_ids: list[str] = field(default_factory=list)
 
 
 def parse_messages(messages: list[dict[str, str]]) -> str:
@@ -100,10 +109,10 @@ class SpeakerStore:
         self.vectors: dict[str, np.ndarray] = {}
         self.next_id = 0
 
-    def add(self, text: str, vec: np.ndarray, timestamp: str, dia_ids: list[str]) -> str:
+    def add(self, text: str, vec: np.ndarray, timestamp: str, dia_ids: list[str], source_ids: list[str]) -> str:
         mem_id = f"{self.prefix}-{self.next_id}"
         self.next_id += 1
-        self.records[mem_id] = MemoryRecord(mem_id, text, timestamp, list(dia_ids))
+        self.records[mem_id] = MemoryRecord(mem_id, text, timestamp, list(dia_ids), list(source_ids))
         self.vectors[mem_id] = np.asarray(vec, dtype=np.float32)
         return mem_id
 
@@ -154,6 +163,7 @@ class Mem0TwoPhase:
         self.seed = seed
         self.stores = {s: SpeakerStore(self.user_ids[s]) for s in self.speakers}
         self._pending: list[Turn] = []
+        self._turn_text: dict[str, str] = {}  # dia_id -> text, for attributing updates to the turns they keep
         self._lock = threading.Lock()
         self.counters: dict[str, int] = {
             "sessions": 0,
@@ -167,6 +177,7 @@ class Mem0TwoPhase:
             "events_delete": 0,
             "events_none": 0,
             "events_invalid": 0,
+            "events_unattributed": 0,
             "retrievals": 0,
         }
 
@@ -185,6 +196,7 @@ class Mem0TwoPhase:
         if self._pending and turn.session_index != self._pending[0].session_index:
             self._flush()
         self._pending.append(turn)
+        self._turn_text[turn.dia_id] = turn.text
 
     def finalize(self) -> None:
         if self._pending:
@@ -219,7 +231,6 @@ class Mem0TwoPhase:
 
         store = self.stores[speaker]
         messages = [{"role": "user" if t.speaker == speaker else "assistant", "content": t.render()} for t in batch]
-        dia_ids = [t.dia_id for t in batch]
         timestamp = batch[0].session_time_raw
         today = batch[0].session_time.date().isoformat() if self.cfg.ground_dates else date.today().isoformat()
         self.counters["add_calls"] += 1
@@ -252,7 +263,7 @@ class Mem0TwoPhase:
             [],
             "mem0_two_phase_no_actions",
         )
-        return self._apply(store, actions, temp_ids, cache, timestamp, dia_ids)
+        return self._apply(store, actions, temp_ids, cache, timestamp, batch)
 
     def _vec(self, text: str, cache: dict[str, np.ndarray]) -> np.ndarray:
         if text not in cache:
@@ -266,11 +277,17 @@ class Mem0TwoPhase:
         temp_ids: dict[str, str],
         cache: dict[str, np.ndarray],
         timestamp: str,
-        dia_ids: list[str],
+        batch: list[Turn],
     ) -> list[dict[str, Any]]:
         """Their event loop: ADD a new memory, UPDATE (text, vector and metadata of the call) or DELETE the
         memory behind a temporary id, NONE nothing; an entry without text, or naming an unknown id, is skipped
-        (counted as invalid; their code logs and skips it)."""
+        (counted as invalid; their code logs and skips it). Provenance (:mod:`baselines.attribution`): an ADD
+        cites the batch turn its text came from; an UPDATE the turns (previous ones and the batch's) whose
+        content the new text keeps; an event attributed to no turn is counted (``events_unattributed``)."""
+        from baselines.attribution import kept_turns, source_turn
+
+        dia_ids = [t.dia_id for t in batch]
+        batch_turns = [(t.dia_id, t.text) for t in batch]
         applied = []
         for action in actions:
             text = str(action.get("text") or "").strip()
@@ -279,7 +296,10 @@ class Mem0TwoPhase:
                 self.counters["events_invalid"] += 1
                 continue
             if event == "ADD":
-                mem_id = store.add(text, self._vec(text, cache), timestamp, dia_ids)
+                source = source_turn(text, batch_turns, self.speakers)
+                self.counters["events_unattributed"] += int(source is None)
+                sources = [] if source is None else [source]
+                mem_id = store.add(text, self._vec(text, cache), timestamp, dia_ids, sources)
                 self.counters["events_add"] += 1
             elif event in ("UPDATE", "DELETE"):
                 mem_id = temp_ids.get(str(action.get("id")))
@@ -290,6 +310,9 @@ class Mem0TwoPhase:
                     rec = store.records[mem_id]
                     rec.text, rec.timestamp = text, timestamp
                     rec.dia_ids = list(dict.fromkeys([*rec.dia_ids, *dia_ids]))
+                    previous = [(d, self._turn_text.get(d, "")) for d in rec.source_ids if d not in dia_ids]
+                    rec.source_ids = kept_turns(text, [*previous, *batch_turns], self.speakers)
+                    self.counters["events_unattributed"] += int(not rec.source_ids)
                     store.vectors[mem_id] = np.asarray(self._vec(text, cache), dtype=np.float32)
                     self.counters["events_update"] += 1
                 else:
@@ -308,7 +331,7 @@ class Mem0TwoPhase:
     # -- retrieval --------------------------------------------------------------------------------
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """Each speaker's top_k memories (cosine); ``budget`` (``eval.budget``): the ``budget`` best over both
-        speakers. Context = their ``search.py`` layout."""
+        speakers. Context = their ``search.py`` layout; each note cites ``provenance``'s turns."""
         from baselines.mem0.system import cap_per_speaker_results
 
         k = budget or self.cfg.top_k
@@ -323,19 +346,22 @@ class Mem0TwoPhase:
             results = cap_per_speaker_results(results, budget)
         notes: list[EvidenceNote] = []
         blocks = []
+        layout: list[tuple[str, list[str]]] = []
         for speaker in self.speakers:
             lines = []
             for r in results[speaker]:
                 rec: MemoryRecord = r["record"]
                 line = f"{rec.timestamp}: {rec.text}"
                 lines.append(line)
+                ids = rec.source_ids if self.cfg.provenance == "source" else rec.dia_ids
                 notes.append(
-                    EvidenceNote(rec.mem_id, line, tuple(rec.dia_ids), r["score"], (f"mem0:{speaker}",), rec.timestamp)
+                    EvidenceNote(rec.mem_id, line, tuple(ids), r["score"], (f"mem0:{speaker}",), rec.timestamp)
                 )
             blocks.append(f"Memories for user {speaker}:\n\n{json.dumps(lines, indent=4)}")
+            layout.append((speaker, lines))
         with self._lock:
             self.counters["retrievals"] += 1
-        return Evidence(notes=notes, context="\n\n".join(blocks))
+        return Evidence(notes=notes, context="\n\n".join(blocks), layout={"speaker_memories": layout})
 
     # -- persistence ------------------------------------------------------------------------------
     def save(self, path: Path) -> None:
@@ -365,6 +391,10 @@ class Mem0TwoPhase:
             "memories": len(records),
             "memories_per_speaker": {s: len(st.records) for s, st in self.stores.items()},
             "mean_turns_per_memory": round(sum(len(r.dia_ids) for r in records) / len(records), 4) if records else 0.0,
+            "mean_source_turns_per_memory": round(sum(len(r.source_ids) for r in records) / len(records), 4)
+            if records
+            else 0.0,
+            "memories_unattributed": sum(1 for r in records if not r.source_ids),
             "llm_calls_per_add": round(
                 (counters["extraction_calls"] + counters["update_calls"]) / max(counters["add_calls"], 1), 4
             ),
@@ -386,4 +416,5 @@ SPEC = MethodSpec(
         Mem0TwoPhaseConfig, build=lambda name, cfg: config_from_dict(Mem0TwoPhaseConfig, cfg, name)
     ),
     description="Mem0's two-phase pipeline (mem0ai 1.0.11 prompts): fact extraction, then ADD/UPDATE/DELETE/NONE",
+    upstream_answer="baselines.mem0.answer_prompt:UPSTREAM",
 )

@@ -314,6 +314,7 @@ class _Parser:
             session_time=time,
             session_time_raw=time_raw,
             image_caption=caption,
+            has_img_url="img_url" in obj,
         )
 
     def qa_items(self, label: str, conv_id: str, raw: Any, turn_ids: frozenset[str]) -> tuple[QAItem, ...]:

@@ -11,7 +11,7 @@ KIND_DESCRIPTIONS: dict[str, str] = {
     "utf8_bom": "UTF-8 byte-order mark at the start of the file ignored",
     "orphan_session_date": "session_N_date_time without a session_N ignored",
     "caption_appended": "image turn: blip_caption appended to the text",
-    "caption_without_img_url": "…of which the turn has no img_url",
+    "caption_without_img_url": "…of which the turn has no img_url (A-MEM's loader, and method=amem, leave its caption out)",
     "int_answer": "integer answer turned into a string",
     "answer_stripped": "surrounding whitespace stripped from an answer",
     "duplicate_qa": "question text repeated within one conversation (kept)",

@@ -38,7 +38,7 @@ from memcore.interfaces import ChatBackbone, Completion, Message
 from memcore.llm.cache import stable_hash
 from memcore.llm.json_reply import complete_json
 from memcore.seeding import derive_seed
-from memcore.types import Category, QAItem
+from memcore.types import Category, Evidence, QAItem
 
 __all__ = [
     "AnswerPrompt",
@@ -151,6 +151,10 @@ class Answerer:
     @property
     def prompt_version(self) -> str:
         return self.spec.prompt_version()
+
+    def context_of(self, evidence: Evidence) -> str:
+        """The context this answerer's prompt is filled with for ``evidence`` (:meth:`EvalProtocol.context`)."""
+        return self.spec.context(evidence)
 
     def item_seed(self, item: QAItem) -> int:
         return derive_seed(self.seed, "answer", item.item_id)

@@ -18,10 +18,19 @@ def _mean_words(answers: Sequence[str]) -> float | None:
     return sum(len(a.split()) for a in answers) / len(answers) if answers else None
 
 
-def answer_disclosure(protocol: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def answer_disclosure(
+    protocol: Mapping[str, Any],
+    items: Sequence[Mapping[str, Any]],
+    *,
+    answer_prompt: str = "harness",
+    upstream: Any = None,
+    method: str = "",
+) -> dict[str, Any]:
     """``{"prompt", "prompt_name", "temperature", "temperature_adversarial", "max_tokens", "mean_words",
     "mean_words_no_adv", "n_answers"}`` for the protocol config and the run's items (answers None are skipped;
-    words = white-space tokens)."""
+    words = white-space tokens). Under ``answer_prompt="upstream"`` also ``answer_prompt`` and either
+    ``prompt_source`` (``upstream``: the method's :class:`~memcore.eval.upstream.UpstreamAnswer`, whose name and
+    sampling replace the protocol's) or ``answer_prompt_note`` (the method has none and kept the harness's)."""
     from memcore.eval.protocols import PROTOCOLS
     from memcore.prompts import answer as prompts
 
@@ -31,7 +40,21 @@ def answer_disclosure(protocol: Mapping[str, Any], items: Sequence[Mapping[str, 
     versions = sorted({str(r.get("prompt_version")) for r in items if r.get("prompt_version")})
     answered = [r for r in items if r.get("answer") is not None]
     max_tokens = protocol.get("max_tokens")
-    return {
+    if answer_prompt == "upstream" and upstream is not None:
+        up = upstream.spec
+        return {
+            "prompt": ", ".join(versions) or up.prompt_version(),
+            "prompt_name": up.prompt_name,
+            "temperature": float(up.temperature_default),
+            "temperature_adversarial": float(up.temperature_adversarial),
+            "max_tokens": int(up.max_tokens),
+            "mean_words": _mean_words([str(r["answer"]) for r in answered]),
+            "mean_words_no_adv": _mean_words([str(r["answer"]) for r in answered if int(r["category"]) != 5]),
+            "n_answers": len(answered),
+            "answer_prompt": "upstream",
+            "prompt_source": upstream.source,
+        }
+    out = {
         "prompt": ", ".join(versions) or f"{prompts.VERSION}/{name}",
         "prompt_name": spec.prompt_name if spec is not None else name,
         "temperature": float(protocol.get("temperature", defaults.get("temperature_default", 0.0))),
@@ -43,6 +66,11 @@ def answer_disclosure(protocol: Mapping[str, Any], items: Sequence[Mapping[str, 
         "mean_words_no_adv": _mean_words([str(r["answer"]) for r in answered if int(r["category"]) != 5]),
         "n_answers": len(answered),
     }
+    if answer_prompt == "upstream":
+        from memcore.eval.upstream import no_upstream_line
+
+        out.update(answer_prompt="upstream", answer_prompt_note=no_upstream_line(method))
+    return out
 
 
 def disclosure_line(info: Mapping[str, Any]) -> str:
@@ -52,8 +80,13 @@ def disclosure_line(info: Mapping[str, Any]) -> str:
     length = "–" if words is None else f"{words:.1f} words"
     if no_adv is not None:
         length += f" ({no_adv:.1f} over categories 1-4)"
+    which = ""
+    if info.get("prompt_source"):
+        which = f" [eval.answer_prompt=upstream: the method's own, from {info['prompt_source']}]"
+    elif info.get("answer_prompt_note"):
+        which = " [eval.answer_prompt=upstream: no upstream prompt for this method, the harness's]"
     return (
-        f"Answers: prompt {info.get('prompt')} ({info.get('prompt_name')}), temperature {info.get('temperature')}"
+        f"Answers{which}: prompt {info.get('prompt')} ({info.get('prompt_name')}), temperature {info.get('temperature')}"
         f" (category 5: {info.get('temperature_adversarial')}), max_tokens {info.get('max_tokens')},"
         f" mean length {length}, n={info.get('n_answers')}."
     )

@@ -27,7 +27,7 @@ from memcore.interfaces import Message
 from memcore.prompts import answer as prompts
 from memcore.registry import Registry
 from memcore.seeding import derive_seed
-from memcore.types import Category, QAItem
+from memcore.types import Category, Evidence, QAItem
 
 _LABEL_RE = re.compile(r"^\s*(?:short\s+)?answer\s*:\s*", re.IGNORECASE)
 
@@ -111,6 +111,10 @@ class EvalProtocol:
         """Whether the expected answer to ``item`` is a refusal (the judge then grades a refusal as correct)."""
         return False
 
+    def context(self, evidence: Evidence) -> str:
+        """The context string :meth:`messages` receives for ``evidence`` (the method's own rendering)."""
+        return evidence.render()
+
     def messages(self, item: QAItem, context: str, options: tuple[str, ...]) -> list[Message]:
         """The answer prompt for ``item`` given the retrieved ``context`` (``options``: category 5's, in order)."""
         raise NotImplementedError
@@ -163,7 +167,7 @@ class LoCoMoProtocol(EvalProtocol):
             template = prompts.LOCOMO_QA_PROMPT_CAT_5
         else:
             template = prompts.LOCOMO_QA_PROMPT
-        query = prompts.LOCOMO_QUERY.format(context=context, prompt=template.format(question=question))
+        query = prompts.LOCOMO_QUERY.format(context=context, prompt=template.format(question))
         return [{"role": "user", "content": query}]
 
     def postprocess(self, reply: str, options: tuple[str, ...]) -> str:

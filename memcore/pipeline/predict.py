@@ -69,7 +69,8 @@ def predict(
     if not answer:
         return Prediction(evidence, None, retrieve_s=t_retrieve)
     t1 = time.perf_counter()
-    res = answerer.get().answer(item, evidence.render())
+    bound = answerer.get()
+    res = bound.answer(item, bound.context_of(evidence))
     return Prediction(
         evidence,
         res.text,

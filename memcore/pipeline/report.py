@@ -88,8 +88,15 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
         metrics["run"]["judge"] = judge_run_info(cfg)
     if cfg.eval.answer:  # issue 15: the answer prompt moves J more than the memory does; disclose it
         from memcore.eval.disclosure import answer_disclosure
+        from memcore.pipeline.resources import run_upstream_answer
 
-        metrics["run"]["answer"] = answer_disclosure(cfg.protocol, items)
+        metrics["run"]["answer"] = answer_disclosure(
+            cfg.protocol,
+            items,
+            answer_prompt=str(cfg.eval.get("answer_prompt", "harness")),
+            upstream=run_upstream_answer(cfg),
+            method=method,
+        )
     if data.audit_changed:  # issue 15: the best score a perfect system reaches against the original gold
         from memcore.eval.ceiling import gold_ceiling
 

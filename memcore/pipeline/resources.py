@@ -114,8 +114,13 @@ def _judge(
 
 
 def _answerer(cfg: DictConfig, backbone: Any) -> Any:
+    """The run's answerer: the protocol's prompt and sampling (``protocol.*``), or under
+    ``eval.answer_prompt=upstream`` the method's upstream answer prompt with upstream's sampling."""
     from memcore.eval.answerer import Answerer
 
+    upstream = run_upstream_answer(cfg)
+    if upstream is not None:
+        return Answerer(backbone, upstream.spec, seed=int(cfg.seed))
     p = cfg.protocol
     return Answerer(
         backbone,
@@ -125,3 +130,14 @@ def _answerer(cfg: DictConfig, backbone: Any) -> Any:
         temperature_adversarial=float(p.temperature_adversarial),
         max_tokens=None if p.max_tokens is None else int(p.max_tokens),
     )
+
+
+def run_upstream_answer(cfg: DictConfig) -> Any:
+    """The :class:`~memcore.eval.upstream.UpstreamAnswer` the run answers with (None: the harness's prompt, i.e.
+    ``eval.answer_prompt=harness`` or a method without an upstream prompt)."""
+    from memcore.eval.upstream import upstream_answer
+    from memcore.methods import get_method
+
+    if str(cfg.eval.get("answer_prompt", "harness")) != "upstream":
+        return None
+    return upstream_answer(get_method(str(cfg.method.name)).upstream_answer)

@@ -33,6 +33,7 @@ ADDED_KEY_DEFAULTS: dict[tuple[str, str], Any] = {
     ("method", "pack_summary"): False,
     ("method", "pack_tokens"): None,
     ("eval", "context_tokens"): None,
+    ("eval", "answer_prompt"): "harness",
 }
 
 
@@ -82,7 +83,8 @@ def without_added_defaults(fields: dict[str, Any]) -> dict[str, Any]:
 def _eval_fields(ev: dict[str, Any]) -> dict[str, Any]:
     """The result-affecting ``eval`` keys; the judge preset and its number of runs only when judging (so runs
     made before they existed still resume)."""
-    out = {k: ev.get(k) for k in ("answer", "budget", "judge", "judge_backbone", "audited", "context_tokens")}
+    keys = ("answer", "budget", "judge", "judge_backbone", "audited", "context_tokens", "answer_prompt")
+    out = {k: ev.get(k) for k in keys}
     if ev.get("judge"):
         out.update(judge_preset=ev.get("judge_preset"), judge_runs=ev.get("judge_runs"))
     return out

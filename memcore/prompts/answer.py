@@ -66,17 +66,16 @@ AMEM_BY_CATEGORY: dict[int, str] = {
 }
 
 # --- official LoCoMo ---------------------------------------------------------------------------
+# QA_PROMPT and QA_PROMPT_CAT_5 of task_eval/evaluate_gpts.py (commit 9228632) verbatim, filled positionally.
 LOCOMO_QA_PROMPT = (
     "\n"
     "Based on the above context, write an answer in the form of a short phrase for the following question. "
     "Answer with exact words from the context whenever possible.\n"
     "\n"
-    "Question: {question} Short answer:\n"
+    "Question: {} Short answer:\n"
 )
 
-LOCOMO_QA_PROMPT_CAT_5 = (
-    "\nBased on the above context, answer the following question.\n\nQuestion: {question} Short answer:\n"
-)
+LOCOMO_QA_PROMPT_CAT_5 = "\nBased on the above context, answer the following question.\n\nQuestion: {} Short answer:\n"
 
 LOCOMO_TEMPORAL_SUFFIX = " Use DATE of CONVERSATION to answer with an approximate date."
 

@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from memcore.report.collect import ReportInputError, RunData, display_path, load_runs
 from memcore.report.memory_table import memory_table
@@ -18,7 +19,7 @@ from memcore.report.tables import Table, ablation_table, detail_table, main_tabl
 
 FORMATS = ("md", "csv", "tex")
 DEFAULT_PROBE = Path("results/measured/judge_probe.json")
-LAYOUTS = ("auto", "main", "ablation", "both", "retrieval", "detail")
+LAYOUTS = ("auto", "main", "ablation", "both", "retrieval", "detail", "k_sweep")
 
 
 def auto_layout(runs: Sequence[RunData]) -> str:
@@ -51,7 +52,20 @@ def _parser() -> argparse.ArgumentParser:
         " in ablation, retrieval layout (recall, hit rate; no change columns) for retrieval-only runs of several"
         " methods or backbones;"
         " detail: methods side by side per category (F1, BLEU-1, recall, hit) with calls/tokens per turn and question"
-        " (added to every layout as detail_table)",
+        " (added to every layout as detail_table); k_sweep: an experiment=amem_k_sweep result, F1 / BLEU-1 / recall by k"
+        " and category with the chosen k per backbone (k_sweep table and k_choice.json)",
+    )
+    p.add_argument(
+        "--write-amem-k",
+        action="store_true",
+        help="with --layout k_sweep: write the chosen k per backbone into retrieve_k_by_backbone of the A-MEM config"
+        " (--amem-config), the map experiment=paper_main reads",
+    )
+    p.add_argument(
+        "--amem-config",
+        type=Path,
+        default=None,
+        help="the A-MEM method config --write-amem-k edits (default: configs/method/amem.yaml)",
     )
     p.add_argument("--formats", default="md,csv,tex", help="comma list of md, csv, tex (default: all)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
@@ -134,7 +148,13 @@ def run_report(args: argparse.Namespace) -> list[Path]:
     )
     out.mkdir(parents=True, exist_ok=True)
     summaries = [summarize_run(r, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha) for r in runs]
-    layout = args.layout if args.layout != "auto" else auto_layout(runs)
+    layout = args.layout
+    if args.write_amem_k and layout != "k_sweep":
+        raise ReportInputError("--write-amem-k needs --layout k_sweep.")
+    if layout == "k_sweep":
+        return _k_sweep_report(args, summaries, runs, out, formats)
+    if layout == "auto":
+        layout = auto_layout(runs)
     kw = {"reference_backbone": args.reference_backbone}
     tables: list[tuple[str, Table]] = []
     if layout in ("main", "both", "main+retrieval"):
@@ -183,6 +203,38 @@ def run_report(args: argparse.Namespace) -> list[Path]:
             written.append(note)
             if not args.quiet:
                 print("\n".join(f"plot {line}" for line in omitted))
+    runs_list = out / "runs.txt"
+    runs_list.write_text("".join(f"{display_path(r.path)}\n" for r in runs))
+    written.append(runs_list)
+    return written
+
+
+def _k_sweep_report(
+    args: argparse.Namespace, summaries: Sequence[Any], runs: Sequence[Any], out: Path, formats: Sequence[str]
+) -> list[Path]:
+    """The k-sweep table, ``k_choice.json`` and, with ``--write-amem-k``, the chosen k written into the map."""
+    import json
+
+    from memcore.config import CONFIG_DIR
+    from memcore.report.k_sweep import chosen_k, k_sweep_table, write_chosen_k
+
+    table = k_sweep_table(summaries)
+    written = _write(table, out, "k_sweep", formats)
+    if not args.quiet:
+        print(table.to_markdown())
+    choice = chosen_k(summaries)
+    datasets = ",".join(sorted({r.dataset for r in runs}))
+    record: dict[str, Any] = {"chosen_k": choice, "rule": "best overall F1 (categories 1-5), ties to the smaller k"}
+    record["datasets"] = datasets
+    if args.write_amem_k:
+        config = args.amem_config or CONFIG_DIR / "method" / "amem.yaml"
+        note = f"chosen by memcore-report --layout k_sweep: best F1 over the sweep on {datasets}"
+        changes = write_chosen_k(config, choice, note)
+        record["written"] = {"config": display_path(config), "changes": {b: list(v) for b, v in changes.items()}}
+        for backbone, (old, new) in changes.items():
+            print(f"{display_path(config)}: retrieve_k_by_backbone.{backbone}: {old} -> {new}")
+    (out / "k_choice.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    written.append(out / "k_choice.json")
     runs_list = out / "runs.txt"
     runs_list.write_text("".join(f"{display_path(r.path)}\n" for r in runs))
     written.append(runs_list)

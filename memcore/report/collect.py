@@ -19,7 +19,7 @@ from memcore.llm.usage import updates_while_answering, whole_run_stages
 METRICS = "metrics.json"
 # Runs moved aside by overwrite=true are named <dir>.old-<time>; they are history, not results.
 _OLD_RUN_RE = re.compile(r"\.old-\d{8}-\d{6}$")
-PAPER_METHODS: tuple[str, ...] = ("full_context", "memgpt", "amem", "mem0", "lightmem", "memcore")
+PAPER_METHODS: tuple[str, ...] = ("full_context", "memgpt", "amem", "mem0-two-phase", "lightmem", "memcore")
 
 
 class ReportInputError(ValueError):
@@ -117,6 +117,8 @@ class RunData:
         from memcore.methods import method_names
 
         label = self.method_label
+        if label in PAPER_METHODS:
+            return None
         bases = [m for m in (*method_names(), *PAPER_METHODS) if label != m and label.startswith(m + "-")]
         return max(bases, key=len) if bases else None
 

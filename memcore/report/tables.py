@@ -614,7 +614,18 @@ def answer_cell(run: RunData) -> str:
         return "–"
     words = info.get("mean_words")
     length = "–" if words is None else f"{float(words):.1f} words"
-    return f"{info.get('prompt')}, T {info.get('temperature')}/{info.get('temperature_adversarial')}, {length}"
+    return f"{_prompt_label(info)}, T {info.get('temperature')}/{info.get('temperature_adversarial')}, {length}"
+
+
+def _prompt_label(info: Mapping[str, Any]) -> str:
+    """The answer prompt's version, marked ``[upstream]`` (the method's own) or ``[harness; no upstream]`` when the
+    run asked for ``eval.answer_prompt=upstream``; unmarked under the default ``harness``."""
+    prompt = str(info.get("prompt", ""))
+    if info.get("prompt_source"):
+        return f"{prompt} [upstream]"
+    if info.get("answer_prompt_note"):
+        return f"{prompt} [harness; no upstream]"
+    return prompt
 
 
 def evidence_info(run: RunData) -> dict[str, Any]:
@@ -644,7 +655,7 @@ def run_disclosure(run: RunData) -> dict[str, Any]:
         "judge_majority_no_adv": None
         if block.get("judge_majority") is None
         else 100.0 * float(block["judge_majority"]),
-        "answer_prompt": answer.get("prompt", ""),
+        "answer_prompt": _prompt_label(answer) if answer else "",
         "answer_temperature": answer.get("temperature"),
         "answer_temperature_adversarial": answer.get("temperature_adversarial"),
         "answer_mean_words": answer.get("mean_words"),
@@ -660,6 +671,11 @@ def headline_notes(summaries: Sequence[RunSummary]) -> list[str]:
 
     notes = list(dict.fromkeys(n for s in summaries if (n := protocol_cat5_note(s.run.protocol))))
     notes.append(CATEGORY_NAME_NOTE)
+    if any(s.run.method_label == "mem0" for s in summaries):
+        notes.append(
+            "mem0: mem0ai 2.2.1's add-only pipeline (one extraction call per add), not the algorithm behind Mem0's"
+            " published numbers; the paper's Mem0 row is mem0-two-phase (extraction, then ADD/UPDATE/DELETE/NONE)."
+        )
     if any(s.values.get("judge_no_adv") is not None for s in summaries):
         notes.append(
             "J cat. 1-4: share of answers the judge labels CORRECT over categories 1-4 (as published LoCoMo J numbers;"
@@ -676,6 +692,12 @@ def headline_notes(summaries: Sequence[RunSummary]) -> list[str]:
         " the answer prompt moves J more than the memory does (full context with GPT-4.1-mini: 81.95 with a short-answer"
         " prompt, 92.62 with chain of thought)."
     )
+    if any(_prompt_label(s.run.info.get("answer") or {}).endswith("]") for s in summaries):
+        notes.append(
+            "[upstream]: the row was answered with its method's own upstream answer prompt, layout and sampling"
+            " (eval.answer_prompt=upstream; sources in baselines/FIDELITY.md); [harness; no upstream]: asked for, but"
+            " the method has none, so the harness's prompt. Unmarked rows use the harness's prompt."
+        )
     notes.append(
         "Evidence: eval.budget (when set, at most that many notes per question for every method: A-MEM's linked"
         " neighbours, both of Mem0's speaker searches, MemGPT's hits and core lines, FluxMem's episodes and skills"

@@ -1,0 +1,31 @@
+"""A-MEM's own LoCoMo answer prompts for ``eval.answer_prompt=upstream``: ``advancedMemAgent.answer_question`` of
+WujiangXu/A-mem ``test_advanced.py`` at commit ``0c8039f``.
+
+The texts are the harness's A-MEM protocol prompts (:mod:`memcore.prompts.answer`, ``AMEM_*``; checked against
+that commit byte for byte, sha256 in ``baselines/FIDELITY.md``): per category a user message after the JSON
+system message, temperature 0.7 (category 5: their ``temperature_c5`` default 0.5), ``max_tokens`` 1000 (their
+client), the context as A-MEM's ``retrieve_memory`` lays it out (the method's own rendering), the JSON reply's
+``answer``. Under ``protocol=amem`` this is what the harness sends anyway; under ``protocol=locomo`` it replaces
+LoCoMo's prompt for ``amem`` only. The one adaptation, as in the protocol: their strict ``json_schema`` response
+format is stated in the system message (:data:`memcore.prompts.answer.AMEM_SYSTEM`), since the harness's client
+offers JSON-object mode only.
+"""
+
+from __future__ import annotations
+
+from memcore.eval.protocols import AMemProtocol
+from memcore.eval.upstream import UpstreamAnswer
+
+SOURCE = "WujiangXu/A-mem test_advanced.py @ 0c8039f"
+
+UPSTREAM = UpstreamAnswer(
+    spec=AMemProtocol(
+        name="amem",
+        prompt_name="A-MEM's LoCoMo answer prompts (test_advanced.py answer_question), JSON reply",
+        temperature_default=0.7,
+        temperature_adversarial=0.5,
+        max_tokens=1000,
+        json_reply=True,
+    ),
+    source=SOURCE,
+)
