@@ -268,6 +268,8 @@ def test_memcore_cheap_k20_recall_floor_holds_on_the_committed_items(run: str) -
     assert len(scored) == 1536
     assert 100 * sum(it["recall"] for it in scored) / len(scored) >= 68.2
     assert 100 * sum(it["hit"] for it in scored) / len(scored) >= 76.1
+
+
 def test_the_answer_prompt_effect_table_follows_from_the_committed_items(tmp_path: Path) -> None:
     from experiments.measure.answer_prompt_effect import main as effect_main
 
