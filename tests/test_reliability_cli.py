@@ -156,7 +156,7 @@ def test_unknown_config_group_option_lists_the_known_ones(tmp_path: Path, overri
         (["backbone.kind=openai"], ["unknown backbone kind 'openai'", "openai_compatible", "Known: llamacpp"]),
         (
             ["embedder.kind=mini"],
-            ["unknown embedder kind 'mini'", "Did you mean 'minilm'", "Known: hashing, minilm, openai"],
+            ["unknown embedder kind 'mini'", "Did you mean 'minilm'", "Known: hashing, hub, minilm, openai"],
         ),
         (["ablation.name=wo_merge", "method=rag_bm25"], ["does not support ablation 'wo_merge'", "it supports: none"]),
     ],
