@@ -258,7 +258,7 @@ def child_env() -> dict[str, str]:
 
 def simulator_command(plan: Plan, port_file: Path, stats_file: Path) -> list[str]:
     s = plan.sim
-    cmd = [sys.executable, "-m", "memcore.llm.simulator", "--port-file", str(port_file)]
+    cmd = [sys.executable, "-m", "memcore.testing.simulator", "--port-file", str(port_file)]
     cmd += ["--stats-out", str(stats_file), "--time-scale", str(plan.time_scale)]
     cmd += ["--ttft-s", str(plan.ttft_s), "--tokens-per-s", str(plan.tokens_per_s)]
     cmd += ["--retry-after-s", str(plan.retry_after_s), "--hang-s", str(plan.timeout_s + 2.0)]

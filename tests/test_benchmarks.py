@@ -20,8 +20,8 @@ from experiments.benchmarks.fake_openai import fake_openai_server
 from experiments.benchmarks.responders import structured_responder
 from memcore.interfaces import Completion, Message
 from memcore.llm.limiter import RequestLimiter
-from memcore.prompts import gate as GATE_PROMPT
-from memcore.prompts import ingest as INGEST_PROMPT
+from memcore.memory.prompts import gate as GATE_PROMPT
+from memcore.memory.prompts import ingest as INGEST_PROMPT
 
 
 # ---------------------------------------------------------------- helpers

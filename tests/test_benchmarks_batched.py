@@ -12,8 +12,8 @@ from memcore.memory.batched import SPEC_BATCHED, BatchSettings, MemCoReBatched, 
 from memcore.memory.config import ConfigError, MemCoReConfig, Switches
 from memcore.memory.persistence import SnapshotMismatchError
 from memcore.memory.system import MemCoRe
-from memcore.prompts import batch as BATCH_PROMPT
-from memcore.prompts import gate as GATE_PROMPT
+from memcore.memory.prompts import batch as BATCH_PROMPT
+from memcore.memory.prompts import gate as GATE_PROMPT
 from tests.fakes import BatchedLLM
 from tests.support import method_context, story_conversation
 

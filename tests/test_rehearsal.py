@@ -18,7 +18,7 @@ import pytest
 
 from experiments import rehearsal as R
 from memcore.itemlog import read_items
-from memcore.llm.simulator import SimulatorConfig, running_simulator
+from memcore.testing.simulator import SimulatorConfig, running_simulator
 from tests.support import CHILD_OF_TEST, REPO
 
 PAPER_METHODS = ("full_context", "memgpt", "amem", "mem0-two-phase", "lightmem", "memcore")

@@ -1,6 +1,6 @@
 """A local OpenAI-compatible chat server with a fixed latency and scripted replies, so benchmarks exercise the
 real client (``OpenAIChat``: its request semaphore, retries and SQLite response cache) without a model.
-A thin front of the simulator (:mod:`memcore.llm.simulator`, ``memcore-simulate``) with no faults and a fixed
+A thin front of the simulator (:mod:`memcore.testing.simulator`, ``memcore-simulate``) with no faults and a fixed
 latency per request. Timing only: its replies mean nothing."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from memcore.llm.scripted import Responder
-from memcore.llm.simulator import SimulatorConfig, SimulatorServer, running_simulator
+from memcore.testing.simulator import SimulatorConfig, SimulatorServer, running_simulator
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Issue 14.5: agreement of MemCoRe's construction gate with the labelled pairs in ``tests/data/gate_pairs.jsonl``.
 
 For every pair the gate is asked exactly one question: the new note against a candidate list of one note,
-with the gate's own prompt module (``memcore.prompts.gate``), its own reply validation and its own decision
+with the gate's own prompt module (``memcore.memory.prompts.gate``), its own reply validation and its own decision
 rule (``memcore.memory.construction``: ``_validate_gate`` and ``Constructor.decide`` on a one-note store),
 whatever version of them is importable at run time. So the same script measures the old gate (run it with
 ``PYTHONPATH`` pointing at a worktree of the old commit) and the new one. The decision is mapped to the
@@ -91,10 +91,10 @@ def load_pairs(path: Path) -> list[dict[str, Any]]:
 
 def gate_version(gate_form: str = "scale") -> str:
     """The version of the gate prompt a build with ``method.gate_form`` uses (older trees: the one prompt)."""
-    from memcore.prompts import gate
+    from memcore.memory.prompts import gate
 
     if gate_form == "binary":
-        from memcore.prompts import gate_binary
+        from memcore.memory.prompts import gate_binary
 
         return str(gate_binary.VERSION)
     return str(gate.VERSION)

@@ -5,7 +5,7 @@ extraction and sleep-time update calls, for the code on ``PYTHONPATH`` and the g
     python -m experiments.benchmarks.lightmem_cost --label after-512-0.7 --knob preset=512-0.7 --out <dir>
     PYTHONPATH=<checkout of an older commit> python -m experiments.benchmarks.lightmem_cost --label before --out <dir>
 
-Replies come from the simulator's content-free, schema-valid responder (``memcore.llm.sim_replies``), so the
+Replies come from the simulator's content-free, schema-valid responder (``memcore.testing.sim_replies``), so the
 extraction calls (set by the buffers, the compression rate and the prompt's length) are what LightMem would send;
 the update calls depend on how many near-duplicate entries the replies make, so they are plumbing, not a
 prediction. Tokens are the scripted backbone's approximation. MiniLM embeddings (topic segmentation and the
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from memcore.data import load_locomo, resolve_locomo_path
     from memcore.llm.factory import build_embedder
     from memcore.llm.scripted import ScriptedBackbone
-    from memcore.llm.sim_replies import structured_responder
+    from memcore.testing.sim_replies import structured_responder
 
     knobs = {k: _value(v) for k, v in (kv.split("=", 1) for kv in args.knob)}
     cfg = config_from_dict(knobs)

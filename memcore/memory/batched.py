@@ -40,7 +40,7 @@ from memcore.memory.ingestion import Ingestor, IngestResult, clean_text, drop_fi
 from memcore.memory.keywords import normalise_keywords
 from memcore.memory.notes import EDGE_TYPES, Note, RawTurn
 from memcore.memory.system import INGEST_BATCH, SPEC, MemCoRe
-from memcore.prompts import batch as BATCH_PROMPT
+from memcore.memory.prompts import batch as BATCH_PROMPT
 from memcore.schema import bad_value, check_fields, knob, rules_of
 from memcore.types import Turn
 

@@ -37,9 +37,9 @@ from memcore.memory.config import MemCoReConfig, Switches
 from memcore.memory.ingestion import IngestResult
 from memcore.memory.keywords import KeywordIndex, normalise_keywords
 from memcore.memory.notes import EDGE_TYPES, Note, NoteStore, RawTurn
-from memcore.prompts import gate as GATE_PROMPT
-from memcore.prompts import gate_binary as GATE_BINARY_PROMPT
-from memcore.prompts import merge as MERGE_PROMPT
+from memcore.memory.prompts import gate as GATE_PROMPT
+from memcore.memory.prompts import gate_binary as GATE_BINARY_PROMPT
+from memcore.memory.prompts import merge as MERGE_PROMPT
 
 RELATIONS = ("redundant", "complementary", "unrelated")
 MERGED_CONTEXT_MAX_WORDS = 80

@@ -22,7 +22,7 @@ from memcore.data.relative_dates import annotate
 from memcore.interfaces import ChatBackbone
 from memcore.llm.json_reply import complete_json
 from memcore.memory.keywords import normalise_keywords
-from memcore.prompts import ingest as INGEST_PROMPT
+from memcore.memory.prompts import ingest as INGEST_PROMPT
 from memcore.types import Turn
 
 # Symbols outside the BMP (emoji) and pictographs in the BMP that carry no retrievable content.

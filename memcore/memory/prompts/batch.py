@@ -5,11 +5,11 @@
 may be existing notes (``E<k>``) or earlier new notes of the same chunk (``N<j>``).
 
 Gate v2: every note shows its session date(s), and the relation scale and its rules are the single-note gate's
-(:data:`memcore.prompts.gate.RELATIONS`: non-overlapping strength ranges; a new fact about the same person, or the
+(:data:`memcore.memory.prompts.gate.RELATIONS`: non-overlapping strength ranges; a new fact about the same person, or the
 same kind of event on another date, is not redundant). v1 showed no dates and had overlapping ranges.
 """
 
-from memcore.prompts.gate import RELATIONS
+from memcore.memory.prompts.gate import RELATIONS
 
 INGEST_VERSION = "memcore-ingest-batch-v1"
 

@@ -5,7 +5,7 @@ say that a new fact about the same person, or the same kind of event on another 
 
 VERSION = "memcore-gate-v2"
 
-#: The relation scale, its rules and the edge types; the batched gate (``memcore.prompts.batch``) uses the same text.
+#: The relation scale, its rules and the edge types; the batched gate (``memcore.memory.prompts.batch``) uses the same text.
 RELATIONS = """- "redundant": the new note says the SAME fact as the existing note, about the same event: a repetition or paraphrase. Merging them would lose nothing. strength 0.7 to 1.0.
 - "complementary": the same person and subject, or the same event, and the new note adds a different fact: a detail, a follow-up, a change of plan, a confirmation or a contradiction. strength 0.5 to 0.69.
 - "unrelated": different facts that only share a person, words or a kind of activity. strength 0.0 to 0.49.

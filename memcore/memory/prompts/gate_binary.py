@@ -5,7 +5,7 @@ every pair (results/benchmarks/gate_agreement.md); this form asks what the decis
 answer first and no number to copy. The relation follows from the answers (same fact → redundant; same
 subject → complementary; else unrelated) and its strength is the middle of that relation's range."""
 
-from memcore.prompts.gate import SYSTEM
+from memcore.memory.prompts.gate import SYSTEM
 
 VERSION = "memcore-gate-binary-v1"
 

@@ -3,7 +3,7 @@
 ``memcore-simulate`` (or :func:`running_simulator` in-process) serves, on 127.0.0.1 only:
 
 - ``POST /v1/chat/completions``: a schema-valid reply for every prompt the harness sends
-  (:mod:`memcore.llm.sim_replies`), with ``usage`` from a simple deterministic tokenizer (:func:`count_tokens`),
+  (:mod:`memcore.testing.sim_replies`), with ``usage`` from a simple deterministic tokenizer (:func:`count_tokens`),
   ``n`` choices, ``response_format`` JSON mode, ``max_tokens`` truncation (``finish_reason: "length"``) and a
   latency model: ``(ttft_s + completion_tokens / tokens_per_s) * time_scale`` seconds before the reply;
 - ``GET /v1/models``: the model names it serves; another model gets HTTP 404 ``model_not_found`` as OpenAI does;
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from memcore.interfaces import Message
-from memcore.llm.sim_replies import reply as default_reply
+from memcore.testing.sim_replies import reply as default_reply
 
 #: The models the backbone presets name (configs/backbone/*.yaml of kind openai_compatible); a test keeps them in
 #: step with the presets.

@@ -6,7 +6,7 @@ measured questions, 12 of them with all the gold already in the pool, and echoed
 fact; it had found the answer in some of those replies. Writing the answer first ties the verdict to it. The
 format example carries no verdict to copy."""
 
-from memcore.prompts.ier import SYSTEM
+from memcore.memory.prompts.ier import SYSTEM
 
 VERSION = "memcore-ier-answer-first-v1"
 

@@ -1,5 +1,5 @@
 """Content-free but schema-valid replies for every prompt the harness sends, for the OpenAI-compatible simulator
-(:mod:`memcore.llm.simulator`) and the scripted benchmarks: MemCoRe's ingest / gate (scale and binary) / merge /
+(:mod:`memcore.testing.simulator`) and the scripted benchmarks: MemCoRe's ingest / gate (scale and binary) / merge /
 link / decompose / IER (v2 and answer-first) / batched prompts, A-MEM's analysis / evolution / query keywords,
 mem0ai's additive extraction, mem0-two-phase's extraction and update, MemGPT's function calls and summary,
 LightMem's extraction and update, FluxMem's eight prompts, both answer protocols and both judge presets.
@@ -26,14 +26,14 @@ from baselines.lightmem import prompt_update as LIGHT_UPDATE
 from baselines.memgpt import prompts as MEMGPT_PROMPT
 from memcore.interfaces import Message
 from memcore.prompts import answer as ANSWER_PROMPT
-from memcore.prompts import batch as BATCH_PROMPT
-from memcore.prompts import decompose as DECOMPOSE_PROMPT
-from memcore.prompts import gate as GATE_PROMPT
-from memcore.prompts import ier as IER_PROMPT
-from memcore.prompts import ingest as INGEST_PROMPT
+from memcore.memory.prompts import batch as BATCH_PROMPT
+from memcore.memory.prompts import decompose as DECOMPOSE_PROMPT
+from memcore.memory.prompts import gate as GATE_PROMPT
+from memcore.memory.prompts import ier as IER_PROMPT
+from memcore.memory.prompts import ingest as INGEST_PROMPT
 from memcore.prompts import judge as JUDGE_PROMPT
 from memcore.prompts import judge_mem0
-from memcore.prompts import merge as MERGE_PROMPT
+from memcore.memory.prompts import merge as MERGE_PROMPT
 
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'\-]+")
 _CANDIDATE_RE = re.compile(r"^\[(\d+)\]\s*(.*)$", re.MULTILINE)
