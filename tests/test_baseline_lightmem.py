@@ -205,6 +205,64 @@ def test_sleep_time_update_and_delete() -> None:
     assert mem._vectors.shape == (3, 3)
 
 
+def test_fact_without_source_id_is_attributed_by_content_or_credited_to_no_turn() -> None:
+    turns = [_turn(1, "Alice", "I adopted a puppy named Rex."), _turn(2, "Bob", "I started the violin in March.")]
+    reply = {
+        "data": [
+            {"source_id": "Bob", "fact": "Bob has played the violin since March."},  # invalid id, shares words
+            {"fact": "Alice told Bob about the weather."},  # no id; shares only the speakers' names
+        ]
+    }
+    cfg = LightMemConfig(compressor="none", sensory_buffer_tokens=1000, stm_buffer_tokens=1000, consolidate=False)
+    mem, _ = _build(cfg, turns, responder=lambda m: json.dumps(reply))
+    violin, weather = mem.entries
+    # the turn it shares content words with, dated, ordered and topic-numbered as that turn
+    assert violin.source_dia_ids == ("D1:2",)
+    assert (violin.speaker, violin.order, violin.topic_id) == ("Bob", 1, 1)
+    # no turn shares a content word (names left out): credited to none, dated as the batch's last turn
+    assert weather.source_dia_ids == ()
+    assert (weather.speaker, weather.order) == ("Bob", 1)
+    # the model named no segment, so the labelled upper bound keeps crediting the whole batch
+    assert violin.segment_dia_ids == weather.segment_dia_ids == ("D1:1", "D1:2")
+    stats = mem.stats()
+    assert (stats["facts"], stats["facts_without_source"], stats["facts_unattributed"]) == (2, 2, 1)
+    notes = mem.retrieve("weather", budget=2).notes
+    assert {n.text: n.dia_ids for n in notes} == {violin.text: ("D1:2",), weather.text: ()}
+
+
+def test_update_credits_only_the_turns_whose_content_the_new_text_keeps() -> None:
+    turns = [
+        _turn(1, "Alice", "Rex is a puppy."),
+        _turn(2, "Bob", "I play the violin."),
+        _turn(3, "Alice", "Rex the dog is a beagle."),
+        _turn(4, "Alice", "Rex barks at the mailman."),
+    ]
+    targets: list[str] = []
+
+    def responder(messages: Sequence[dict[str, str]]) -> str:
+        if messages[0]["content"] == LIGHT_EXTRACT.METADATA_GENERATE_PROMPT_LOCOMO:
+            return LightMemLLM()(messages)
+        target = messages[-1]["content"].split("\n")[0]
+        targets.append(target)
+        if "Rex is a puppy" in target:  # keeps the beagle (turn 3), drops the mailman (turn 4)
+            return json.dumps({"action": "update", "new_memory": "Rex is a beagle puppy."})
+        if "Rex the dog is a beagle" in target:  # keeps nothing of turns 3 and 4
+            return json.dumps({"action": "update", "new_memory": "The weather turned cold."})
+        return json.dumps({"action": "ignore"})
+
+    cfg = LightMemConfig(compressor="none", sensory_buffer_tokens=1000, stm_buffer_tokens=1000)
+    mem, _ = _build(cfg, turns, responder=responder)
+    # TopicEmbedder: the three Rex entries share one vector; entry 0 is updated from entries 2 and 3, entry 2
+    # from entry 3
+    assert len(targets) == 2 and mem.counters["updated"] == 2
+    first, _, second, _ = mem.entries
+    assert first.text == "Rex is a beagle puppy." and first.source_dia_ids == ("D1:1", "D1:3")
+    assert second.text == "The weather turned cold." and second.source_dia_ids == ()
+    assert mem.counters["updates_unattributed"] == 1
+    # provenance: segment still credits the union of the segments
+    assert first.segment_dia_ids == ("D1:1", "D1:3", "D1:4")
+
+
 def test_update_queue_only_looks_backwards() -> None:
     cfg = LightMemConfig(compressor="none", consolidate=False, queue_keep=5)
     mem, _ = _build(cfg, TURNS)

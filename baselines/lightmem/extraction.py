@@ -1,15 +1,17 @@
 """LightMem's long-term entries and how a short-term batch becomes them: ONE LLM call with upstream's
 ``METADATA_GENERATE_PROMPT_locomo`` extracts standalone facts from the whole batch ("--- Topic k ---" blocks);
-each fact keeps its source turn and every turn of its topic segment. An unusable reply stores the batch's
-compressed turns verbatim."""
+each fact keeps its source turn and every turn of its topic segment. A fact whose ``source_id`` is missing or
+invalid is attributed by content (:func:`baselines.attribution.source_turn`) or, failing that, credited to no
+turn. An unusable reply stores the batch's compressed turns verbatim."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from baselines.attribution import source_turn
 from baselines.lightmem import prompt_extract as P
 from baselines.lightmem.buffers import Batch, BufferedTurn
 from baselines.lightmem.config import LightMemConfig
@@ -24,9 +26,10 @@ MIN_REPLY_TOKENS = 256
 
 @dataclass
 class LightMemEntry:
-    """One long-term memory entry. ``source_dia_ids`` is the turn the fact was extracted from (the
-    whole batch when the model gave no valid source id); ``segment_dia_ids`` every turn of its topic
-    segment. Consolidation updates keep the union of both with the newer entries they integrate."""
+    """One long-term memory entry. ``source_dia_ids`` is the turn the fact was extracted from (empty when
+    neither the model's source id nor the fact's content names one); ``segment_dia_ids`` every turn of its
+    topic segment (the whole extraction batch when the model gave no valid source id). A consolidation update
+    keeps the source turns whose content the new text keeps and the union of the segments."""
 
     entry_id: str
     text: str
@@ -120,8 +123,9 @@ def render_batch(batch: Batch, first_topic: int) -> str:
 @dataclass
 class FactExtractor:
     """One LightMem's extraction: numbers entries (``lm0``, ``lm1``, …) and topics across batches; counts
-    ``extraction_calls``, ``extraction_fallbacks``, ``facts`` and ``facts_without_source``. ``backbone`` is
-    a provider, called only when a batch is extracted."""
+    ``extraction_calls``, ``extraction_fallbacks``, ``facts``, ``facts_without_source`` (no valid source id
+    from the model) and ``facts_unattributed`` (of those, the ones whose content names no single turn either).
+    ``backbone`` is a provider, called only when a batch is extracted."""
 
     cfg: LightMemConfig
     backbone: Callable[[], ChatBackbone]
@@ -131,8 +135,10 @@ class FactExtractor:
     _next_id: int = field(default=0, init=False)
     _next_topic: int = field(default=0, init=False)
 
-    def extract(self, batch: Batch) -> list[LightMemEntry]:
-        """The entries of one short-term batch (not yet embedded)."""
+    def extract(self, batch: Batch, speakers: Sequence[str] = ()) -> list[LightMemEntry]:
+        """The entries of one short-term batch (not yet embedded). ``speakers``: the conversation's speaker
+        names, left out when a fact without a valid source id is attributed by content (every turn and many
+        facts carry them, so they say nothing about which turn a fact came from)."""
         flat: list[BufferedTurn] = [b for seg in batch for b in seg]
         seg_of: list[int] = [k for k, seg in enumerate(batch) for _ in seg]
         topic_ids = list(range(self._next_topic, self._next_topic + len(batch)))
@@ -166,14 +172,23 @@ class FactExtractor:
                     self._entry(f"{b.turn.speaker}: {b.compressed}", b, seg_ids[seg_of[i]], topic_ids[seg_of[i]], "raw")
                 )
         else:
+            rendered = [(b.turn.dia_id, b.turn.render()) for b in flat]
             for sid, fact in res.value:
-                if sid is None:
-                    self.counters["facts_without_source"] += 1
-                    last = flat[-1]
-                    entry = self._entry(fact, last, batch_ids, topic_ids[seg_of[-1]], "fact")
-                    entry.source_dia_ids = batch_ids
+                if sid is not None:
+                    new.append(self._entry(fact, flat[sid], seg_ids[seg_of[sid]], topic_ids[seg_of[sid]], "fact"))
+                    continue
+                # The model named no turn: credit the one turn the fact's content comes from, else none. The
+                # segment stays the whole batch, so ``provenance: segment`` remains the lenient upper bound.
+                self.counters["facts_without_source"] += 1
+                by_content = source_turn(fact, rendered, speakers)
+                if by_content is None:
+                    # Dated and ordered as the batch's last turn: the latest turn the fact can have come from.
+                    self.counters["facts_unattributed"] += 1
+                    entry = self._entry(fact, flat[-1], batch_ids, topic_ids[seg_of[-1]], "fact")
+                    entry.source_dia_ids = ()
                 else:
-                    entry = self._entry(fact, flat[sid], seg_ids[seg_of[sid]], topic_ids[seg_of[sid]], "fact")
+                    k = next(i for i, (dia_id, _) in enumerate(rendered) if dia_id == by_content)
+                    entry = self._entry(fact, flat[k], batch_ids, topic_ids[seg_of[k]], "fact")
                 new.append(entry)
             self.counters["facts"] += len(new)
         return new

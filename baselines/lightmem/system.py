@@ -37,7 +37,7 @@ from memcore.schema import method_validator
 from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote, Turn
 
-# LightMemEntry, parse_facts and parse_update were defined here; callers still import them from this module.
+# LightMemEntry, parse_facts and parse_update are re-exported: this module is the method's public face.
 __all__ = ["SPEC", "LightMem", "LightMemEntry", "parse_facts", "parse_update"]
 
 SNAPSHOT_FILE = "lightmem.json"
@@ -66,6 +66,10 @@ class LightMem:
         self._embedder = embedder
         self._compressor: Any = None
         self._order = 0
+        # What provenance is attributed against: each ingested turn's rendered text, and the speakers' names
+        # (every turn carries them, so they are left out of the comparison).
+        self._turn_text: dict[str, str] = {}
+        self._speakers: dict[str, None] = {}
         self.entries: list[LightMemEntry] = []
         self._vectors = np.zeros((0, 0), dtype=np.float32)
         self._lock = threading.Lock()
@@ -79,9 +83,11 @@ class LightMem:
             "extraction_fallbacks": 0,
             "facts": 0,
             "facts_without_source": 0,
+            "facts_unattributed": 0,
             "update_calls": 0,
             "update_fallbacks": 0,
             "updated": 0,
+            "updates_unattributed": 0,
             "deleted": 0,
         }
         self._buffers = TopicBuffers(config, embedder, self._extract, self.counters)
@@ -106,6 +112,8 @@ class LightMem:
         compressed = self._compressor.compress(turn.text) or turn.text
         item = BufferedTurn(turn, self._order, compressed, count_tokens(compressed))
         self._order += 1
+        self._turn_text[turn.dia_id] = turn.render()
+        self._speakers.setdefault(turn.speaker)
         self.counters["turns"] += 1
         self.counters["raw_tokens"] += count_tokens(turn.text)
         self.counters["compressed_tokens"] += item.tokens
@@ -113,7 +121,7 @@ class LightMem:
 
     def _extract(self, batch: Batch) -> None:
         """Extract one short-term batch and add its entries, embedded, to long-term memory."""
-        new = self._extractor.extract(batch)
+        new = self._extractor.extract(batch, tuple(self._speakers))
         if new:
             vecs = np.asarray(self.embedder.encode([e.text for e in new]), dtype=np.float32)
             self._vectors = vecs if not self.entries else np.vstack([self._vectors, vecs])
@@ -125,7 +133,9 @@ class LightMem:
             return
         self._buffers.flush()
         if self.cfg.consolidate and len(self.entries) > 1:
-            self.entries, self._vectors = self._updater.run(self.entries, self._vectors)
+            self.entries, self._vectors = self._updater.run(
+                self.entries, self._vectors, self._turn_text, tuple(self._speakers)
+            )
         self._finalized = True
 
     def update_queues(self) -> list[list[tuple[int, float]]]:

@@ -1,16 +1,19 @@
 """LightMem's offline ("sleep-time") update: each entry's update queue holds its most similar earlier entries;
 an entry that appears in newer entries' queues with similarity ≥ ``update_threshold`` gets one LLM call that
 updates it (integrating the newer ones), deletes it (contradicted) or keeps it. All decisions are made on the
-pre-update memory (LightMem reads every entry once, then updates in parallel) and applied afterwards."""
+pre-update memory (LightMem reads every entry once, then updates in parallel) and applied afterwards. An updated
+entry is credited with the turns, among its own and the newer entries' source turns, whose content the new text
+keeps (:func:`baselines.attribution.kept_turns`); its segment turns are the union of all of theirs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from baselines.attribution import kept_turns
 from baselines.lightmem import prompt_update as P
 from baselines.lightmem.config import LightMemConfig
 from baselines.lightmem.extraction import LightMemEntry
@@ -62,8 +65,9 @@ def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class OfflineUpdater:
-    """One LightMem's sleep-time update; counts ``update_calls``, ``update_fallbacks``, ``updated`` and
-    ``deleted``. ``backbone`` / ``embedder`` are providers, called only when an update needs them."""
+    """One LightMem's sleep-time update; counts ``update_calls``, ``update_fallbacks``, ``updated``,
+    ``updates_unattributed`` (updated entries whose new text keeps no candidate turn's content: credited to
+    none) and ``deleted``. ``backbone`` / ``embedder`` are providers, called only when an update needs them."""
 
     cfg: LightMemConfig
     backbone: Callable[[], ChatBackbone]
@@ -76,24 +80,38 @@ class OfflineUpdater:
         orders = np.array([e.order for e in entries])
         return update_queues(vectors, orders, top_k=self.cfg.queue_top_k, keep=self.cfg.queue_keep)
 
-    def run(self, entries: list[LightMemEntry], vectors: np.ndarray) -> tuple[list[LightMemEntry], np.ndarray]:
+    def run(
+        self,
+        entries: list[LightMemEntry],
+        vectors: np.ndarray,
+        turn_text: Mapping[str, str],
+        speakers: Sequence[str] = (),
+    ) -> tuple[list[LightMemEntry], np.ndarray]:
         """The memory after the update: updated entries changed in place (and re-embedded in ``vectors``, in
-        place), deleted ones left out of the returned entries and vectors."""
+        place), deleted ones left out of the returned entries and vectors. ``turn_text`` maps every ingested
+        dia_id to its rendered turn, which an update's new text is attributed against; ``speakers``' names are
+        left out of that comparison."""
         sources: dict[int, list[int]] = {}
         for j, queue in enumerate(self.queues(entries, vectors)):
             for i, score in queue:
                 if score >= self.cfg.update_threshold:
                     sources.setdefault(i, []).append(j)
         decisions = {target: self._decide(entries, target, sources[target]) for target in sorted(sources)}
+        # The texts the update call saw came from these turns, so attribute against them, not against turns an
+        # earlier update in this loop already reassigned.
+        seen_sources = [e.source_dia_ids for e in entries]
         changed: list[int] = []
         for target, dec in decisions.items():
             if dec.action != "update":
                 continue
             e = entries[target]
             e.text = dec.new_memory
+            candidates: tuple[str, ...] = seen_sources[target]
             for c in sources[target]:
-                e.source_dia_ids = _union(e.source_dia_ids, entries[c].source_dia_ids)
+                candidates = _union(candidates, seen_sources[c])
                 e.segment_dia_ids = _union(e.segment_dia_ids, entries[c].segment_dia_ids)
+            e.source_dia_ids = tuple(kept_turns(e.text, [(d, turn_text[d]) for d in candidates], speakers))
+            self.counters["updates_unattributed"] += int(not e.source_dia_ids)
             changed.append(target)
         if changed:
             vectors[changed] = np.asarray(self.embedder().encode([entries[i].text for i in changed]), dtype=np.float32)
