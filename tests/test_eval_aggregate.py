@@ -74,7 +74,7 @@ def test_aggregate_judge_and_retrieval_only() -> None:
 
 
 def test_aggregate_rejects_unknown_category() -> None:
-    with pytest.raises(ValueError, match="1-5"):
+    with pytest.raises(ValueError, match="the dataset's categories are 1 multi-hop"):
         aggregate([item("c", 7, 0.0, 0.0, None, None)])
 
 

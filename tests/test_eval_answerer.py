@@ -6,10 +6,11 @@ import random
 
 import pytest
 
+from memcore.datasets.locomo.categories import Category
 from memcore.eval.answerer import Answerer, adversarial_options, locomo_cat5_choice, strip_answer_label
 from memcore.prompts import answer as prompts
 from memcore.seeding import derive_seed
-from memcore.types import Category, QAItem
+from memcore.types import QAItem
 
 CONTEXT = "[8 May, 2023] Alice: We moved to Lisbon yesterday."
 

@@ -12,11 +12,12 @@ import pytest
 
 from baselines.fluxmem import SPEC, SPEC_FACTS, SPEC_NO_CONSOLIDATE, SPEC_NO_REFINE, FluxMem, FluxMemConfig
 from memcore.config import ConfigError
+from memcore.datasets.locomo.categories import Category
 from memcore.interfaces import SelfAnsweringMemory
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.methods import get_method
-from memcore.types import Category, QAItem
+from memcore.types import QAItem
 from tests.fakes import FluxMemLLM
 from tests.support import method_context, story_conversation
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from memcore.data import LoCoMoDataset
+from memcore.datasets.locomo.loader import LoCoMoDataset
 from memcore.types import Turn
 
 PAIRS = Path(__file__).parent / "data" / "gate_pairs.jsonl"

@@ -8,12 +8,13 @@ import dataclasses
 import pytest
 from omegaconf import OmegaConf
 
+from memcore.datasets.locomo.categories import Category
 from memcore.eval.protocols import PROTOCOLS, EvalProtocol, get_protocol
 from memcore.llm.factory import BACKBONE_KINDS, EMBEDDER_KINDS
 from memcore.methods import METHODS, declared_methods, get_method, method_names
 from memcore.registry import Registry, UnknownNameError
 from memcore.schema import build_keys, knob
-from memcore.types import Category, QAItem
+from memcore.types import QAItem
 from tests.support import REPO
 
 
