@@ -1,4 +1,4 @@
-"""Every knob checked before any work (issue 16): the method section of every method, the backbone and
+"""Every knob checked before any work: the method section of every method, the backbone and
 embedder presets, ``dataset.*``, ``protocol.*``, ``eval.*`` and the run-level switches.
 
 :func:`validate_run` is called by the runner before it starts a server, loads data or builds anything. Each

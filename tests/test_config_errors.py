@@ -1,4 +1,4 @@
-"""Every bad knob is one line from ``memcore-run``, exit 2, before any work (issue 16, item 3).
+"""Every bad knob is one line from ``memcore-run``, exit 2, before any work.
 
 The sweep drives the real entry point (``memcore.cli.run_main`` with ``sys.argv`` set, Hydra composition
 included) in-process, so 40 cases cost seconds rather than 40 interpreter start-ups; one case also goes through a

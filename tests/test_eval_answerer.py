@@ -160,7 +160,7 @@ def test_cached_flag_is_passed_through(scripted) -> None:
 
 
 def test_prompt_hash_pins_the_exact_request(scripted) -> None:
-    """The record's prompt_hash (issue 17) is the digest of messages + sampling + seed: the same for the same
+    """The record's prompt_hash is the digest of messages + sampling + seed: the same for the same
     request, different when the context, the item (its seed) or the protocol's prompt differs."""
     bb = scripted('{"answer": "Lisbon"}')
     amem = Answerer(bb, "amem", seed=0)
