@@ -1,7 +1,7 @@
 """Per-category and weighted aggregation of per-item scores into the ``metrics.json`` body.
 
-An item is a dict with ``category`` (one of the run's dataset's category ids), ``scores`` (``{"f1", "bleu1"}`` and optionally
-``"judge"``; ``None`` or absent for retrieval-only runs), and ``recall`` / ``hit`` (``None`` when
+An item is a dict with ``category`` (one of the run's dataset's category ids), ``scores`` (``{"f1", "bleu1"}``
+and optionally ``"judge"``; ``None`` or absent for retrieval-only runs), and ``recall`` / ``hit`` (``None`` when
 the item has no gold evidence). All outputs are fractions in [0, 1] (``None`` when nothing was
 measured). "Weighted" overall = the mean over items, i.e. categories weighted by item count, as
 A-MEM and the paper report it.
