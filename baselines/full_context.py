@@ -39,13 +39,14 @@ from typing import Any
 from baselines import locomo_batch_prompt as B
 from baselines.turns import load_turns, save_turns, text_without_caption, turn_note
 from memcore.budget import BUDGET_KEY, budget_record
+from memcore.datasets.locomo.categories import Category
 from memcore.eval.protocols import EvalProtocol, adversarial_options, get_protocol
 from memcore.interfaces import ChatBackbone, MethodContext, MethodSpec
 from memcore.llm.usage import usage_of
 from memcore.prompts import answer as answer_prompts
 from memcore.schema import POS, Rule, check_rules, knob, method_validator
 from memcore.text import count_tokens, truncate_to_tokens
-from memcore.types import Category, Evidence, QAItem, Turn
+from memcore.types import Evidence, QAItem, Turn
 
 log = logging.getLogger(__name__)
 

@@ -14,6 +14,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from memcore.datasets.registry import DEFAULT_DATASET_KIND
 from memcore.errors import ConfigError as ConfigError  # the one ConfigError, re-exported
 from memcore.memory.ablations import Switches
 
@@ -63,6 +64,7 @@ class EmbedderConfig:
 @dataclass
 class DatasetConfig:
     name: str = "locomo-mini"
+    kind: str = DEFAULT_DATASET_KIND  # the dataset package (memcore.datasets registry) this slice is cut from
     id: str | None = None
     path: str | None = None
     conversations: list[str] | None = None

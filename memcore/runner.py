@@ -300,7 +300,14 @@ class Runner:
                         answer=bool(self.cfg.eval.answer),
                         method=self.spec.name,
                     )
-                    record = score_item(item, prediction, protocol, audited=data.audited.get(item.item_id), judge=judge)
+                    record = score_item(
+                        item,
+                        prediction,
+                        protocol,
+                        category_name=data.categories.get(int(item.category)).name,
+                        audited=data.audited.get(item.item_id),
+                        judge=judge,
+                    )
             except StopRequested:
                 return  # the run is stopping (Ctrl-C or a failure elsewhere): the rerun answers this item
             except BaseException:

@@ -7,28 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import IntEnum
 from typing import Any
-
-
-class Category(IntEnum):
-    """LoCoMo question categories with the official int mapping (see data PROVENANCE)."""
-
-    MULTI_HOP = 1
-    TEMPORAL = 2
-    OPEN_DOMAIN = 3
-    SINGLE_HOP = 4
-    ADVERSARIAL = 5
-
-    @property
-    def label(self) -> str:
-        """Snake-case name, e.g. ``multi_hop``."""
-        return self.name.lower()
-
-    @property
-    def title(self) -> str:
-        """Human label with the int, e.g. ``1 multi-hop``."""
-        return f"{int(self)} {self.name.lower().replace('_', '-')}"
 
 
 @dataclass(frozen=True)
@@ -59,16 +38,18 @@ class Session:
 
 @dataclass(frozen=True)
 class QAItem:
-    """One LoCoMo question.
+    """One question of a dataset.
 
-    ``answer`` is the original gold (``None`` for most category-5 items), always a stripped string
-    when present; ``evidence`` holds cleaned dia_ids that name real turns.
+    ``category`` is one of the dataset's declared category ids (:class:`memcore.datasets.spec.DatasetCategories`;
+    a dataset may store an ``IntEnum`` member, the harness reads it as its int). ``answer`` is the original gold
+    (``None`` when the question has none, e.g. most of LoCoMo's adversarial items), always a stripped string when
+    present; ``evidence`` holds cleaned ids of the turns (``Turn.dia_id``) that answer it.
     """
 
     conv_id: str
     index: int
     question: str
-    category: Category
+    category: int
     answer: str | None
     adversarial_answer: str | None
     evidence: tuple[str, ...]

@@ -1,4 +1,4 @@
-"""Every knob checked before any work (issue 16): the method section of every method, the backbone and
+"""Every knob checked before any work: the method section of every method, the backbone and
 embedder presets, ``dataset.*``, ``protocol.*``, ``eval.*`` and the run-level switches.
 
 :func:`validate_run` is called by the runner before it starts a server, loads data or builds anything. Each
@@ -18,6 +18,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memcore.config import ConfigError
+from memcore.datasets.registry import DATASETS, DEFAULT_DATASET_KIND, get_dataset
 from memcore.schema import NONNEG, POS, TEMPERATURE, MethodCheck, Rule, bad_value, check_fields
 
 __all__ = [
@@ -103,6 +104,29 @@ EVAL_RULES: dict[str, Rule] = {
 RUN_RULES: dict[str, Rule] = {"concurrency": POS, "build_processes": NONNEG}
 
 
+def check_dataset(c: Mapping[str, Any]) -> None:
+    """The dataset knobs of a resolved run config: ``dataset.kind`` names a registered dataset (did you mean …),
+    ``dataset.categories`` are among its categories, ``eval.audited`` only for a dataset with an audit overlay,
+    and a run that answers or judges uses a protocol the dataset declares."""
+    kind = str(c["dataset"].get("kind") or DEFAULT_DATASET_KIND)
+    if kind not in DATASETS:
+        raise ConfigError(f"dataset.kind={kind!r}: " + DATASETS.unknown(kind))
+    spec = get_dataset(kind)
+    ids = spec.categories.ids
+    for cat in c["dataset"].get("categories") or []:
+        if cat not in ids:
+            span = f"{ids[0]}-{ids[-1]}" if list(ids) == list(range(ids[0], ids[-1] + 1)) else ", ".join(map(str, ids))
+            allowed = f"a list of {kind} categories {span} ({spec.categories.describe()})"
+            raise bad_value("dataset.categories", c["dataset"]["categories"], allowed)
+    ev = c.get("eval") or {}
+    if ev.get("audited") and spec.audit is None:
+        raise bad_value("eval.audited", True, f"false: dataset {kind!r} has no audit overlay of corrected gold")
+    protocol = str((c.get("protocol") or {}).get("name"))
+    if (ev.get("answer", True) or ev.get("judge")) and protocol not in spec.protocols:
+        fits = ", ".join(spec.protocols) or "none: run it retrieval-only with eval.answer=false"
+        raise bad_value("protocol.name", protocol, f"a protocol that fits dataset {kind!r}: {fits}")
+
+
 def validate_run(cfg: DictConfig) -> None:
     """Check every knob of a schema-validated run config (``memcore.config.validate``) before any work:
     ranges of the backbone / embedder / dataset / protocol / eval sections and the method section."""
@@ -144,9 +168,7 @@ def validate_run(cfg: DictConfig) -> None:
     for budget in c["eval"].get("token_budgets") or []:
         if not POS.ok(budget):
             raise bad_value("eval.token_budgets", c["eval"]["token_budgets"], "a list of integers >= 1", "eval")
-    for cat in c["dataset"].get("categories") or []:
-        if cat not in (1, 2, 3, 4, 5):
-            raise bad_value("dataset.categories", c["dataset"]["categories"], "a list of LoCoMo categories 1-5")
+    check_dataset(c)
     from memcore.llm.cache_shards import check_cache_mode
 
     check_cache_mode(c.get("cache_mode"))

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig
 
-from memcore.data import LoCoMoDataset, load_locomo
+from memcore.datasets.locomo.loader import LoCoMoDataset, load_locomo
 from memcore.types import Conversation
 from tests.fakes import RecordingBackbone
 from tests.support import compose_run, data_file_or_skip, story_conversation

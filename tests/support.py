@@ -23,7 +23,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
 
 from memcore.cli import CONFIG_PATH
-from memcore.data import DataError, resolve_audit_path, resolve_locomo_path
+from memcore.data import DataError
+from memcore.datasets.locomo.categories import Category
+from memcore.datasets.locomo.paths import resolve_audit_path, resolve_locomo_path
 from memcore.eval.aggregate import aggregate
 from memcore.interfaces import LazyResource, MethodContext
 from memcore.itemlog import read_items
@@ -31,7 +33,7 @@ from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.memory.system import SPEC, SPEC_CHEAP, MemCoRe
 from memcore.snapshots import MANIFEST
-from memcore.types import Category, Conversation, QAItem, Session, Turn
+from memcore.types import Conversation, QAItem, Session, Turn
 from tests.fakes import MemCoReLLM
 
 #: The repository root (the worktree the tests run from).

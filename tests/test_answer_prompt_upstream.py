@@ -12,12 +12,13 @@ import pytest
 from baselines.lightmem.answer_prompt import UPSTREAM as LIGHTMEM
 from baselines.lightmem.answer_prompt import speaker_blocks
 from baselines.mem0.answer_prompt import ANSWER_PROMPT, UPSTREAM, render
+from memcore.datasets.locomo.categories import Category
 from memcore.eval.answerer import Answerer
 from memcore.interfaces import Message
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.methods import get_method
 from memcore.pipeline.rundir import RunConflictError, result_fields
-from memcore.types import Category, Evidence, QAItem
+from memcore.types import Evidence, QAItem
 from tests.fakes import Mem0TwoPhaseLLM
 
 MEM0_REPLY = "Step 1: the memories say so. Answer: the support group"

@@ -248,7 +248,7 @@ def test_image_turns_are_ingested_as_their_loader_writes_them() -> None:
 
 @pytest.mark.usefixtures("locomo_path")
 def test_the_loader_records_img_url_and_counts_captions_amem_leaves_out() -> None:
-    from memcore.data.locomo import load_locomo
+    from memcore.datasets.locomo.loader import load_locomo
     from tests.support import data_file_or_skip
 
     ds = load_locomo(data_file_or_skip())

@@ -1,4 +1,4 @@
-"""Every bad knob is one line from ``memcore-run``, exit 2, before any work (issue 16, item 3).
+"""Every bad knob is one line from ``memcore-run``, exit 2, before any work.
 
 The sweep drives the real entry point (``memcore.cli.run_main`` with ``sys.argv`` set, Hydra composition
 included) in-process, so 40 cases cost seconds rather than 40 interpreter start-ups; one case also goes through a
@@ -106,6 +106,7 @@ BAD_VALUES: list[tuple[list[str], list[str]]] = [
     (["+eval.foo=1"], ["eval.foo", "EvalConfig"]),
     (["dataset.max_qa=0"], ["dataset.max_qa=0", ">= 1"]),
     (["dataset.categories=[7]"], ["dataset.categories=[7]", "categories 1-5"]),
+    (["dataset.kind=locomoo"], ["dataset.kind='locomoo'", "Did you mean 'locomo'?", "Known: locomo"]),
     (["protocol.temperature=-0.1"], ["protocol.temperature=-0.1", "in [0, 2]"]),
     (["concurrency=0"], ["concurrency=0", ">= 1"]),
     (["cache_mode=shard"], ["cache_mode='shard'", "Did you mean 'shared', 'sharded'?", "Known: auto, shared, sharded"]),

@@ -10,16 +10,10 @@ from typing import Any
 
 import pytest
 
-from memcore.data import (
-    OFFICIAL_CONV_ORDER,
-    AuditEntry,
-    DataError,
-    LoCoMoDataset,
-    apply_audit,
-    clean_evidence,
-    load_audit,
-    select,
-)
+from memcore.data import DataError, select
+from memcore.datasets.locomo.audit import OFFICIAL_CONV_ORDER, AuditEntry, apply_audit, load_audit
+from memcore.datasets.locomo.evidence import clean_evidence
+from memcore.datasets.locomo.loader import LoCoMoDataset
 
 
 @pytest.fixture(scope="module")

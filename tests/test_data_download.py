@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from memcore.data import (
+from memcore.data import DataError
+from memcore.data.paths import repo_root
+from memcore.datasets.locomo.download import (
     LOCOMO_SHA256,
-    DataError,
     default_locomo_destination,
     download_locomo,
     sha256_file,
     verify_locomo,
 )
-from memcore.data.paths import repo_root
 
 SCRIPT = repo_root() / "scripts" / "get_locomo.py"
 

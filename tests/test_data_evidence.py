@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from memcore.data import EVIDENCE_FIX_KINDS, CleaningReport, clean_evidence
+from memcore.datasets.locomo.cleaning import CleaningReport
+from memcore.datasets.locomo.evidence import EVIDENCE_FIX_KINDS, clean_evidence
 
 TURNS = frozenset({"D1:1", "D1:2", "D2:1", "D11:26", "D30:5"})
 

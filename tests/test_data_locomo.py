@@ -11,14 +11,10 @@ from typing import Any
 
 import pytest
 
-from memcore.data import (
-    LOCOMO_SHA256,
-    LoCoMoDataset,
-    load_locomo,
-    parse_session_time,
-    with_image_caption,
-)
-from memcore.types import Category, Conversation, QAItem
+from memcore.datasets.locomo.categories import Category
+from memcore.datasets.locomo.download import LOCOMO_SHA256
+from memcore.datasets.locomo.loader import LoCoMoDataset, load_locomo, parse_session_time, with_image_caption
+from memcore.types import Conversation, QAItem
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""One test per row of the malformed-input table in memcore/data/README.md."""
+"""One test per row of the malformed-input table in memcore/datasets/locomo/README.md."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from memcore.data import DataError, load_locomo
-from memcore.types import Category
+from memcore.data import DataError
+from memcore.datasets.locomo.categories import Category
+from memcore.datasets.locomo.loader import load_locomo
 from tests.support import REPO, minimal_locomo
 
-README = REPO / "memcore" / "data" / "README.md"
+README = REPO / "memcore" / "datasets" / "locomo" / "README.md"
 
 
 def write(tmp_path: Path, data: Any) -> Path:

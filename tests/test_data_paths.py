@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memcore.data import DataError, resolve_audit_path, resolve_locomo_path
+from memcore.data import DataError
 from memcore.data.paths import repo_root
+from memcore.datasets.locomo.paths import resolve_audit_path, resolve_locomo_path
 
 
 def touch(p: Path) -> Path:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memcore.data import DataError, LoCoMoDataset, load_locomo, select
-from memcore.types import Category
+from memcore.data import DataError, select
+from memcore.datasets.locomo.categories import Category
+from memcore.datasets.locomo.loader import LoCoMoDataset, load_locomo
 
 
 @pytest.fixture(scope="module")

@@ -103,7 +103,7 @@ def test_end_to_end_local_backbone(tmp_path: Path, method: str) -> None:
 def _first_turns_of_conv26(n_turns: int, path: Path) -> Path:
     """A LoCoMo file holding conv-26's first ``n_turns`` turns of session 1 and its QA items whose evidence lies
     inside them (real data, cut so that MemCoRe's LLM gate fits CI's time on a 2-core CPU)."""
-    from memcore.data import resolve_locomo_path
+    from memcore.datasets.locomo.paths import resolve_locomo_path
 
     conv = next(c for c in json.loads(resolve_locomo_path(None).read_text()) if c["sample_id"] == "conv-26")
     body = conv["conversation"]

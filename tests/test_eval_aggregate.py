@@ -74,7 +74,7 @@ def test_aggregate_judge_and_retrieval_only() -> None:
 
 
 def test_aggregate_rejects_unknown_category() -> None:
-    with pytest.raises(ValueError, match="1-5"):
+    with pytest.raises(ValueError, match="the dataset's categories are 1 multi-hop"):
         aggregate([item("c", 7, 0.0, 0.0, None, None)])
 
 
@@ -189,7 +189,7 @@ def test_budget_recall_by_hand() -> None:
 
 
 def test_k_recall_by_hand() -> None:
-    """Recall over the first k notes (issue 14: a memory of about K_final notes is all retrieved).
+    """Recall over the first k notes (a memory of about K_final notes is all retrieved, so only a cut at k shows the ranking).
     Item a: gold D1:1, D1:2; notes in order [D1:9], [D1:1, D1:5], [D1:2]. Item b: gold D2:1; notes [D2:1].
     The adversarial item and the one without evidence are left out."""
     a = {

@@ -6,10 +6,11 @@ import random
 
 import pytest
 
+from memcore.datasets.locomo.categories import Category
 from memcore.eval.answerer import Answerer, adversarial_options, locomo_cat5_choice, strip_answer_label
 from memcore.prompts import answer as prompts
 from memcore.seeding import derive_seed
-from memcore.types import Category, QAItem
+from memcore.types import QAItem
 
 CONTEXT = "[8 May, 2023] Alice: We moved to Lisbon yesterday."
 
@@ -159,7 +160,7 @@ def test_cached_flag_is_passed_through(scripted) -> None:
 
 
 def test_prompt_hash_pins_the_exact_request(scripted) -> None:
-    """The record's prompt_hash (issue 17) is the digest of messages + sampling + seed: the same for the same
+    """The record's prompt_hash is the digest of messages + sampling + seed: the same for the same
     request, different when the context, the item (its seed) or the protocol's prompt differs."""
     bb = scripted('{"answer": "Lisbon"}')
     amem = Answerer(bb, "amem", seed=0)

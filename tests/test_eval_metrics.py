@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from memcore.datasets.locomo.categories import Category
 from memcore.eval.metrics import (
     amem_bleu1,
     amem_f1,
@@ -20,7 +21,6 @@ from memcore.eval.metrics import (
     recall_at_budget,
     score_answer,
 )
-from memcore.types import Category
 
 
 def f1_of(p: float, r: float) -> float:

@@ -12,15 +12,16 @@ import pytest
 
 from baselines.fluxmem import SPEC, SPEC_FACTS, SPEC_NO_CONSOLIDATE, SPEC_NO_REFINE, FluxMem, FluxMemConfig
 from memcore.config import ConfigError
+from memcore.datasets.locomo.categories import Category
 from memcore.interfaces import SelfAnsweringMemory
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.methods import get_method
-from memcore.types import Category, QAItem
+from memcore.types import QAItem
 from tests.fakes import FluxMemLLM
 from tests.support import method_context, story_conversation
 
-# Stage 1 as it was before the upstream alignment (issue 15): pool by dense + BM25, layer-wide normalisation,
+# Stage 1 as it was before the upstream alignment: pool by dense + BM25, layer-wide normalisation,
 # weights 0.4 / 0.3 / 0.3. Tests of that arithmetic pin it explicitly; the upstream defaults are tested below.
 OLD_STAGE1: dict[str, Any] = {
     "pool_by": "hybrid",

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from memcore.config import validate
+from memcore.datasets.locomo.categories import Category
 from memcore.eval import judge as judge_mod
 from memcore.eval.judge import Judge, JudgeConfigError, judge_gold, label_from_text, load_backbone_preset
 from memcore.itemlog import read_items
@@ -15,7 +16,7 @@ from memcore.prompts import judge as prompts
 from memcore.prompts import judge_mem0
 from memcore.registry import UnknownNameError
 from memcore.runner import Runner
-from memcore.types import Category, QAItem
+from memcore.types import QAItem
 from tests.fakes import JudgeLLM
 
 
@@ -135,7 +136,7 @@ def test_bad_judge_preset_fails_before_any_work(tmp_path, compose) -> None:
     assert not (tmp_path / "run" / "items.jsonl").exists()
 
 
-# --------------------------------------------------------------------------- issue 15: mem0-judge preset
+# --------------------------------------------------------------------------- the mem0-judge preset
 MEM0_PHRASES = (
     "Your task is to label an answer to a question as ’CORRECT’ or ’WRONG’.",
     "    (1) a question (posed by one user to another user), \n",

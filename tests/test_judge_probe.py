@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from memcore.datasets.locomo.categories import Category
 from memcore.eval import probe
 from memcore.eval.ceiling import gold_ceiling, is_gold_error
 from memcore.eval.disclosure import answer_disclosure, disclosure_line
 from memcore.eval.judge import Judge
 from memcore.llm.scripted import ScriptedBackbone
-from memcore.types import Category, Conversation, QAItem
+from memcore.types import Conversation, QAItem
 
 
 def test_dates_move_by_one_unit_and_reformat_without_changing_the_day() -> None:

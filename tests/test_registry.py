@@ -1,4 +1,4 @@
-"""One registry for every plugin kind (issue 17): lazy entries, method discovery, protocol objects, config schemas
+"""One registry for every plugin kind: lazy entries, method discovery, protocol objects, config schemas
 that own their build keys, and MemCoRe's ablations declared once."""
 
 from __future__ import annotations
@@ -8,12 +8,13 @@ import dataclasses
 import pytest
 from omegaconf import OmegaConf
 
+from memcore.datasets.locomo.categories import Category
 from memcore.eval.protocols import PROTOCOLS, EvalProtocol, get_protocol
 from memcore.llm.factory import BACKBONE_KINDS, EMBEDDER_KINDS
 from memcore.methods import METHODS, declared_methods, get_method, method_names
 from memcore.registry import Registry, UnknownNameError
 from memcore.schema import build_keys, knob
-from memcore.types import Category, QAItem
+from memcore.types import QAItem
 from tests.support import REPO
 
 

@@ -1,4 +1,4 @@
-"""Relative date expressions resolved against the session date (issue 28), on expressions taken from LoCoMo
+"""Relative date expressions resolved against the session date, on expressions taken from LoCoMo
 turns: each row names the turn (conversation, dia_id), its session date, the expression and its reading. The
 table pins the rules; ``test_the_table_matches_locomo`` checks each row against the LoCoMo file when present
 (no LoCoMo text is committed: only the expression, which the turn must contain)."""
@@ -9,8 +9,8 @@ from datetime import date, datetime
 
 import pytest
 
-from memcore.data.locomo import LoCoMoDataset
 from memcore.data.relative_dates import annotate, find_relative_dates, fmt_range
+from memcore.datasets.locomo.loader import LoCoMoDataset
 
 # (conversation, dia_id, session date as LoCoMo writes it, expression, reading, resolved)
 LOCOMO_TABLE: list[tuple[str, str, str, str, str, bool]] = [

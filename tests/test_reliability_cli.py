@@ -68,7 +68,7 @@ def _dup_qa(d: list[dict[str, Any]]) -> None:
 
 GOOD = json.dumps(minimal_locomo())
 
-# (case id as in memcore/data/README.md, file bytes (None: no file), exit code, what the user must see)
+# (case id as in memcore/datasets/locomo/README.md, file bytes (None: no file), exit code, what the user must see)
 BAD_INPUT: list[tuple[str, bytes | None, int, tuple[str, ...]]] = [
     ("missing_file", None, 2, ("is neither locomo10.json nor a folder holding it", "python scripts/get_locomo.py")),
     ("empty_file", b"", 2, ("file is empty",)),
@@ -119,7 +119,7 @@ def test_bad_input_from_the_cli(
 
 def test_readme_cases_are_all_known_cases() -> None:
     """Every case id used here is a row of the data layer's malformed-input table."""
-    table = (REPO / "memcore" / "data" / "README.md").read_text()
+    table = (REPO / "memcore" / "datasets" / "locomo" / "README.md").read_text()
     for case, *_ in BAD_INPUT:
         assert f"`{case}`" in table, case
     assert len(BAD_INPUT) >= 12

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from memcore.data.locomo import parse_session_time
+from memcore.datasets.locomo.loader import parse_session_time
 from memcore.eval.protocols import EvalProtocol
 from memcore.eval.upstream import UpstreamAnswer
 from memcore.interfaces import Message

@@ -27,7 +27,8 @@ import types
 from pathlib import Path
 from typing import Any
 
-from memcore.data import load_locomo, resolve_locomo_path
+from memcore.datasets.locomo.loader import load_locomo
+from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.eval.metrics import evidence_scores
 from memcore.text import count_tokens
 from memcore.types import Conversation

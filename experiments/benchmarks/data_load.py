@@ -13,7 +13,8 @@ import statistics
 import time
 
 from experiments.benchmarks.common import write_result
-from memcore.data import load_locomo, resolve_locomo_path
+from memcore.datasets.locomo.loader import load_locomo
+from memcore.datasets.locomo.paths import resolve_locomo_path
 
 TARGET_S = 1.5
 

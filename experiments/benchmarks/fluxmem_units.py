@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from memcore.budget import fill_units, note_line
-from memcore.data import load_locomo, resolve_locomo_path
+from memcore.datasets.locomo.loader import load_locomo
+from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.eval.metrics import evidence_scores
 from memcore.text import count_tokens
 

@@ -270,7 +270,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     import memcore
-    from memcore.data import load_locomo, resolve_locomo_path
+    from memcore.datasets.locomo.loader import load_locomo
+    from memcore.datasets.locomo.paths import resolve_locomo_path
 
     bcfg = None
     if args.backbone:

@@ -21,7 +21,8 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
-from memcore.data import load_locomo, resolve_locomo_path
+from memcore.datasets.locomo.loader import load_locomo
+from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.memory.ingestion import clean_text
 from memcore.types import Turn
 

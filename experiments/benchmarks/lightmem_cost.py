@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     from baselines.lightmem.config import config_from_dict
     from baselines.lightmem.system import LightMem
     from memcore.config import EmbedderConfig
-    from memcore.data import load_locomo, resolve_locomo_path
+    from memcore.datasets.locomo.loader import load_locomo
+    from memcore.datasets.locomo.paths import resolve_locomo_path
     from memcore.llm.factory import build_embedder
     from memcore.llm.scripted import ScriptedBackbone
     from memcore.testing.sim_replies import structured_responder

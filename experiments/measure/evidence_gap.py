@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memcore.data.errors import DataError
-from memcore.data.locomo import load_locomo
-from memcore.data.paths import resolve_locomo_path
+from memcore.datasets.locomo.loader import load_locomo
+from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.itemlog import read_run_items
 from memcore.turnpack import _STOP, _WORD
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from baselines.full_context import FullContext, FullContextConfig
-from memcore.data import load_locomo, resolve_locomo_path
+from memcore.datasets.locomo.loader import load_locomo
+from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.text import count_tokens
 
 REPO = Path(__file__).resolve().parents[2]

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memcore.data.errors import DataError
-from memcore.data.locomo import load_locomo
-from memcore.data.paths import resolve_locomo_path
+from memcore.datasets.locomo.loader import load_locomo
+from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.eval.aggregate import aggregate
 from memcore.eval.oracle import LINE_FORMAT, oracle_items
 from memcore.itemlog import read_run_items

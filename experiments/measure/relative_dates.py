@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memcore.data import load_locomo
-from memcore.data.paths import resolve_locomo_path
 from memcore.data.relative_dates import find_relative_dates
+from memcore.datasets.locomo.loader import load_locomo
+from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.types import Turn
 
 _VAGUE_WORDS = re.compile(r"\b(recently|lately)\b", re.IGNORECASE)

@@ -8,7 +8,7 @@ DEFAULT_HINT = "Fix the file, or fetch a clean official copy with `python script
 
 
 class DataError(ValueError):
-    """Malformed or missing LoCoMo data.
+    """Malformed or missing dataset data.
 
     The message names the file, the conversation (sample_id and/or index) and the field, and ends
     with what to do. The parts are also kept as attributes for tests and callers.

@@ -1,6 +1,6 @@
-"""Dataset slices: which conversations, how many sessions, which QA items.
+"""Dataset slices: which conversations, how many sessions, which QA items; the same cuts for every dataset.
 
-``locomo`` = everything; ``locomo-mini`` = ``select(ds, conversations=["conv-26"], max_sessions=3,
+E.g. LoCoMo's ``locomo-mini`` = ``select(conversations, conversations=["conv-26"], max_sessions=3,
 evidence_inside=True)`` (58 turns, 25 QA over all five categories); one conversation = ``conversations=[id]``.
 """
 
@@ -8,14 +8,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Protocol
 
 from memcore.data.errors import DataError
-from memcore.data.locomo import LoCoMoDataset
 from memcore.types import Conversation, QAItem
 
 
+class HasConversations(Protocol):
+    """A loaded dataset file (e.g. a :class:`~memcore.datasets.spec.DatasetFile`)."""
+
+    @property
+    def conversations(self) -> Sequence[Conversation]: ...
+
+
 def select(
-    dataset: LoCoMoDataset | Sequence[Conversation],
+    dataset: HasConversations | Sequence[Conversation],
     *,
     conversations: Sequence[str | int] | None = None,
     max_sessions: int | None = None,
@@ -31,7 +38,7 @@ def select(
     - ``max_qa``: then keep the first N items per conversation.
     Unknown ids or indices raise :class:`DataError` listing the known ids.
     """
-    convs = tuple(dataset.conversations if isinstance(dataset, LoCoMoDataset) else dataset)
+    convs = tuple(dataset if isinstance(dataset, Sequence) else dataset.conversations)
     for name, value in (("max_sessions", max_sessions), ("max_qa", max_qa)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise DataError(f"{name} must be a positive integer or null, got {value!r}", field=name, hint=None)

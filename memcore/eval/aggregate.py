@@ -1,7 +1,7 @@
 """Per-category and weighted aggregation of per-item scores into the ``metrics.json`` body.
 
-An item is a dict with ``category`` (int 1-5), ``scores`` (``{"f1", "bleu1"}`` and optionally
-``"judge"``; ``None`` or absent for retrieval-only runs), and ``recall`` / ``hit`` (``None`` when
+An item is a dict with ``category`` (one of the run's dataset's category ids), ``scores`` (``{"f1", "bleu1"}``
+and optionally ``"judge"``; ``None`` or absent for retrieval-only runs), and ``recall`` / ``hit`` (``None`` when
 the item has no gold evidence). All outputs are fractions in [0, 1] (``None`` when nothing was
 measured). "Weighted" overall = the mean over items, i.e. categories weighted by item count, as
 A-MEM and the paper report it.
@@ -12,17 +12,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from memcore.datasets.registry import DEFAULT_DATASET_KIND, get_dataset
+from memcore.datasets.spec import DatasetCategories
 from memcore.eval.protocols import AMEM_CAT5_NOTE as AMEM_CAT5_NOTE  # the note is the protocol's; kept importable
 from memcore.eval.protocols import protocol_cat5_note
-from memcore.types import Category
-
-ALL_CATEGORIES: tuple[int, ...] = (1, 2, 3, 4, 5)
-NO_ADV_CATEGORIES: tuple[int, ...] = (1, 2, 3, 4)
 
 
-def category_name(category: int | Category) -> str:
-    """``"multi-hop"``, ``"temporal"``, ... for the official category ints."""
-    return Category(int(category)).title.split(" ", 1)[1]
+def declared_categories(categories: DatasetCategories | None = None) -> DatasetCategories:
+    """``categories`` (the run's dataset's), or the default dataset's when a caller reading runs of it passes none."""
+    return categories if categories is not None else get_dataset(DEFAULT_DATASET_KIND).categories
+
+
+def category_name(category: int, categories: DatasetCategories | None = None) -> str:
+    """The title of a category id (``"multi-hop"``, ``"temporal"``, …) among ``categories`` (see
+    :func:`declared_categories`)."""
+    return declared_categories(categories).get(int(category)).title
+
+
+def headline_categories(categories: DatasetCategories | None = None) -> tuple[int, ...]:
+    """The category ids the headline overall (``overall_no_adv``) and the recall cuts cover."""
+    return declared_categories(categories).headline_ids
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -78,31 +87,37 @@ def judge_summary(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def aggregate(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The ``metrics.json`` body: ``by_category`` (keys ``"1"``..``"5"``, present categories only),
-    ``overall`` (items of categories 1-5), ``overall_no_adv`` (1-4), ``n_items``, ``n_without_evidence``."""
+def aggregate(items: Sequence[Mapping[str, Any]], categories: DatasetCategories | None = None) -> dict[str, Any]:
+    """The ``metrics.json`` body over the run's dataset's ``categories`` (:func:`declared_categories`):
+    ``by_category`` (keys the category ids, present categories only, each with its title as ``name``),
+    ``overall`` (every item), ``overall_no_adv`` (the headline categories: LoCoMo's 1-4), ``n_items``,
+    ``n_without_evidence``."""
+    declared = declared_categories(categories)
     for it in items:
-        cat = int(it["category"])
-        if cat not in ALL_CATEGORIES:
-            raise ValueError(f"item has category {it['category']!r}; LoCoMo categories are 1-5.")
+        if int(it["category"]) not in declared:
+            raise ValueError(
+                f"item has category {it['category']!r}; the dataset's categories are {declared.describe()}."
+            )
     judge = _has_judge(items)
     by_category: dict[str, Any] = {}
-    for cat in ALL_CATEGORIES:
-        group = [it for it in items if int(it["category"]) == cat]
+    for cat in declared:
+        group = [it for it in items if int(it["category"]) == cat.id]
         if group:
-            by_category[str(cat)] = {"name": category_name(cat), **summarize(group, judge=judge)}
+            by_category[str(cat.id)] = {"name": cat.title, **summarize(group, judge=judge)}
+    headline = set(declared.headline_ids)
     return {
         "by_category": by_category,
         "overall": summarize(items, judge=judge),
-        "overall_no_adv": summarize([it for it in items if int(it["category"]) in NO_ADV_CATEGORIES], judge=judge),
+        "overall_no_adv": summarize([it for it in items if int(it["category"]) in headline], judge=judge),
         "n_items": len(items),
         "n_without_evidence": sum(1 for it in items if it.get("recall") is None),
     }
 
 
-def _evidence_items(items: Sequence[Mapping[str, Any]], categories: Sequence[int]) -> list[Mapping[str, Any]]:
-    """The items of ``categories`` with gold evidence: the ones the recall cuts below are averaged over."""
-    wanted = set(categories)
+def _evidence_items(items: Sequence[Mapping[str, Any]], categories: Sequence[int] | None) -> list[Mapping[str, Any]]:
+    """The items of ``categories`` (None: the default dataset's headline categories) with gold evidence: the ones
+    the recall cuts below are averaged over."""
+    wanted = set(headline_categories() if categories is None else categories)
     return [it for it in items if int(it["category"]) in wanted and it.get("evidence")]
 
 
@@ -116,7 +131,7 @@ def _scored_cut(
 def budget_recall(
     items: Sequence[Mapping[str, Any]],
     budgets: Sequence[int],
-    categories: Sequence[int] = NO_ADV_CATEGORIES,
+    categories: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """Evidence recall and hit rate at equal context-token budgets: for each budget, each item keeps the
     leading retrieved notes that fit (``notes[i]["tokens"]``, ``notes[i]["dia_ids"]``) and is scored on
@@ -149,7 +164,7 @@ RECALL_KS: tuple[int, ...] = (5, 10)
 def k_recall(
     items: Sequence[Mapping[str, Any]],
     ks: Sequence[int] = RECALL_KS,
-    categories: Sequence[int] = NO_ADV_CATEGORIES,
+    categories: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """Evidence recall and hit rate using only each item's first ``k`` retrieved notes (``notes[i]["dia_ids"]``
     in retrieval order), for items of ``categories`` with gold evidence. Returns ``{"<k>": {"recall",
@@ -174,7 +189,7 @@ def k_recall(
 
 
 def ier_refinement(
-    items: Sequence[Mapping[str, Any]], categories: Sequence[int] = NO_ADV_CATEGORIES, *, same_cap: bool = False
+    items: Sequence[Mapping[str, Any]], categories: Sequence[int] | None = None, *, same_cap: bool = False
 ) -> dict[str, Any] | None:
     """What iterative refinement changed, for items of ``categories`` with gold evidence: how many were refined
     (more than one round) and, over those, recall and hit of round 1's pool (``extra.round1_dia_ids``) against
@@ -300,7 +315,7 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
     runs when repeated, majority-label J); with ``gold_ceiling`` the perfect system's J and F1 against the
     original gold. Notes: category names, the category-5 caveat, answer and judge disclosure."""
     rows: list[tuple[str, str, Mapping[str, Any]]] = [
-        (f"{key} {block.get('name', category_name(int(key)))} (n={block['n']})", key, block)
+        (f"{key} {block.get('name') or key} (n={block['n']})", key, block)
         for key, block in sorted(metrics["by_category"].items(), key=lambda kv: int(kv[0]))
     ]
     rows.append((f"Overall, cat. 1-5 (n={metrics['overall']['n']})", "overall", metrics["overall"]))

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from memcore.datasets.locomo.categories import Category
 from memcore.eval.protocols import (
     EvalProtocol,
     adversarial_options,
@@ -38,7 +39,7 @@ from memcore.interfaces import ChatBackbone, Completion, Message
 from memcore.llm.cache import stable_hash
 from memcore.llm.json_reply import complete_json
 from memcore.seeding import derive_seed
-from memcore.types import Category, Evidence, QAItem
+from memcore.types import Evidence, QAItem
 
 __all__ = [
     "AnswerPrompt",

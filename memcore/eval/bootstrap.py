@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from memcore.eval.aggregate import ALL_CATEGORIES
 from memcore.eval.metrics import session_hit
 
 SCORE_METRICS: tuple[str, ...] = ("f1", "bleu1", "judge")
@@ -43,9 +42,10 @@ def bootstrap_ci(
     n_boot: int = 1000,
     seed: int = 0,
     alpha: float = 0.05,
-    categories: Sequence[int] = ALL_CATEGORIES,
+    categories: Sequence[int] | None = None,
 ) -> tuple[float, float]:
-    """Percentile ``(low, high)`` interval of the item-weighted mean of ``metric`` over ``categories``.
+    """Percentile ``(low, high)`` interval of the item-weighted mean of ``metric`` over ``categories`` (None:
+    every item).
 
     Items without a value for ``metric`` (e.g. recall of items without evidence) are skipped; each
     resample draws as many clusters (values of ``item[by]``) as there are, with replacement.
@@ -55,11 +55,11 @@ def bootstrap_ci(
         raise ValueError(f"n_boot must be >= 1, got {n_boot}.")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}.")
-    wanted = {int(c) for c in categories}
+    wanted = None if categories is None else {int(c) for c in categories}
     sums: dict[Any, float] = {}
     counts: dict[Any, int] = {}
     for it in items:
-        if int(it["category"]) not in wanted:
+        if wanted is not None and int(it["category"]) not in wanted:
             continue
         if by not in it:
             raise ValueError(f"item {it.get('item_id', '?')} has no {by!r} field to cluster on.")
@@ -94,10 +94,10 @@ def paired_delta_ci(
     n_boot: int = 1000,
     seed: int = 0,
     alpha: float = 0.05,
-    categories: Sequence[int] = ALL_CATEGORIES,
+    categories: Sequence[int] | None = None,
 ) -> tuple[float, float, float, int] | None:
     """``(delta, low, high, n)``: the mean per-item difference of ``metric`` (``items`` minus ``reference``, paired
-    by ``item_id``) over the ``n`` items of ``categories`` with a value in both, and its percentile interval from
+    by ``item_id``) over the ``n`` items of ``categories`` (None: every item) with a value in both, and its percentile interval from
     resampling those items with replacement; None when no item pairs.
 
     Items, not conversations, are resampled: an ablation is usually measured on a slice of one or two
@@ -109,11 +109,11 @@ def paired_delta_ci(
         raise ValueError(f"n_boot must be >= 1, got {n_boot}.")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}.")
-    wanted = {int(c) for c in categories}
-    ref = {r["item_id"]: metric_value(r, metric) for r in reference if int(r["category"]) in wanted}
+    wanted = None if categories is None else {int(c) for c in categories}
+    ref = {r["item_id"]: metric_value(r, metric) for r in reference if wanted is None or int(r["category"]) in wanted}
     diffs: dict[str, float] = {}
     for it in items:
-        if int(it["category"]) not in wanted:
+        if wanted is not None and int(it["category"]) not in wanted:
             continue
         a, b = metric_value(it, metric), ref.get(it["item_id"])
         if a is not None and b is not None:

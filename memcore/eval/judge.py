@@ -35,6 +35,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from memcore.config import BackboneConfig, ConfigError
 from memcore.config import load_backbone_preset as compose_backbone_preset
+from memcore.datasets.locomo.categories import Category
 from memcore.eval.protocols import get_protocol
 from memcore.interfaces import ChatBackbone, LazyResource, Message
 from memcore.llm.json_reply import complete_json
@@ -42,7 +43,7 @@ from memcore.prompts import judge as prompts
 from memcore.prompts import judge_mem0
 from memcore.registry import Registry, unknown_name_message
 from memcore.stopflag import StopCheck
-from memcore.types import Category, QAItem
+from memcore.types import QAItem
 
 if TYPE_CHECKING:
     from memcore.llm.cache import ResponseCache

@@ -39,8 +39,8 @@ from functools import lru_cache
 from nltk.stem import PorterStemmer
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
+from memcore.datasets.locomo.categories import Category
 from memcore.eval.tokenize import word_tokenize
-from memcore.types import Category
 
 # The two refusal markers of the official category-5 rule (checked on the lower-cased answer).
 LOCOMO_REFUSAL_MARKERS: tuple[str, ...] = ("no information available", "not mentioned")
@@ -159,7 +159,9 @@ def _category(category: int | Category) -> Category:
     try:
         return Category(int(category))
     except (ValueError, TypeError):
-        raise ValueError(f"unknown LoCoMo category {category!r}; use an int 1-5 or a memcore.types.Category.") from None
+        raise ValueError(
+            f"unknown LoCoMo category {category!r}; use an int 1-5 or a memcore.datasets.locomo.categories.Category."
+        ) from None
 
 
 def check_protocol(protocol: str) -> str:

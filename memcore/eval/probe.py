@@ -356,8 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from memcore.cli import quiet_http_logs
     from memcore.config import BackboneConfig, ConfigError
-    from memcore.data import load_locomo, resolve_locomo_path
     from memcore.data.errors import DataError
+    from memcore.datasets.locomo.loader import load_locomo
+    from memcore.datasets.locomo.paths import resolve_locomo_path
     from memcore.eval.judge import get_preset, load_backbone_preset
     from memcore.registry import UnknownNameError
 

@@ -22,12 +22,13 @@ import random
 import re
 from dataclasses import dataclass
 
+from memcore.datasets.locomo.categories import Category
 from memcore.eval.metrics import amem_bleu1, amem_f1, locomo_f1
 from memcore.interfaces import Message
 from memcore.prompts import answer as prompts
 from memcore.registry import Registry
 from memcore.seeding import derive_seed
-from memcore.types import Category, Evidence, QAItem
+from memcore.types import Evidence, QAItem
 
 _LABEL_RE = re.compile(r"^\s*(?:short\s+)?answer\s*:\s*", re.IGNORECASE)
 

@@ -49,15 +49,16 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
     """``metrics.json`` of a run over ``items`` (in dataset order): the aggregate scores, recall at the
     ``eval.token_budgets`` and at the first :data:`~memcore.eval.aggregate.RECALL_KS` notes, what ran (judge and answer disclosure included), the gold ceiling of the audit
     and the scores against the audited gold."""
-    metrics = aggregate(items)
+    metrics = aggregate(items, data.categories)
+    headline = data.categories.headline_ids
     if cfg.eval.token_budgets:
-        metrics["recall_at_budget"] = budget_recall(items, list(cfg.eval.token_budgets))
-    metrics["recall_at_k"] = k_recall(items)
-    refinement = ier_refinement(items)
+        metrics["recall_at_budget"] = budget_recall(items, list(cfg.eval.token_budgets), headline)
+    metrics["recall_at_k"] = k_recall(items, categories=headline)
+    refinement = ier_refinement(items, headline)
     if refinement is not None:
         metrics["ier_refinement"] = refinement
         if cfg.eval.get("context_tokens") is not None:  # round 1 against the final pool, both before the cap
-            metrics["ier_refinement_same_cap"] = ier_refinement(items, same_cap=True)
+            metrics["ier_refinement_same_cap"] = ier_refinement(items, headline, same_cap=True)
     metrics["run"] = {
         "method": method,
         "ablation": str(cfg.ablation.name),
@@ -110,7 +111,7 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
             else r
             for r in items
         ]
-        metrics["audited"] = aggregate(audited_items)
+        metrics["audited"] = aggregate(audited_items, data.categories)
     return metrics
 
 

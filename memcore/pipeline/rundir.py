@@ -12,6 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from memcore.datasets.registry import DEFAULT_DATASET_KIND
 from memcore.llm.cache import stable_hash
 from memcore.pipeline.build import other_memory_backbone
 from memcore.pipeline.report import write_json
@@ -34,6 +35,7 @@ ADDED_KEY_DEFAULTS: dict[tuple[str, str], Any] = {
     ("method", "pack_tokens"): None,
     ("eval", "context_tokens"): None,
     ("eval", "answer_prompt"): "harness",
+    ("dataset", "kind"): DEFAULT_DATASET_KIND,
 }
 
 

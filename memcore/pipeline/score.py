@@ -68,10 +68,12 @@ def score_item(
     prediction: Prediction,
     protocol: str,
     *,
+    category_name: str,
     audited: QAItem | None = None,
     judge: LazyResource | None = None,
 ) -> ItemRecord:
-    """The record of ``item``'s prediction, scored by :func:`score_variants`."""
+    """The record of ``item``'s prediction, scored by :func:`score_variants`; ``category_name`` is the name the
+    run's dataset declares for the item's category."""
     evidence = prediction.evidence
     original, audited_scores, judge_record = score_variants(
         item, prediction.answer, evidence.dia_ids, protocol, audited=audited, judge=judge
@@ -81,7 +83,7 @@ def score_item(
         conv_id=item.conv_id,
         qa_index=item.index,
         category=int(item.category),
-        category_name=item.category.label,
+        category_name=category_name,
         question=item.question,
         original=original,
         answer=prediction.answer,

@@ -244,7 +244,8 @@ def full_conversation_tokens(
     of the context ``full_context`` builds for a whole conversation under ``budget``: each of ``conversations``
     (default: all of LoCoMo), with its ``image_captions`` setting."""
     from baselines.full_context import FullContext, FullContextConfig
-    from memcore.data import load_locomo, resolve_locomo_path
+    from memcore.datasets.locomo.loader import load_locomo
+    from memcore.datasets.locomo.paths import resolve_locomo_path
     from memcore.text import count_tokens
 
     if conversations is None:

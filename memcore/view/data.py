@@ -21,6 +21,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from memcore.datasets.registry import dataset_of
 from memcore.itemlog import ITEMS, ITEMS_GZ, ItemLogError, read_items
 from memcore.report.collect import ReportInputError, RunData, display_path, find_run_dirs, load_run
 
@@ -440,12 +441,13 @@ def run_overview(vr: ViewRun) -> dict[str, Any]:
 def paired_category_deltas(a: ViewRun, b: ViewRun) -> list[dict[str, Any]]:
     """Per category (then overall and overall 1-4) and per :data:`DELTA_METRICS` both runs carry: B minus A in
     percent points, paired per item, with the report's paired bootstrap interval (``paired_delta_ci``)."""
-    from memcore.eval.aggregate import ALL_CATEGORIES, category_name
     from memcore.eval.bootstrap import metric_value, paired_delta_ci
 
+    declared = dataset_of(a.run.config.get("dataset") or {}).categories
     cats = sorted({int(r["category"]) for r in a.items})
-    groups: list[tuple[str, tuple[int, ...]]] = [(f"{c} {category_name(c)}", (c,)) for c in cats]
-    groups += [("overall", tuple(ALL_CATEGORIES)), ("overall 1-4", tuple(c for c in ALL_CATEGORIES if c != 5))]
+    groups: list[tuple[str, tuple[int, ...] | None]] = [(declared.get(c).heading, (c,)) for c in cats]
+    headline = declared.headline_ids
+    groups += [("overall", None), (f"overall {headline[0]}-{headline[-1]}", headline)]
     metrics = [
         m
         for m in DELTA_METRICS

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from memcore.data.errors import DataError
-from memcore.data.evidence import clean_evidence
-from memcore.data.report import CleaningReport
+from memcore.datasets.locomo.cleaning import CleaningReport
+from memcore.datasets.locomo.evidence import clean_evidence
 from memcore.types import Conversation, QAItem
 
 # sample_ids of the official locomo10.json in file order (the audit's conversation indices refer to it).

@@ -1,7 +1,7 @@
 """Load and validate locomo10.json into :mod:`memcore.types` values.
 
 Every anomaly is either fatal (one :class:`DataError` naming file, conversation and field) or a
-counted cleaning recorded in the dataset's :class:`CleaningReport`; ``memcore/data/README.md`` lists
+counted cleaning recorded in the dataset's :class:`CleaningReport`; ``README.md`` beside this module lists
 which is which.
 """
 
@@ -16,11 +16,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memcore.data.download import LOCOMO_SHA256
 from memcore.data.errors import DataError
-from memcore.data.evidence import clean_evidence
-from memcore.data.report import CleaningReport
-from memcore.types import Category, Conversation, QAItem, Session, Turn
+from memcore.datasets.locomo.categories import Category
+from memcore.datasets.locomo.cleaning import CleaningReport
+from memcore.datasets.locomo.download import LOCOMO_SHA256
+from memcore.datasets.locomo.evidence import clean_evidence
+from memcore.types import Conversation, QAItem, Session, Turn
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _DATE_KEY = re.compile(r"session_(\d+)_date_time")

@@ -1,0 +1,79 @@
+"""Dataset registry: ``dataset.kind`` → :class:`~memcore.datasets.spec.DatasetSpec`, found without a central list.
+
+A dataset package ``memcore/datasets/<kind>/`` declares its datasets in its ``__init__.py`` as a module-level
+literal ``DATASETS = {"<kind>": "<module>:<SPEC>"}``; the literal is read from the source (no import), so a
+dataset's loader is imported only when a run uses it. A package outside the repository registers the same
+``"<module>:<SPEC>"`` under the ``memcore.datasets`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from memcore.datasets.spec import DatasetSpec
+from memcore.registry import Registry
+
+#: ``dataset.kind`` when a config names none (runs made before the key existed are LoCoMo runs).
+DEFAULT_DATASET_KIND = "locomo"
+#: The entry-point group through which an installed package adds datasets.
+ENTRY_POINT_GROUP = "memcore.datasets"
+#: The folder whose sub-packages are scanned for ``DATASETS`` declarations.
+DATASETS_DIR = Path(__file__).resolve().parent
+
+
+def declared_datasets(path: Path) -> dict[str, str]:
+    """The ``DATASETS`` literal of the module at ``path`` ({} when it declares none)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == "DATASETS":
+            declared = ast.literal_eval(value)
+            if not isinstance(declared, dict):
+                raise TypeError(f"{path}: DATASETS must be a dict literal of kind -> 'module:SPEC'")
+            return {str(k): str(v) for k, v in declared.items()}
+    return {}
+
+
+def _discover(registry: Registry[DatasetSpec]) -> None:
+    for init in sorted(DATASETS_DIR.glob("*/__init__.py")):
+        for kind, target in declared_datasets(init).items():
+            registry.add_lazy(kind, target)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        registry.add_lazy(ep.name, ep.value)
+
+
+def _check_spec(target: str, obj: object) -> None:
+    if not isinstance(obj, DatasetSpec):
+        raise TypeError(f"{target} is not a DatasetSpec")
+
+
+DATASETS: Registry[DatasetSpec] = Registry("dataset kind", check=_check_spec, loader=_discover)
+
+
+def get_dataset(kind: str) -> DatasetSpec:
+    """The spec registered under ``kind``; an unknown kind raises ``UnknownNameError`` (did you mean …)."""
+    spec = DATASETS.get(kind)
+    if spec.kind != kind:
+        raise ValueError(f"dataset kind {kind!r} is registered with a spec of kind {spec.kind!r}")
+    return spec
+
+
+def dataset_kind(dataset: Mapping[str, Any] | Any) -> str:
+    """``dataset.kind`` of a dataset config (a mapping or an attribute object), :data:`DEFAULT_DATASET_KIND`
+    when unset (a run made before the key existed)."""
+    kind = dataset.get("kind") if hasattr(dataset, "get") else getattr(dataset, "kind", None)
+    return str(kind) if kind else DEFAULT_DATASET_KIND
+
+
+def dataset_of(dataset: Mapping[str, Any] | Any) -> DatasetSpec:
+    """The spec of a dataset config's kind (see :func:`dataset_kind`)."""
+    return get_dataset(dataset_kind(dataset))
