@@ -31,13 +31,14 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from memcore.config import CONFIG_DIR, ConfigError
 from memcore.data.slice import load_slice
 from memcore.eval.aggregate import format_table
+from memcore.eval.protocols import PROTOCOLS, get_protocol
 from memcore.itemlog import ItemWriter, read_items_and_tail, require_unique_ids
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.pipeline.record import ItemRecord
 from memcore.pipeline.report import RunResult, run_metrics, write_json
 from memcore.pipeline.resources import open_resources
 from memcore.pipeline.rundir import write_run_config
-from memcore.pipeline.score import score_variants
+from memcore.pipeline.score import run_extra_metrics, score_variants
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +60,6 @@ def rescored_config(
     with open_dict(out):
         out.answered_protocol = OmegaConf.create(OmegaConf.to_container(cfg.protocol))
         if protocol is not None and protocol != str(cfg.protocol.name):
-            from memcore.eval.protocols import PROTOCOLS
-
             if protocol not in PROTOCOLS:
                 raise ConfigError(PROTOCOLS.unknown(protocol))
             out.protocol = OmegaConf.load(CONFIG_DIR / "protocol" / f"{protocol}.yaml")
@@ -133,6 +132,8 @@ def rescore(
             "was the data file replaced?"
         )
     new_protocol = str(cfg.protocol.name)
+    scoring = get_protocol(new_protocol)
+    extra_metrics = run_extra_metrics(cfg)  # the source run's eval.metrics are scored again too
     out_dir.mkdir(parents=True, exist_ok=True)
     usage = usage if usage is not None else UsageTracker()
     with contextlib.ExitStack() as stack:
@@ -147,7 +148,8 @@ def rescore(
                     item,
                     rec.answer,
                     rec.retrieved_dia_ids,
-                    new_protocol,
+                    scoring,
+                    metrics=extra_metrics,
                     audited=data.audited.get(rec.item_id),
                     judge=res.judge if cfg.eval.judge else None,
                 )
@@ -166,7 +168,7 @@ def rescore(
     scoring_cfg = OmegaConf.create(OmegaConf.to_container(cfg))
     with open_dict(scoring_cfg):
         scoring_cfg.protocol = cfg.answered_protocol  # the answer disclosure describes how answers were made
-    metrics = run_metrics(scoring_cfg, str(cfg.method.name), data, items)
+    metrics = run_metrics(scoring_cfg, str(cfg.method.name), data, items, scoring, extra_metrics)
     metrics["run"]["protocol"] = new_protocol
     metrics["run"]["rescored"] = {
         "from": str(run_dir),

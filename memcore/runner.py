@@ -1,7 +1,8 @@
-"""Runs one configuration through the pipeline of DESIGN §1 (stages in :mod:`memcore.pipeline`): load the slice →
-build or load each conversation's memory → predict (retrieve + answer) → score → items.jsonl → report.
+"""Runs one configuration through the pipeline (stages in :mod:`memcore.pipeline`): load the slice → build or load
+each conversation's memory → predict (retrieve + answer) → score → items.jsonl → report.
 
-The runner owns what spans the stages: concurrency (threads), stop handling (Ctrl-C, SIGTERM, the first fatal
+The runner owns what spans the stages: the run's evaluation protocol and metrics, resolved once and handed to
+scoring and the report; concurrency (threads), stop handling (Ctrl-C, SIGTERM, the first fatal
 error) and resume: items in items.jsonl are skipped, a conversation whose items are all done is not rebuilt,
 and a rerun whose result-affecting config differs is refused (config-hash guard).
 """
@@ -19,12 +20,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from memcore.config import ConfigError
 from memcore.data.slice import LoadedSlice, load_slice
+from memcore.eval.protocols import EvalProtocol, get_protocol
 from memcore.interfaces import LazyResource, MethodSpec, SelfAnsweringMemory
 from memcore.itemlog import ItemWriter, read_items, require_unique_ids
 from memcore.llm.cache_shards import CacheLayout
 from memcore.llm.scoped import ScopedBackbone
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.methods import get_method
+from memcore.metrics import Metric
 from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, run_embedding_counts, worker_pool
 from memcore.pipeline.predict import predict
 from memcore.pipeline.preflight import check_dirs, check_resources
@@ -33,7 +36,7 @@ from memcore.pipeline.report import RunResult, invocation_entry, record_unfinish
 from memcore.pipeline.resources import RunResources, cache_layout, open_resources
 from memcore.pipeline.rundir import RunConflictError, guard_run_dir, result_fields, write_run_config
 from memcore.pipeline.runlock import RunDirLock
-from memcore.pipeline.score import score_item
+from memcore.pipeline.score import run_extra_metrics, score_item
 from memcore.stopflag import StopFlag, StopRequested, wait_interruptibly
 from memcore.types import Conversation, QAItem
 from memcore.validation import validate_run
@@ -67,6 +70,8 @@ class Runner:
         self.embedder_override = embedder_override
         self.usage = UsageTracker()
         self.spec: MethodSpec = get_method(str(cfg.method.name))
+        self.protocol: EvalProtocol = get_protocol(str(cfg.protocol.name))
+        self.extra_metrics: tuple[Metric, ...] = run_extra_metrics(cfg)
         self.timings: dict[str, float] = {}
         self.conv_stats: dict[str, Any] = {}
         self._stop = stop or StopFlag()  # set on the first fatal error, Ctrl-C or SIGTERM: workers stop taking work
@@ -120,6 +125,8 @@ class Runner:
             built=built,
             started=started,
             items_written=self.items_written,
+            protocol=self.protocol,
+            extra_metrics=self.extra_metrics,
         )
 
     def _record_unfinished(self, data: LoadedSlice, started: str, t_start: float, exc: BaseException) -> None:
@@ -139,7 +146,7 @@ class Runner:
             log.warning("could not record this invocation in stats.json: %s", err)
 
     def _check(self) -> None:
-        """Fail before any work: unknown ablation, any bad knob (issue 16), bad judge setting or key (issue 15)."""
+        """Fail before any work: unknown ablation, any bad knob, bad judge setting or key."""
         name = str(self.cfg.ablation.name)
         if name not in self.spec.ablations:
             raise ConfigError(
@@ -282,8 +289,7 @@ class Runner:
             bars.build(len(conv.turns), reused=True)
         self.conv_stats[conv.conv_id] = memory.stats
         system = memory.system
-        protocol = str(self.cfg.protocol.name)
-        judge = res.judge if self.cfg.eval.judge else None  # LLM judge (issues 5, 15)
+        judge = res.judge if self.cfg.eval.judge else None
 
         def one(item: QAItem) -> None:
             if self._stop.is_set():  # a fatal error elsewhere (e.g. the backbone is down): rerun resumes here
@@ -300,7 +306,14 @@ class Runner:
                         answer=bool(self.cfg.eval.answer),
                         method=self.spec.name,
                     )
-                    record = score_item(item, prediction, protocol, audited=data.audited.get(item.item_id), judge=judge)
+                    record = score_item(
+                        item,
+                        prediction,
+                        self.protocol,
+                        metrics=self.extra_metrics,
+                        audited=data.audited.get(item.item_id),
+                        judge=judge,
+                    )
             except StopRequested:
                 return  # the run is stopping (Ctrl-C or a failure elsewhere): the rerun answers this item
             except BaseException:

@@ -62,7 +62,8 @@ class QAItem:
     """One LoCoMo question.
 
     ``answer`` is the original gold (``None`` for most category-5 items), always a stripped string
-    when present; ``evidence`` holds cleaned dia_ids that name real turns.
+    when present; ``evidence`` holds cleaned dia_ids that name real turns. The gold string an item is scored
+    against is the evaluation protocol's rule (``protocol.gold(item)``).
     """
 
     conv_id: str
@@ -77,14 +78,6 @@ class QAItem:
     @property
     def item_id(self) -> str:
         return f"{self.conv_id}#{self.index}"
-
-    def gold(self, protocol: Any) -> str:
-        """Gold string the given protocol (a name or a :class:`memcore.eval.protocols.EvalProtocol`) scores
-        against; the rule is the protocol's (``amem``: category 5 uses ``adversarial_answer``; ``locomo``: the
-        original answer or, failing that, ``adversarial_answer``, for display)."""
-        from memcore.eval.protocols import get_protocol
-
-        return get_protocol(protocol).gold(self)
 
 
 @dataclass(frozen=True)

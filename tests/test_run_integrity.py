@@ -22,10 +22,10 @@ from memcore.itemlog import main as itemlog_main
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.pipeline import runlock
 from memcore.pipeline.runlock import LOCK_FILE, Holder, RunDirBusyError, RunDirLock
-from memcore.report.archive import DERIVED_KEYS, archive_run
+from memcore.report.archive import archive_run
 from memcore.report.archive import main as archive_main
 from memcore.report.cli import main as report_main
-from memcore.report.verify import verify_run
+from memcore.report.verify import DERIVED_KEYS, verify_run
 from memcore.rescore import main as rescore_main
 from memcore.runner import run_config
 from tests.fakes import JudgeLLM

@@ -19,6 +19,7 @@ from typing import Any
 from memcore.eval.aggregate import category_name
 from memcore.eval.bootstrap import metric_value, paired_delta_ci
 from memcore.report.collect import RunData, display_path
+from memcore.report.figures import pyplot, save_figure
 from memcore.report.tables import Table
 
 CATS: tuple[int, ...] = (1, 2, 3, 4)
@@ -231,9 +232,7 @@ def plot_recall_vs_context_tokens(
                 f"method, see {stem}.csv and equal_tokens.md); runs at a second cap make it a curve."
             )
         return [csv_path]
-    from memcore.report.plots import _pyplot, _save
-
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
     cmap = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
     for i, label in enumerate(labels):
@@ -257,4 +256,4 @@ def plot_recall_vs_context_tokens(
     ax.set_title("Evidence recall at equal context tokens")
     legend = ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="method")
     fig.tight_layout()
-    return [*_save(fig, out_dir, stem, extra_artists=[legend]), csv_path]
+    return [*save_figure(fig, out_dir, stem, extra_artists=[legend]), csv_path]
