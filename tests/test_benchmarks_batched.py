@@ -11,9 +11,9 @@ from memcore.llm.scripted import ScriptedBackbone
 from memcore.memory.batched import SPEC_BATCHED, BatchSettings, MemCoReBatched, salvage_list_items, split_config
 from memcore.memory.config import ConfigError, MemCoReConfig, Switches
 from memcore.memory.persistence import SnapshotMismatchError
+from memcore.memory.system import MemCoRe
 from memcore.memory.prompts import batch as BATCH_PROMPT
 from memcore.memory.prompts import gate as GATE_PROMPT
-from memcore.memory.system import MemCoRe
 from tests.fakes import BatchedLLM
 from tests.support import method_context, story_conversation
 

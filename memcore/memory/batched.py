@@ -39,8 +39,8 @@ from memcore.memory.construction import Constructor, Judgement, parse_relation
 from memcore.memory.ingestion import Ingestor, IngestResult, clean_text, drop_filler
 from memcore.memory.keywords import normalise_keywords
 from memcore.memory.notes import EDGE_TYPES, Note, RawTurn
-from memcore.memory.prompts import batch as BATCH_PROMPT
 from memcore.memory.system import INGEST_BATCH, SPEC, MemCoRe
+from memcore.memory.prompts import batch as BATCH_PROMPT
 from memcore.schema import bad_value, check_fields, knob, rules_of
 from memcore.types import Turn
 

@@ -25,15 +25,15 @@ from baselines.lightmem import prompt_extract as LIGHT_EXTRACT
 from baselines.lightmem import prompt_update as LIGHT_UPDATE
 from baselines.memgpt import prompts as MEMGPT_PROMPT
 from memcore.interfaces import Message
+from memcore.prompts import answer as ANSWER_PROMPT
 from memcore.memory.prompts import batch as BATCH_PROMPT
 from memcore.memory.prompts import decompose as DECOMPOSE_PROMPT
 from memcore.memory.prompts import gate as GATE_PROMPT
 from memcore.memory.prompts import ier as IER_PROMPT
 from memcore.memory.prompts import ingest as INGEST_PROMPT
-from memcore.memory.prompts import merge as MERGE_PROMPT
-from memcore.prompts import answer as ANSWER_PROMPT
 from memcore.prompts import judge as JUDGE_PROMPT
 from memcore.prompts import judge_mem0
+from memcore.memory.prompts import merge as MERGE_PROMPT
 
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'\-]+")
 _CANDIDATE_RE = re.compile(r"^\[(\d+)\]\s*(.*)$", re.MULTILINE)
