@@ -12,9 +12,11 @@ import pytest
 import yaml
 
 from memcore.report import ReportInputError, find_run_dirs, load_paper_numbers, load_runs, summarize_run
+from memcore.report.ablation_table import ablation_table, full_model_of, run_k
 from memcore.report.cli import main as report_main
+from memcore.report.main_table import main_table
 from memcore.report.reference import default_reference_dir
-from memcore.report.tables import ablation_table, cost_summary, full_model_of, main_table, run_k
+from memcore.report.summary import cost_summary
 from tests.support import run_item, write_run
 
 COST = {
@@ -348,7 +350,7 @@ def test_plots_from_synthetic_runs(tmp_path: Path, paper) -> None:
 
 
 def test_detail_table_per_category_and_unit_costs(tmp_path: Path) -> None:
-    from memcore.report.tables import detail_table
+    from memcore.report.detail_table import detail_table
 
     stats = {
         "conversations": {

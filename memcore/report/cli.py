@@ -12,10 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memcore.report.ablation_table import ablation_table
 from memcore.report.collect import ReportInputError, RunData, display_path, load_runs
+from memcore.report.detail_table import detail_table
+from memcore.report.main_table import main_table
 from memcore.report.memory_table import memory_table
 from memcore.report.reference import ReferenceError, default_reference_dir, load_paper_numbers
-from memcore.report.tables import Table, ablation_table, detail_table, main_table, summarize_run
+from memcore.report.summary import summarize_run
+from memcore.report.tables import Table
 
 FORMATS = ("md", "csv", "tex")
 DEFAULT_PROBE = Path("results/measured/judge_probe.json")

@@ -12,7 +12,8 @@ from typing import Any
 
 from memcore.eval.aggregate import ier_shown
 from memcore.report.collect import RunData
-from memcore.report.tables import RunSummary, Table
+from memcore.report.summary import RunSummary
+from memcore.report.tables import Table
 
 GATE_KEYS = (
     "merges",

@@ -16,11 +16,14 @@ from pathlib import Path
 import numpy as np
 
 from memcore.eval.aggregate import budget_recall, category_name
+from memcore.report.ablation_table import full_model_of
 from memcore.report.collect import RunData, display_path
 from memcore.report.equal_tokens import row_label
 from memcore.report.figures import pyplot, save_figure
 from memcore.report.reference import PaperNumbers
-from memcore.report.tables import CATEGORIES, RunSummary, full_model_of, paper_ablation_row
+from memcore.report.summary import RunSummary
+from memcore.report.table_rows import paper_ablation_row
+from memcore.report.tables import CATEGORIES
 
 DEFAULT_BUDGETS: tuple[int, ...] = (250, 500, 1000, 2000, 4000)
 
