@@ -7,20 +7,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memcore.eval.aggregate import RECALL_KS, budgets_within_cap, category_name, k_recall
+from memcore.eval.aggregate import RECALL_KS, budgets_within_cap, category_name, k_recall, metric_header, metrics_of_run
+from memcore.metrics import Metric
 from memcore.report.summary import RunSummary, embeddings_state, unit_costs
 from memcore.report.table_rows import base_record, method_cell
 from memcore.report.tables import CATEGORIES, Table, fmt
 
-DETAIL_METRICS: tuple[tuple[str, str], ...] = (
-    ("f1", "F1"),
-    ("bleu1", "BLEU-1"),
-    ("recall", "Recall"),
-    ("hit_rate", "Hit"),
-)
 
-
-DETAIL_JUDGE: tuple[str, str] = ("judge", "J")
+def detail_metrics(summaries: Sequence[RunSummary]) -> list[Metric]:
+    """The columns: every metric the runs scored that needs no LLM (their protocols' and ``eval.metrics``, in first
+    seen order), then the LLM-scored ones any run carries (J)."""
+    scored: dict[str, Metric] = {}
+    for s in summaries:
+        for metric in metrics_of_run(s.run.metrics):
+            if metric.stored != "derived":
+                scored.setdefault(metric.name, metric)
+    plain = [m for m in scored.values() if not m.needs_llm]
+    judged = [m for m in scored.values() if m.needs_llm and any(s.values.get(m.key) is not None for s in summaries)]
+    return plain + judged
 
 
 def _detail_method_cell(s: RunSummary) -> str:
@@ -31,11 +35,11 @@ def _detail_method_cell(s: RunSummary) -> str:
 
 
 def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -> Table:
-    """Methods side by side on one slice: per category and overall, F1 / BLEU-1 / recall / hit rate (%),
-    then what each method spent per ingested turn and per question. No paper numbers (any slice)."""
-    judged = any(s.values.get("judge") is not None for s in summaries)
-    metrics_list = (*DETAIL_METRICS, DETAIL_JUDGE) if judged else DETAIL_METRICS
-    columns = ["Method", "Category", "n", *[label + " %" for _, label in metrics_list]]
+    """Methods side by side on one slice: per category and overall, each metric the runs scored
+    (:func:`detail_metrics`: F1 / BLEU-1 / recall / hit rate, J when judged, and any ``eval.metrics``), then what
+    each method spent per ingested turn and per question. No paper numbers (any slice)."""
+    metrics_list = detail_metrics(summaries)
+    columns = ["Method", "Category", "n", *[metric_header(m) for m in metrics_list]]
     budgets = sorted({int(b) for s in summaries for b in (s.run.metrics.get("recall_at_budget") or {})})
     columns += [f"Recall @{b} tok %" for b in budgets]
     columns += [f"Recall @{k} notes %" for k in RECALL_KS]
@@ -76,11 +80,14 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
             for k in RECALL_KS
         }
         for i, (cat, block) in enumerate(blocks):
-            vals = {k: None if block.get(k) is None else 100.0 * float(block[k]) for k, _ in metrics_list}
+            vals = {
+                m.key: None if block.get(m.key) is None else (100.0 if m.percent else 1.0) * float(block[m.key])
+                for m in metrics_list
+            }
             last = cat == "overall"  # budgets and costs go on the overall row
             rows.append(
                 [_detail_method_cell(s) if i == 0 else "", cat, str(block.get("n", 0))]
-                + [fmt(vals[k]) for k, _ in metrics_list]
+                + [fmt(vals[m.key]) for m in metrics_list]
                 + ([fmt(v) for v in budget_vals.values()] if last else [""] * len(budgets))
                 + ([fmt(v) for v in k_vals.values()] if last else [""] * len(RECALL_KS))
                 + (cost_cells if last else [""] * len(cost_cells))

@@ -8,7 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memcore.eval.aggregate import metrics_of_run
 from memcore.eval.bootstrap import bootstrap_ci
+from memcore.metrics import Metric
 from memcore.report.collect import RunData, qa_stage_usage, qa_time_ingest
 from memcore.report.reference import PAPER_DATASET, PAPER_PROTOCOL
 from memcore.report.tables import CATEGORIES
@@ -29,22 +31,34 @@ COST_LABELS: dict[str, str] = {
 }
 
 
-def metric_values(block: Mapping[str, Any]) -> dict[str, float | None]:
-    """Percentages of one ``aggregate`` result (``metrics.json`` or its ``audited`` block)."""
+#: The metrics whose per-category values (``cat<c>``) and categories 1-4 value (``<key>_no_adv``) the paper's
+#: layouts show; every other metric gets its overall value only.
+PER_CATEGORY_METRIC = "f1"
+NO_ADV_METRICS: tuple[str, ...] = ("f1", "judge")
+
+
+def metric_values(block: Mapping[str, Any], metrics: Sequence[Metric]) -> dict[str, float | None]:
+    """Percentages (the value itself for a metric that is not a fraction) of one ``aggregate`` result
+    (``metrics.json`` or its ``audited`` block): per category F1, each of the run's ``metrics`` overall, and
+    F1 and J over categories 1-4."""
     by_cat = block.get("by_category", {})
     overall = block.get("overall", {})
     out: dict[str, float | None] = {}
     for c in CATEGORIES:
-        v = by_cat.get(str(c), {}).get("f1")
-        out[f"cat{c}"] = None if v is None else 100.0 * float(v)
-    for key in ("f1", "bleu1", "judge", "recall", "hit_rate"):
-        v = overall.get(key)
-        out[key] = None if v is None else 100.0 * float(v)
+        out[f"cat{c}"] = _shown(by_cat.get(str(c), {}).get(PER_CATEGORY_METRIC))
+    for metric in metrics:
+        if metric.stored != "derived":
+            out[metric.key] = _shown(overall.get(metric.key), metric.percent)
     no_adv = block.get("overall_no_adv", {})
-    for key in ("f1", "judge"):
-        v = no_adv.get(key)
-        out[key + NO_ADV_SUFFIX] = None if v is None else 100.0 * float(v)
+    for key in NO_ADV_METRICS:
+        out[key + NO_ADV_SUFFIX] = _shown(no_adv.get(key))
     return out
+
+
+def _shown(value: Any, percent: bool = True) -> float | None:
+    if value is None:
+        return None
+    return 100.0 * float(value) if percent else float(value)
 
 
 def category_counts(block: Mapping[str, Any]) -> dict[int, int]:
@@ -155,7 +169,8 @@ class RunSummary:
 
 
 def summarize_run(run: RunData, *, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> RunSummary:
-    values = metric_values(run.metrics)
+    scored = metrics_of_run(run.metrics)
+    values = metric_values(run.metrics, scored)
     items = run.items
     summary = RunSummary(
         run=run,
@@ -167,7 +182,7 @@ def summarize_run(run: RunData, *, n_boot: int = 1000, seed: int = 0, alpha: flo
         alpha=alpha,
     )
     if run.has_audited:
-        a_values = metric_values(run.metrics["audited"])
+        a_values = metric_values(run.metrics["audited"], scored)
         summary.audited = a_values
         summary.audited_ci = metric_cis(run.audited_items(), a_values, n_boot=n_boot, seed=seed, alpha=alpha)
         summary.n_audited_changed = sum(1 for r in items if r.get("audited"))
