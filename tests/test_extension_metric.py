@@ -113,7 +113,7 @@ def test_declared_aggregation_is_used() -> None:
     longest = Metric(name="longest", label="Longest", target="answer", aggregate=median, percent=False)
     items = [{"category": 1, "scores": {"longest": v}} for v in (1.0, 2.0, 9.0)]
     assert longest.summary(items) == {"longest": 2.0}  # the median, not the mean (4.0)
-    block = summarize(items, resolve_metrics(["f1"]) + (longest,))
+    block = summarize(items, (*resolve_metrics(["f1"]), longest))
     assert block == {"n": 3, "f1": None, "longest": 2.0, "n_with_evidence": 0}
     assert aggregate(items, (longest,))["overall"]["longest"] == 2.0
 
