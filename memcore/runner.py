@@ -18,12 +18,15 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from memcore.config import ConfigError
+from memcore.config import ConfigError, EmbedderConfig, validate
 from memcore.data.slice import LoadedSlice, load_slice
+from memcore.eval.judge import get_preset, judge_run_info
 from memcore.eval.protocols import EvalProtocol, get_protocol
+from memcore.eval.upstream import no_upstream_line
 from memcore.interfaces import LazyResource, MethodSpec, SelfAnsweringMemory
 from memcore.itemlog import ItemWriter, read_items, require_unique_ids
 from memcore.llm.cache_shards import CacheLayout
+from memcore.llm.factory import precheck_embedder
 from memcore.llm.scoped import ScopedBackbone
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.methods import get_method
@@ -154,13 +157,10 @@ class Runner:
                 "ablations are switches of memcore."
             )
         validate_run(self.cfg)
-        from memcore.config import EmbedderConfig
-        from memcore.llm.factory import precheck_embedder
 
         ecfg = OmegaConf.to_object(self.cfg.embedder)
         assert isinstance(ecfg, EmbedderConfig)
         precheck_embedder(ecfg)  # a hub embedder that cannot load stops here, before any work
-        from memcore.eval.judge import get_preset, judge_run_info
 
         get_preset(self.cfg.eval.get("judge_preset"))
         if self.cfg.eval.judge:
@@ -174,8 +174,6 @@ class Runner:
         self._layout()  # cache_mode=shared on a network file system fails here, before any work
         check_dirs(self.cfg)  # the last check: it creates the snapshot store and the cache dir
         if str(self.cfg.eval.get("answer_prompt")) == "upstream" and not self.spec.upstream_answer:
-            from memcore.eval.upstream import no_upstream_line
-
             log.info(no_upstream_line(self.spec.name))
 
     def _process(self, data: LoadedSlice) -> dict[str, bool]:
@@ -353,8 +351,6 @@ class Runner:
         return method_cfg, ablation
 
     def _builder(self, pool: ProcessPoolExecutor | None) -> MemoryBuilder:
-        from memcore.config import EmbedderConfig
-
         method_cfg, ablation = self._method_parts()
         ecfg = OmegaConf.to_object(self.cfg.embedder)
         assert isinstance(ecfg, EmbedderConfig)
@@ -384,6 +380,4 @@ class Runner:
 
 def run_config(cfg: DictConfig, run_dir: Path, **overrides: Any) -> RunResult:
     """Validate ``cfg`` and run it into ``run_dir``."""
-    from memcore.config import validate
-
     return Runner(validate(cfg), run_dir, **overrides).run()

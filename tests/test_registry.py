@@ -1,4 +1,4 @@
-"""One registry for every plugin kind (issue 17): lazy entries, method discovery, protocol objects, config schemas
+"""One registry for every plugin kind: lazy entries, method discovery, protocol objects, config schemas
 that own their build keys, and MemCoRe's ablations declared once."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rescoring a finished run (issue 17): the logged answers and evidence scored again under another protocol,
+"""Rescoring a finished run: the logged answers and evidence scored again under another protocol,
 the audit overlay or the LLM judge, without re-answering."""
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memcore.budget import BUDGET_KEY
+from memcore.eval.disclosure import disclosure_line, evidence_line
 from memcore.eval.metrics import evidence_scores, recall_at_budget
 from memcore.eval.protocols import protocol_cat5_note, recorded_protocol, run_metrics_of
 from memcore.metrics import Metric, mean
@@ -334,16 +335,12 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
     if note and "5" in metrics["by_category"]:
         lines += ["", note]
     if run.get("answer"):
-        from memcore.eval.disclosure import disclosure_line
-
         lines += ["", disclosure_line(run["answer"])]
     if run.get("slice"):
         lines += ["", slice_line(run.get("dataset", ""), run["slice"])]
     if metrics.get("ier_refinement"):
         lines += ["", ier_line(*ier_shown(metrics))]
     if run.get("evidence"):
-        from memcore.eval.disclosure import evidence_line
-
         lines += ["", evidence_line(run["evidence"])]
     if run.get("memory_backbone"):
         lines += [

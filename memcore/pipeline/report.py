@@ -16,11 +16,16 @@ from omegaconf import DictConfig
 
 from memcore.data.slice import LoadedSlice
 from memcore.eval.aggregate import aggregate, budget_recall, format_table, ier_refinement, k_recall
+from memcore.eval.ceiling import gold_ceiling
+from memcore.eval.disclosure import answer_disclosure, evidence_disclosure
+from memcore.eval.judge import judge_run_info
 from memcore.eval.protocols import EvalProtocol, get_protocol, run_metrics_of
 from memcore.itemlog import read_items, require_unique_ids
 from memcore.llm.usage import sum_item_usage, updates_while_answering, whole_run_stages
+from memcore.methods import NO_BACKBONE, backbone_label, get_method
 from memcore.metrics import Metric
 from memcore.pipeline.build import other_memory_backbone
+from memcore.pipeline.resources import run_upstream_answer
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +93,6 @@ def run_metrics(
     memory_backbone = other_memory_backbone(cfg)
     if memory_backbone:
         metrics["run"]["memory_backbone"] = memory_backbone  # built by another model than the one answering
-    from memcore.eval.disclosure import evidence_disclosure
-    from memcore.methods import get_method
 
     budget = cfg.eval.budget
     metrics["run"]["evidence"] = evidence_disclosure(  # equal evidence, or the difference printed
@@ -99,13 +102,8 @@ def run_metrics(
         context_tokens=cfg.eval.get("context_tokens"),
     )
     if cfg.eval.judge:  # pinned preset, model and prompt hash
-        from memcore.eval.judge import judge_run_info
-
         metrics["run"]["judge"] = judge_run_info(cfg)
     if cfg.eval.answer:  # the answer prompt moves J more than the memory does; disclose it
-        from memcore.eval.disclosure import answer_disclosure
-        from memcore.pipeline.resources import run_upstream_answer
-
         metrics["run"]["answer"] = answer_disclosure(
             cfg.protocol,
             items,
@@ -114,8 +112,6 @@ def run_metrics(
             method=method,
         )
     if data.audit_changed:  # the best score a perfect system reaches against the original gold
-        from memcore.eval.ceiling import gold_ceiling
-
         metrics["gold_ceiling"] = gold_ceiling(data.conversations, data.audit_changed, data.audited, protocol)
     if any("audited" in r for r in items):
         audited_items = [
@@ -401,7 +397,6 @@ def write_report(
     cost["this_invocation"] = {"idle": idle, "calls": entry["calls"], "items_written": entry["items_written"]}
     metrics["parse_failures"] = cost["run_totals"]["parse_failures_by_kind"]
     stats = {"conversations": conv_stats, "method": method, "data_cleaning": data.cleaning, "invocations": invocations}
-    from memcore.methods import NO_BACKBONE, backbone_label
 
     backbone = backbone_label(cfg)
     title = f"{method} / {cfg.ablation.name} / {'-' if backbone == NO_BACKBONE else backbone} / {cfg.dataset.name} ({cfg.protocol.name} protocol)"

@@ -7,7 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memcore.eval.disclosure import evidence_cell
+from memcore.eval.aggregate import CATEGORY_NAME_NOTE
+from memcore.eval.disclosure import evidence_cell, evidence_disclosure
+from memcore.eval.protocols import protocol_cat5_note
+from memcore.methods import METHODS
 from memcore.report.collect import RunData
 from memcore.report.reference import PaperNumbers
 from memcore.report.summary import CATEGORY_KEYS, COST_KEYS, COST_LABELS, RunSummary
@@ -141,8 +144,6 @@ def evidence_info(run: RunData) -> dict[str, Any]:
     info = run.info.get("evidence")
     if info:
         return dict(info)
-    from memcore.eval.disclosure import evidence_disclosure
-    from memcore.methods import METHODS
 
     budget = (run.config.get("eval") or {}).get("budget")
     counts = METHODS.get(run.method).budget_counts if run.method in METHODS else "notes"
@@ -173,8 +174,6 @@ def run_disclosure(run: RunData) -> dict[str, Any]:
 def headline_notes(summaries: Sequence[RunSummary]) -> list[str]:
     """Footnotes that say what the headline numbers are: category 5 under protocol=amem, the category names
     Mem0's harness uses, what J covers, the ceiling row."""
-    from memcore.eval.aggregate import CATEGORY_NAME_NOTE
-    from memcore.eval.protocols import protocol_cat5_note
 
     notes = list(dict.fromkeys(n for s in summaries if (n := protocol_cat5_note(s.run.protocol))))
     notes.append(CATEGORY_NAME_NOTE)
