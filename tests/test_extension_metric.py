@@ -9,12 +9,15 @@ import json
 from pathlib import Path
 
 import pytest
+from omegaconf import DictConfig, OmegaConf
 
+from memcore.config import ConfigError
 from memcore.eval.aggregate import aggregate, summarize
 from memcore.eval.bootstrap import metric_value
 from memcore.eval.protocols import get_protocol
 from memcore.eval.scoring import score_answer, score_evidence
 from memcore.metrics import METRICS, STANDARD_METRICS, Metric, get_metric, resolve_metrics
+from memcore.pipeline.score import run_extra_metrics
 from memcore.registry import UnknownNameError
 from tests.extension_support import copy_tree, edited_files, run_module, write
 from tests.support import data_file_or_skip
@@ -141,3 +144,15 @@ def test_extra_metrics_are_scored_after_the_protocols() -> None:
     words = Metric(name="words", label="Words", target="answer", score=lambda p, g, c: float(len(p.split())))
     scores = score_answer("in May 2023", "May 2023", 2, get_protocol("locomo"), (words,))
     assert list(scores) == ["f1", "bleu1", "words"] and scores["words"] == 3.0
+
+
+def test_eval_metrics_names_are_checked_before_any_work() -> None:
+    def cfg(names: list[str]) -> DictConfig:
+        return OmegaConf.create({"eval": {"metrics": names}})
+
+    assert [m.name for m in run_extra_metrics(cfg(["session_hit"]))] == ["session_hit"]
+    assert run_extra_metrics(OmegaConf.create({"eval": {}})) == ()  # a run recorded before the key existed
+    with pytest.raises(ConfigError, match="Did you mean 'session_hit'"):
+        run_extra_metrics(cfg(["session_hits"]))
+    with pytest.raises(ConfigError, match=r"eval\.judge"):
+        run_extra_metrics(cfg(["judge"]))
