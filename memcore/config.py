@@ -111,6 +111,8 @@ class EvalConfig:
     context_tokens: int | None = None
     # harness: the run protocol's answer prompt for every method | upstream: each method's own (memcore.eval.upstream)
     answer_prompt: str = "harness"
+    # registered metrics (memcore.metrics) scored for every item beyond the protocol's, e.g. [session_hit]
+    metrics: list[str] = field(default_factory=list)
 
 
 @dataclass

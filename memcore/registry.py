@@ -5,6 +5,7 @@ One :class:`Registry` class serves every plugin kind; each registry lives beside
 - methods: :data:`memcore.methods.METHODS` (entries declared by each method package, imported on first use);
 - backbone and embedder kinds: :data:`memcore.llm.factory.BACKBONE_KINDS` / ``EMBEDDER_KINDS``;
 - protocols: :data:`memcore.eval.protocols.PROTOCOLS`;
+- metrics: :data:`memcore.metrics.METRICS` (one module per metric under ``memcore/metrics/``, found by scanning);
 - judge presets: :data:`memcore.eval.judge.JUDGE_PRESETS`.
 
 An entry is either the object itself or a lazy ``"module:attribute"`` reference, imported the first time the

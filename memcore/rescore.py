@@ -28,16 +28,20 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from memcore.cli import _user_errors, quiet_http_logs
 from memcore.config import CONFIG_DIR, ConfigError
 from memcore.data.slice import load_slice
 from memcore.eval.aggregate import format_table
+from memcore.eval.judge import judge_run_info
+from memcore.eval.protocols import PROTOCOLS, get_protocol
 from memcore.itemlog import ItemWriter, read_items_and_tail, require_unique_ids
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.pipeline.record import ItemRecord
 from memcore.pipeline.report import RunResult, run_metrics, write_json
 from memcore.pipeline.resources import open_resources
 from memcore.pipeline.rundir import write_run_config
-from memcore.pipeline.score import score_variants
+from memcore.pipeline.runlock import unwritable_line
+from memcore.pipeline.score import run_extra_metrics, score_variants
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +63,6 @@ def rescored_config(
     with open_dict(out):
         out.answered_protocol = OmegaConf.create(OmegaConf.to_container(cfg.protocol))
         if protocol is not None and protocol != str(cfg.protocol.name):
-            from memcore.eval.protocols import PROTOCOLS
-
             if protocol not in PROTOCOLS:
                 raise ConfigError(PROTOCOLS.unknown(protocol))
             out.protocol = OmegaConf.load(CONFIG_DIR / "protocol" / f"{protocol}.yaml")
@@ -118,8 +120,6 @@ def rescore(
         judge_server=judge_server,
     )
     if cfg.eval.judge:
-        from memcore.eval.judge import judge_run_info
-
         judge_run_info(cfg, check_key=backbone_override is None)
     data = load_slice(cfg.dataset, audited=bool(cfg.eval.audited), audit_path=cfg.eval.audit_path)
     by_id = {q.item_id: q for c in data.conversations for q in c.qa}
@@ -133,6 +133,8 @@ def rescore(
             "was the data file replaced?"
         )
     new_protocol = str(cfg.protocol.name)
+    scoring = get_protocol(new_protocol)
+    extra_metrics = run_extra_metrics(cfg)  # the source run's eval.metrics are scored again too
     out_dir.mkdir(parents=True, exist_ok=True)
     usage = usage if usage is not None else UsageTracker()
     with contextlib.ExitStack() as stack:
@@ -147,7 +149,8 @@ def rescore(
                     item,
                     rec.answer,
                     rec.retrieved_dia_ids,
-                    new_protocol,
+                    scoring,
+                    metrics=extra_metrics,
                     audited=data.audited.get(rec.item_id),
                     judge=res.judge if cfg.eval.judge else None,
                 )
@@ -166,7 +169,7 @@ def rescore(
     scoring_cfg = OmegaConf.create(OmegaConf.to_container(cfg))
     with open_dict(scoring_cfg):
         scoring_cfg.protocol = cfg.answered_protocol  # the answer disclosure describes how answers were made
-    metrics = run_metrics(scoring_cfg, str(cfg.method.name), data, items)
+    metrics = run_metrics(scoring_cfg, str(cfg.method.name), data, items, scoring, extra_metrics)
     metrics["run"]["protocol"] = new_protocol
     metrics["run"]["rescored"] = {
         "from": str(run_dir),
@@ -248,8 +251,6 @@ def _key_values(pairs: Sequence[str]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; user errors print one line and exit 2."""
-    from memcore.cli import _user_errors, quiet_http_logs
-
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(levelname)s] %(name)s: %(message)s")
     quiet_http_logs(False)
@@ -270,8 +271,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # --out under a read-only tree, or a file in the way
-        from memcore.pipeline.runlock import unwritable_line
-
         print(f"error: {unwritable_line(exc, args.out, what='the output dir', fix='--out')}", file=sys.stderr)
         return 2
     print(result.table)

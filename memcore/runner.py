@@ -1,7 +1,8 @@
-"""Runs one configuration through the pipeline of DESIGN §1 (stages in :mod:`memcore.pipeline`): load the slice →
-build or load each conversation's memory → predict (retrieve + answer) → score → items.jsonl → report.
+"""Runs one configuration through the pipeline (stages in :mod:`memcore.pipeline`): load the slice → build or load
+each conversation's memory → predict (retrieve + answer) → score → items.jsonl → report.
 
-The runner owns what spans the stages: concurrency (threads), stop handling (Ctrl-C, SIGTERM, the first fatal
+The runner owns what spans the stages: the run's evaluation protocol and metrics, resolved once and handed to
+scoring and the report; concurrency (threads), stop handling (Ctrl-C, SIGTERM, the first fatal
 error) and resume: items in items.jsonl are skipped, a conversation whose items are all done is not rebuilt,
 and a rerun whose result-affecting config differs is refused (config-hash guard).
 """
@@ -17,14 +18,19 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from memcore.config import ConfigError
+from memcore.config import ConfigError, EmbedderConfig, validate
 from memcore.data.slice import LoadedSlice, load_slice
+from memcore.eval.judge import get_preset, judge_run_info
+from memcore.eval.protocols import EvalProtocol, get_protocol
+from memcore.eval.upstream import no_upstream_line
 from memcore.interfaces import LazyResource, MethodSpec, SelfAnsweringMemory
 from memcore.itemlog import ItemWriter, read_items, require_unique_ids
 from memcore.llm.cache_shards import CacheLayout
+from memcore.llm.factory import precheck_embedder
 from memcore.llm.scoped import ScopedBackbone
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.methods import get_method
+from memcore.metrics import Metric
 from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, run_embedding_counts, worker_pool
 from memcore.pipeline.predict import predict
 from memcore.pipeline.preflight import check_dirs, check_resources
@@ -33,7 +39,7 @@ from memcore.pipeline.report import RunResult, invocation_entry, record_unfinish
 from memcore.pipeline.resources import RunResources, cache_layout, open_resources
 from memcore.pipeline.rundir import RunConflictError, guard_run_dir, result_fields, write_run_config
 from memcore.pipeline.runlock import RunDirLock
-from memcore.pipeline.score import score_item
+from memcore.pipeline.score import run_extra_metrics, score_item
 from memcore.stopflag import StopFlag, StopRequested, wait_interruptibly
 from memcore.types import Conversation, QAItem
 from memcore.validation import validate_run
@@ -67,6 +73,8 @@ class Runner:
         self.embedder_override = embedder_override
         self.usage = UsageTracker()
         self.spec: MethodSpec = get_method(str(cfg.method.name))
+        self.protocol: EvalProtocol = get_protocol(str(cfg.protocol.name))
+        self.extra_metrics: tuple[Metric, ...] = run_extra_metrics(cfg)
         self.timings: dict[str, float] = {}
         self.conv_stats: dict[str, Any] = {}
         self._stop = stop or StopFlag()  # set on the first fatal error, Ctrl-C or SIGTERM: workers stop taking work
@@ -120,6 +128,8 @@ class Runner:
             built=built,
             started=started,
             items_written=self.items_written,
+            protocol=self.protocol,
+            extra_metrics=self.extra_metrics,
         )
 
     def _record_unfinished(self, data: LoadedSlice, started: str, t_start: float, exc: BaseException) -> None:
@@ -139,7 +149,7 @@ class Runner:
             log.warning("could not record this invocation in stats.json: %s", err)
 
     def _check(self) -> None:
-        """Fail before any work: unknown ablation, any bad knob (issue 16), bad judge setting or key (issue 15)."""
+        """Fail before any work: unknown ablation, any bad knob, bad judge setting or key."""
         name = str(self.cfg.ablation.name)
         if name not in self.spec.ablations:
             raise ConfigError(
@@ -147,13 +157,10 @@ class Runner:
                 "ablations are switches of memcore."
             )
         validate_run(self.cfg)
-        from memcore.config import EmbedderConfig
-        from memcore.llm.factory import precheck_embedder
 
         ecfg = OmegaConf.to_object(self.cfg.embedder)
         assert isinstance(ecfg, EmbedderConfig)
         precheck_embedder(ecfg)  # a hub embedder that cannot load stops here, before any work
-        from memcore.eval.judge import get_preset, judge_run_info
 
         get_preset(self.cfg.eval.get("judge_preset"))
         if self.cfg.eval.judge:
@@ -167,8 +174,6 @@ class Runner:
         self._layout()  # cache_mode=shared on a network file system fails here, before any work
         check_dirs(self.cfg)  # the last check: it creates the snapshot store and the cache dir
         if str(self.cfg.eval.get("answer_prompt")) == "upstream" and not self.spec.upstream_answer:
-            from memcore.eval.upstream import no_upstream_line
-
             log.info(no_upstream_line(self.spec.name))
 
     def _process(self, data: LoadedSlice) -> dict[str, bool]:
@@ -282,8 +287,7 @@ class Runner:
             bars.build(len(conv.turns), reused=True)
         self.conv_stats[conv.conv_id] = memory.stats
         system = memory.system
-        protocol = str(self.cfg.protocol.name)
-        judge = res.judge if self.cfg.eval.judge else None  # LLM judge (issues 5, 15)
+        judge = res.judge if self.cfg.eval.judge else None
 
         def one(item: QAItem) -> None:
             if self._stop.is_set():  # a fatal error elsewhere (e.g. the backbone is down): rerun resumes here
@@ -303,8 +307,9 @@ class Runner:
                     record = score_item(
                         item,
                         prediction,
-                        protocol,
+                        self.protocol,
                         category_name=data.categories.get(int(item.category)).name,
+                        metrics=self.extra_metrics,
                         audited=data.audited.get(item.item_id),
                         judge=judge,
                     )
@@ -347,8 +352,6 @@ class Runner:
         return method_cfg, ablation
 
     def _builder(self, pool: ProcessPoolExecutor | None) -> MemoryBuilder:
-        from memcore.config import EmbedderConfig
-
         method_cfg, ablation = self._method_parts()
         ecfg = OmegaConf.to_object(self.cfg.embedder)
         assert isinstance(ecfg, EmbedderConfig)
@@ -378,6 +381,4 @@ class Runner:
 
 def run_config(cfg: DictConfig, run_dir: Path, **overrides: Any) -> RunResult:
     """Validate ``cfg`` and run it into ``run_dir``."""
-    from memcore.config import validate
-
     return Runner(validate(cfg), run_dir, **overrides).run()

@@ -43,7 +43,8 @@ class QAItem:
     ``category`` is one of the dataset's declared category ids (:class:`memcore.datasets.spec.DatasetCategories`;
     a dataset may store an ``IntEnum`` member, the harness reads it as its int). ``answer`` is the original gold
     (``None`` when the question has none, e.g. most of LoCoMo's adversarial items), always a stripped string when
-    present; ``evidence`` holds cleaned ids of the turns (``Turn.dia_id``) that answer it.
+    present; ``evidence`` holds cleaned ids of the turns (``Turn.dia_id``) that answer it. The gold string an item
+    is scored against is the evaluation protocol's rule (``protocol.gold(item)``).
     """
 
     conv_id: str
@@ -58,14 +59,6 @@ class QAItem:
     @property
     def item_id(self) -> str:
         return f"{self.conv_id}#{self.index}"
-
-    def gold(self, protocol: Any) -> str:
-        """Gold string the given protocol (a name or a :class:`memcore.eval.protocols.EvalProtocol`) scores
-        against; the rule is the protocol's (``amem``: category 5 uses ``adversarial_answer``; ``locomo``: the
-        original answer or, failing that, ``adversarial_answer``, for display)."""
-        from memcore.eval.protocols import get_protocol
-
-        return get_protocol(protocol).gold(self)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import pytest
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.download import LOCOMO_SHA256
 from memcore.datasets.locomo.loader import LoCoMoDataset, load_locomo, parse_session_time, with_image_caption
+from memcore.eval.protocols import get_protocol
 from memcore.types import Conversation, QAItem
 
 
@@ -81,8 +82,8 @@ def test_category5_answers(ds: LoCoMoDataset) -> None:
     assert all(q.answer for c in ds.conversations for q in c.qa if q.category is not Category.ADVERSARIAL)
     with_answer = [q for q in cat5 if q.answer is not None]
     assert [(q.answer, q.adversarial_answer) for q in with_answer] == [("No", "Yes"), ("No", "Yes")]
-    assert with_answer[0].gold("amem") == "Yes"
-    assert with_answer[0].gold("locomo") == "No"
+    assert get_protocol("amem").gold(with_answer[0]) == "Yes"
+    assert get_protocol("locomo").gold(with_answer[0]) == "No"
 
 
 def test_int_answers(ds: LoCoMoDataset, raw: list[dict[str, Any]]) -> None:

@@ -19,8 +19,15 @@ from memcore.eval.metrics import (
     locomo_normalize,
     locomo_tokens,
     recall_at_budget,
-    score_answer,
 )
+from memcore.eval.protocols import EvalProtocol, get_protocol
+from memcore.eval.scoring import score_answer as score_with
+
+
+def score_answer(prediction: str, gold: str, category: int, protocol: str) -> dict[str, float]:
+    """:func:`memcore.eval.scoring.score_answer` under the protocol named ``protocol``, resolved here once."""
+    resolved: EvalProtocol = get_protocol(protocol)
+    return score_with(prediction, gold, category, resolved)
 
 
 def f1_of(p: float, r: float) -> float:
@@ -143,7 +150,7 @@ def test_locomo_reports_amem_bleu1() -> None:
 
 def test_score_answer_validates_inputs() -> None:
     with pytest.raises(ValueError, match="amem, locomo"):
-        score_answer("a", "a", 1, "official")
+        get_protocol("official")
     with pytest.raises(ValueError, match="category"):
         score_answer("a", "a", 6, "amem")
 

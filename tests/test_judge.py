@@ -11,6 +11,7 @@ from memcore.config import validate
 from memcore.datasets.locomo.categories import Category
 from memcore.eval import judge as judge_mod
 from memcore.eval.judge import Judge, JudgeConfigError, judge_gold, label_from_text, load_backbone_preset
+from memcore.eval.protocols import get_protocol
 from memcore.itemlog import read_items
 from memcore.prompts import judge as prompts
 from memcore.prompts import judge_mem0
@@ -18,6 +19,8 @@ from memcore.registry import UnknownNameError
 from memcore.runner import Runner
 from memcore.types import QAItem
 from tests.fakes import JudgeLLM
+
+AMEM, LOCOMO = get_protocol("amem"), get_protocol("locomo")
 
 
 def _item(
@@ -64,14 +67,14 @@ def test_empty_answer_is_wrong_without_a_call(scripted) -> None:
 
 def test_gold_follows_the_protocol(scripted) -> None:
     adv = _item(Category.ADVERSARIAL, answer=None, adversarial="self-care is important")
-    assert judge_gold(adv, "amem") == ("self-care is important", False)
-    assert judge_gold(adv, "locomo") == (prompts.REFUSAL_GOLD, True)
-    assert judge_gold(_item(), "locomo") == ("a beagle", False)
+    assert judge_gold(adv, AMEM) == ("self-care is important", False)
+    assert judge_gold(adv, LOCOMO) == (prompts.REFUSAL_GOLD, True)
+    assert judge_gold(_item(), LOCOMO) == ("a beagle", False)
     bb = scripted('{"label": "CORRECT"}')
-    Judge(bb).judge_item(adv, "Not mentioned in the conversation", "locomo")
+    Judge(bb).judge_item(adv, "Not mentioned in the conversation", LOCOMO)
     assert "false premise" in bb.calls[0][1][1]["content"]
     audited = _item(answer="a basset hound")
-    Judge(bb).judge_item(_item(), "a beagle", "amem", gold_item=audited)
+    Judge(bb).judge_item(_item(), "a beagle", AMEM, gold_item=audited)
     assert "Gold answer: a basset hound" in bb.calls[1][1][1]["content"]
 
 
@@ -187,15 +190,15 @@ def test_mem0_preset_skips_category_5_and_grades_the_raw_answer(scripted) -> Non
     bb = scripted('{"label": "CORRECT"}')
     judge = Judge(bb, judge_preset="mem0-judge", runs=2)
     adv = _item(Category.ADVERSARIAL, answer=None, adversarial="self-care is important")
-    assert judge.judge_runs(adv, "Not mentioned", "amem") is None and bb.calls == []
-    verdicts = judge.judge_runs(_item(), "a beagle", "locomo")
+    assert judge.judge_runs(adv, "Not mentioned", AMEM) is None and bb.calls == []
+    verdicts = judge.judge_runs(_item(), "a beagle", LOCOMO)
     assert verdicts is not None and [v.label for v in verdicts] == ["CORRECT", "CORRECT"]
     assert "Gold answer: a beagle" in bb.calls[0][1][0]["content"]
 
 
 def test_each_run_index_is_its_own_cache_entry_and_majority_is_kept(scripted) -> None:
     bb = scripted([json.dumps({"label": label}) for label in ["CORRECT", "WRONG", "CORRECT"]])
-    verdicts = Judge(bb, judge_preset="mem0-judge").judge_runs(_item(), "beagle", "amem")
+    verdicts = Judge(bb, judge_preset="mem0-judge").judge_runs(_item(), "beagle", AMEM)
     assert verdicts is not None
     base = judge_mod.get_preset("mem0-judge").prompt_version()
     assert bb.prompt_versions == [base, f"{base}#run-1", f"{base}#run-2"]

@@ -1,4 +1,4 @@
-"""Issue 15: the judge leniency probe (cases with a known verdict, rates with n), the gold-error ceiling
+"""The judge leniency probe (cases with a known verdict, rates with n), the gold-error ceiling
 and the answer disclosure."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from memcore.eval import probe
 from memcore.eval.ceiling import gold_ceiling, is_gold_error
 from memcore.eval.disclosure import answer_disclosure, disclosure_line
 from memcore.eval.judge import Judge
+from memcore.eval.protocols import get_protocol
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.types import Conversation, QAItem
 
@@ -119,7 +120,7 @@ def test_gold_ceiling_counts_wrong_gold_answers_not_citation_fixes() -> None:
     conv = Conversation("conv-x", "A", "B", (), items)
     changed = {items[1].item_id: "HALLUCINATION", items[2].item_id: "WRONG_CITATION"}
     audited = {items[1].item_id: _qa(1, Category.MULTI_HOP, "a blue car"), items[2].item_id: items[2]}
-    c = gold_ceiling([conv], changed, audited, "amem")
+    c = gold_ceiling([conv], changed, audited, get_protocol("amem"))
     assert c["by_category"]["1"]["n"] == 2 and c["by_category"]["1"]["n_gold_errors"] == 1
     assert c["by_category"]["1"]["judge"] == 0.5
     assert c["by_category"]["1"]["f1"] == pytest.approx((1.0 + 2 / 3) / 2)  # {a, car} of {a, blue, car}/{a, red, car}

@@ -12,9 +12,11 @@ import pytest
 import yaml
 
 from memcore.report import ReportInputError, find_run_dirs, load_paper_numbers, load_runs, summarize_run
+from memcore.report.ablation_table import ablation_table, full_model_of, run_k
 from memcore.report.cli import main as report_main
+from memcore.report.main_table import main_table
 from memcore.report.reference import default_reference_dir
-from memcore.report.tables import ablation_table, cost_summary, full_model_of, main_table, run_k
+from memcore.report.summary import cost_summary
 from tests.support import run_item, write_run
 
 COST = {
@@ -348,7 +350,7 @@ def test_plots_from_synthetic_runs(tmp_path: Path, paper) -> None:
 
 
 def test_detail_table_per_category_and_unit_costs(tmp_path: Path) -> None:
-    from memcore.report.tables import detail_table
+    from memcore.report.detail_table import detail_table
 
     stats = {
         "conversations": {
@@ -451,8 +453,8 @@ def _set_config(path: Path, *, experiment: str, budget: int, ier: bool, ablation
 
 
 def test_ablation_rows_pair_with_the_full_model_of_their_experiment_ier_switch_and_k(tmp_path: Path) -> None:
-    """Issue 28: the IER-off rows of the K = 5 table were paired with the IER-on full model. Now a row's full
-    model shares its experiment, K and every switch but the ablated one."""
+    """An IER-off row is paired with the IER-off full model of its experiment and K, not the IER-on one: a row's
+    full model shares its experiment, K and every switch but the ablated one."""
     rows = [  # (root, experiment, K, ier, ablation, F1 = recall)
         ("k5", "abl_k5", 5, True, "none", 0.5),
         ("k5", "abl_k5", 5, True, "wo_ier", 0.4),

@@ -73,7 +73,7 @@ def test_memory_updates_made_while_answering_count_per_question(tmp_path: Path, 
     """FluxMem consolidates during QA under the ingest stage: those calls are QA cost, not build cost. A reused
     snapshot's build is not in the run's usage, so only builds made in the run are subtracted."""
     from memcore.report.collect import qa_time_ingest
-    from memcore.report.tables import usage_totals
+    from memcore.report.summary import usage_totals
 
     updates = {"calls": 8, "prompt_tokens": 800, "completion_tokens": 80}
     built = {k: (0 if reused else INGEST[k]) + updates[k] for k in updates}

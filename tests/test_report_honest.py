@@ -13,11 +13,13 @@ import yaml
 
 from memcore.eval.aggregate import budgets_within_cap, format_table, ier_line, ier_refinement, ier_shown
 from memcore.report import load_runs, summarize_run
+from memcore.report.ablation_table import ablation_table
 from memcore.report.cli import auto_layout
 from memcore.report.cli import main as report_main
+from memcore.report.detail_table import detail_table
 from memcore.report.equal_tokens import equal_token_table, plot_recall_vs_context_tokens
 from memcore.report.plots import plot_cost_vs_f1, plot_recall_vs_budget, recall_budget_curve
-from memcore.report.tables import ablation_table, cost_cells, detail_table
+from memcore.report.table_rows import cost_cells
 from tests.support import run_item, write_run
 
 METHODS = ("rag_bm25", "rag_dense", "rag_hybrid", "memcore-cheap")

@@ -7,7 +7,7 @@ from typing import Any
 
 from memcore.report.collect import RunData
 from memcore.report.memory_table import memory_summary, memory_table
-from memcore.report.tables import RunSummary
+from memcore.report.summary import RunSummary
 
 
 def _conv(

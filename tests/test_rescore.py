@@ -1,4 +1,4 @@
-"""Rescoring a finished run (issue 17): the logged answers and evidence scored again under another protocol,
+"""Rescoring a finished run: the logged answers and evidence scored again under another protocol,
 the audit overlay or the LLM judge, without re-answering."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from memcore.config import ConfigError
-from memcore.eval.metrics import score_answer
+from memcore.eval.protocols import get_protocol
+from memcore.eval.scoring import score_answer
 from memcore.itemlog import read_items
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.rescore import main, rescore
@@ -56,7 +57,7 @@ def test_rescoring_under_the_official_protocol_scores_the_logged_answers_with_it
     for rec in after:
         old = before[rec["item_id"]]
         assert rec["answer"] == old["answer"] == "beagle"
-        assert rec["scores"] == score_answer(rec["answer"], rec["gold"], rec["category"], "locomo")
+        assert rec["scores"] == score_answer(rec["answer"], rec["gold"], rec["category"], get_protocol("locomo"))
     assert result.metrics["run"]["protocol"] == "locomo"
     assert result.metrics["run"]["rescored"] == {
         "from": str(finished_run),

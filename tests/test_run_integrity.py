@@ -22,10 +22,10 @@ from memcore.itemlog import main as itemlog_main
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.pipeline import runlock
 from memcore.pipeline.runlock import LOCK_FILE, Holder, RunDirBusyError, RunDirLock
-from memcore.report.archive import DERIVED_KEYS, archive_run
+from memcore.report.archive import archive_run
 from memcore.report.archive import main as archive_main
 from memcore.report.cli import main as report_main
-from memcore.report.verify import verify_run
+from memcore.report.verify import DERIVED_KEYS, verify_run
 from memcore.rescore import main as rescore_main
 from memcore.runner import run_config
 from tests.fakes import JudgeLLM
@@ -115,7 +115,7 @@ def test_a_second_run_on_a_locked_run_dir_exits_2_naming_the_holder_and_a_dead_h
 @pytest.mark.e2e
 @pytest.mark.usefixtures("locomo_path")
 def test_two_memcore_runs_on_one_run_dir_one_writes_the_other_exits_2(tmp_path: Path) -> None:
-    """The issue's doubled table: a second ``memcore-run`` started while the first works is refused, and the first
+    """No doubled table: a second ``memcore-run`` started while the first works is refused, and the first
     finishes with each item once."""
     root, run_dir = tmp_path / "results", tmp_path / "run"
     # ~80 scripted calls of 0.25 s: the first run outlasts the second's start-up even on a busy machine

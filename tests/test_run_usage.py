@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 from memcore.itemlog import read_items
 from memcore.llm.usage import ITEM_USAGE_KEYS, UsageTracker, item_usage, sum_item_usage
 from memcore.report.collect import load_run
-from memcore.report.tables import unit_costs, usage_totals
+from memcore.report.summary import unit_costs, usage_totals
 from memcore.runner import run_config
 from tests.support import compose_run
 

@@ -1,21 +1,26 @@
-"""Per-category and weighted aggregation of per-item scores into the ``metrics.json`` body.
+"""Per-category and weighted aggregation of per-item scores into the ``metrics.json`` body, over the run's
+metrics (:mod:`memcore.metrics`; the protocol's, plus ``eval.metrics``).
 
 An item is a dict with ``category`` (one of the run's dataset's category ids), ``scores`` (``{"f1", "bleu1"}``
-and optionally ``"judge"``; ``None`` or absent for retrieval-only runs), and ``recall`` / ``hit`` (``None`` when
-the item has no gold evidence). All outputs are fractions in [0, 1] (``None`` when nothing was
-measured). "Weighted" overall = the mean over items, i.e. categories weighted by item count, as
-A-MEM and the paper report it.
+and optionally ``"judge"`` or a run's extra metrics; ``None`` or absent for retrieval-only runs), and ``recall`` /
+``hit`` (``None`` when the item has no gold evidence). Each metric's aggregate is the mean of the items that carry
+a value unless the metric declares its own. All shipped outputs are fractions in [0, 1] (``None`` when nothing was
+measured). "Weighted" overall = the mean over items, i.e. categories weighted by item count, as A-MEM and the paper
+report it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from memcore.budget import BUDGET_KEY
 from memcore.datasets.registry import DEFAULT_DATASET_KIND, get_dataset
 from memcore.datasets.spec import DatasetCategories
-from memcore.eval.protocols import AMEM_CAT5_NOTE as AMEM_CAT5_NOTE  # the note is the protocol's; kept importable
-from memcore.eval.protocols import protocol_cat5_note
+from memcore.eval.disclosure import disclosure_line, evidence_line
+from memcore.eval.metrics import evidence_scores, recall_at_budget
+from memcore.eval.protocols import protocol_cat5_note, recorded_protocol, run_metrics_of
+from memcore.metrics import Metric, mean
 
 
 def declared_categories(categories: DatasetCategories | None = None) -> DatasetCategories:
@@ -34,81 +39,64 @@ def headline_categories(categories: DatasetCategories | None = None) -> tuple[in
     return declared_categories(categories).headline_ids
 
 
-def _mean(values: Iterable[float | None]) -> float | None:
-    vals = [float(v) for v in values if v is not None]
-    return sum(vals) / len(vals) if vals else None
+def _mean(values: Any) -> float | None:
+    return mean([float(v) for v in values if v is not None])
 
 
-def _score(item: Mapping[str, Any], key: str) -> float | None:
-    scores = item.get("scores") or {}
-    value = scores.get(key)
-    return None if value is None else float(value)
+def measured(items: Sequence[Mapping[str, Any]], metrics: Sequence[Metric]) -> tuple[Metric, ...]:
+    """``metrics`` without the LLM-scored ones no item carries (the judge of a run that was not judged)."""
+    return tuple(m for m in metrics if not m.needs_llm or any(m.value(it) is not None for it in items))
 
 
-def _has_judge(items: Sequence[Mapping[str, Any]]) -> bool:
-    return any(_score(it, "judge") is not None for it in items)
-
-
-def summarize(items: Sequence[Mapping[str, Any]], *, judge: bool = False) -> dict[str, Any]:
-    """Means over ``items``: ``n``, ``f1``, ``bleu1``, ``recall``, ``hit_rate``, ``n_with_evidence`` (+ ``judge``)."""
-    with_ev = [it for it in items if it.get("recall") is not None]
-    out: dict[str, Any] = {
-        "n": len(items),
-        "f1": _mean(_score(it, "f1") for it in items),
-        "bleu1": _mean(_score(it, "bleu1") for it in items),
-        "recall": _mean(it["recall"] for it in with_ev),
-        "hit_rate": _mean(it.get("hit") for it in with_ev),
-        "n_with_evidence": len(with_ev),
-    }
-    if judge:
-        out.update(judge_summary(items))
+def summarize(items: Sequence[Mapping[str, Any]], metrics: Sequence[Metric] | None = None) -> dict[str, Any]:
+    """One ``metrics.json`` block over ``items``: ``n``, each metric's aggregate that needs no LLM (``f1``,
+    ``bleu1``, ``recall``, ``hit_rate``, ...), ``n_with_evidence``, then the LLM-scored ones (``judge``, ...).
+    ``metrics`` default: the standard ones (:func:`run_metrics_of` without a protocol)."""
+    metrics = run_metrics_of(None) if metrics is None else metrics
+    out: dict[str, Any] = {"n": len(items)}
+    for metric in metrics:
+        if not metric.needs_llm:
+            out.update(metric.summary(items))
+    out["n_with_evidence"] = sum(1 for it in items if it.get("recall") is not None)
+    for metric in metrics:
+        if metric.needs_llm:
+            out.update(metric.summary(items))
     return out
 
 
-def judge_summary(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """J over the judged items (a preset may skip categories: ``mem0-judge`` grades 1-4): ``judge`` (mean of
-    the items' mean over runs = the mean of the runs' J), ``n_judged``; with repeated runs also
-    ``judge_per_run``, ``judge_std`` (population std of the runs' J), ``judge_majority`` (J of the majority
-    labels), ``judge_agreement`` (share of items all runs labelled alike) and ``judge_n_runs``."""
-    judged = [it for it in items if _score(it, "judge") is not None]
-    out: dict[str, Any] = {"judge": _mean(_score(it, "judge") for it in judged), "n_judged": len(judged)}
-    runs = [(it.get("scores") or {}).get("judge_runs") for it in judged]
-    if judged and all(isinstance(r, list) and r for r in runs):
-        n_runs = min(len(r) for r in runs)  # type: ignore[arg-type]
-        per_run = [sum(float(r[k]) for r in runs) / len(runs) for k in range(n_runs)]  # type: ignore[index]
-        mean = sum(per_run) / n_runs
-        out.update(
-            judge_per_run=per_run,
-            judge_std=(sum((v - mean) ** 2 for v in per_run) / n_runs) ** 0.5,
-            judge_majority=_mean(_score(it, "judge_majority") for it in judged),
-            judge_agreement=sum(1 for r in runs if len(set(r[:n_runs])) == 1) / len(runs),  # type: ignore[index]
-            judge_n_runs=n_runs,
-        )
-    return out
+def metrics_of_run(metrics_json: Mapping[str, Any]) -> tuple[Metric, ...]:
+    """The metrics a stored run scored: its recorded protocol's and the extra ones it names (``run.metrics``)."""
+    run = metrics_json.get("run") or {}
+    return run_metrics_of(recorded_protocol(str(run.get("protocol", ""))), run.get("metrics") or ())
 
 
-def aggregate(items: Sequence[Mapping[str, Any]], categories: DatasetCategories | None = None) -> dict[str, Any]:
-    """The ``metrics.json`` body over the run's dataset's ``categories`` (:func:`declared_categories`):
-    ``by_category`` (keys the category ids, present categories only, each with its title as ``name``),
-    ``overall`` (every item), ``overall_no_adv`` (the headline categories: LoCoMo's 1-4), ``n_items``,
-    ``n_without_evidence``."""
+def aggregate(
+    items: Sequence[Mapping[str, Any]],
+    metrics: Sequence[Metric] | None = None,
+    categories: DatasetCategories | None = None,
+) -> dict[str, Any]:
+    """The ``metrics.json`` body over the run's ``metrics`` (default: the standard ones) and its dataset's
+    ``categories`` (:func:`declared_categories`): ``by_category`` (keys the category ids, present categories only,
+    each with its title as ``name``), ``overall`` (every item), ``overall_no_adv`` (the headline categories: LoCoMo's
+    1-4), ``n_items``, ``n_without_evidence``. An LLM-scored metric appears in every block when any item carries
+    it."""
     declared = declared_categories(categories)
     for it in items:
         if int(it["category"]) not in declared:
             raise ValueError(
                 f"item has category {it['category']!r}; the dataset's categories are {declared.describe()}."
             )
-    judge = _has_judge(items)
+    shown = measured(items, run_metrics_of(None) if metrics is None else metrics)
     by_category: dict[str, Any] = {}
     for cat in declared:
         group = [it for it in items if int(it["category"]) == cat.id]
         if group:
-            by_category[str(cat.id)] = {"name": cat.title, **summarize(group, judge=judge)}
+            by_category[str(cat.id)] = {"name": cat.title, **summarize(group, shown)}
     headline = set(declared.headline_ids)
     return {
         "by_category": by_category,
-        "overall": summarize(items, judge=judge),
-        "overall_no_adv": summarize([it for it in items if int(it["category"]) in headline], judge=judge),
+        "overall": summarize(items, shown),
+        "overall_no_adv": summarize([it for it in items if int(it["category"]) in headline], shown),
         "n_items": len(items),
         "n_without_evidence": sum(1 for it in items if it.get("recall") is None),
     }
@@ -137,7 +125,6 @@ def budget_recall(
     leading retrieved notes that fit (``notes[i]["tokens"]``, ``notes[i]["dia_ids"]``) and is scored on
     them. Items of ``categories`` with gold evidence only. Returns ``{"<budget>": {"recall", "hit_rate",
     "mean_tokens_used", "n"}}``; a method with longer notes fits fewer of them in the same budget."""
-    from memcore.eval.metrics import recall_at_budget
 
     def notes(it: Mapping[str, Any]) -> list[tuple[list[str], int]]:
         return [(n.get("dia_ids") or [], int(n.get("tokens") or 0)) for n in it.get("notes") or []]
@@ -170,7 +157,6 @@ def k_recall(
     in retrieval order), for items of ``categories`` with gold evidence. Returns ``{"<k>": {"recall",
     "hit_rate", "mean_notes_retrieved", "n"}}``; ``mean_notes_retrieved`` is over all of the item's notes, so a
     value at or below ``k`` says the cut kept everything."""
-    from memcore.eval.metrics import evidence_scores
 
     def first(it: Mapping[str, Any], k: int) -> list[str]:
         return [d for n in (it.get("notes") or [])[:k] for d in (n.get("dia_ids") or [])]
@@ -200,9 +186,6 @@ def ier_refinement(
     ``eval.context_tokens``) compares it with the final pool before the cap too (``extra.final_pool_dia_ids``),
     not with the capped context; a refined item that lacks it (a run made before it was recorded) is left out
     and counted in ``n_unpaired``. Without ``same_cap`` the final pool is what the item retrieved."""
-    from memcore.budget import BUDGET_KEY
-    from memcore.eval.metrics import evidence_scores
-
     extras = [it.get("extra") or {} for it in items]
     if not any(("rounds_log" in x or "ier_stop" in x) and x.get("ier_stop") != "off" for x in extras):
         return None
@@ -278,6 +261,18 @@ CATEGORY_NAME_NOTE = (
 )
 
 
+def metric_header(metric: Metric) -> str:
+    """A metric's column header: its label, with ``%`` when its values are fractions shown as percentages."""
+    return f"{metric.label} %" if metric.percent else metric.label
+
+
+def metric_cell(metric: Metric, value: float | None) -> str:
+    """One aggregate as a table cell: a percentage for a fraction metric, else the value itself."""
+    if not metric.percent:
+        return "–" if value is None else f"{float(value):.2f}"
+    return _pct(value)
+
+
 def _judge_cell(block: Mapping[str, Any]) -> str:
     value = block.get("judge")
     if value is None:
@@ -311,7 +306,8 @@ def budgets_within_cap(metrics: Mapping[str, Any]) -> dict[str, Any]:
 
 def format_table(metrics: Mapping[str, Any], title: str) -> str:
     """Markdown table of an :func:`aggregate` result: one row per category ("1 multi-hop (n=282)"), then the
-    paper's overall (categories 1-5) and overall 1-4; columns in percent. With a judge: J (mean ± std over
+    paper's overall (categories 1-5) and overall 1-4; one column per metric the run scored (its protocol's and
+    ``eval.metrics``, :func:`metrics_of_run`), in percent. With a judge: J (mean ± std over
     runs when repeated, majority-label J); with ``gold_ceiling`` the perfect system's J and F1 against the
     original gold. Notes: category names, the category-5 caveat, answer and judge disclosure."""
     rows: list[tuple[str, str, Mapping[str, Any]]] = [
@@ -322,7 +318,7 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
     rows.append(
         (f"Overall w/o adv, cat. 1-4 (n={metrics['overall_no_adv']['n']})", "overall_no_adv", metrics["overall_no_adv"])
     )
-    columns = [("F1 %", "f1"), ("BLEU-1 %", "bleu1"), ("Recall %", "recall"), ("Hit %", "hit_rate")]
+    columns = [(metric_header(m), m) for m in metrics_of_run(metrics) if not m.needs_llm and m.stored != "derived"]
     header_cells = [name for name, _ in columns]
     has_judge = any("judge" in block for _, _, block in rows)
     repeated = any(int(block.get("judge_n_runs") or 1) > 1 for _, _, block in rows)
@@ -337,7 +333,7 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
     rule = "|---|" + "---:|" * len(header_cells)
     lines = [f"### {title}", "", header, rule]
     for label, key, block in rows:
-        cells = [_pct(block.get(k)) for _, k in columns]
+        cells = [metric_cell(m, block.get(m.key)) for _, m in columns]
         if has_judge:
             cells.append(_judge_cell(block))
             if repeated:
@@ -359,16 +355,12 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
     if note and "5" in metrics["by_category"]:
         lines += ["", note]
     if run.get("answer"):
-        from memcore.eval.disclosure import disclosure_line
-
         lines += ["", disclosure_line(run["answer"])]
     if run.get("slice"):
         lines += ["", slice_line(run.get("dataset", ""), run["slice"])]
     if metrics.get("ier_refinement"):
         lines += ["", ier_line(*ier_shown(metrics))]
     if run.get("evidence"):
-        from memcore.eval.disclosure import evidence_line
-
         lines += ["", evidence_line(run["evidence"])]
     if run.get("memory_backbone"):
         lines += [

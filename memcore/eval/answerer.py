@@ -135,7 +135,7 @@ class Answerer:
         json_attempts: int = 1,
     ) -> None:
         self.backbone = backbone
-        self.spec: EvalProtocol = get_protocol(protocol)
+        self.spec: EvalProtocol = protocol if isinstance(protocol, EvalProtocol) else get_protocol(protocol)
         self.protocol = self.spec.name
         self.seed = int(seed)
         self.temperature_default = float(

@@ -11,27 +11,18 @@ from typing import Any
 
 import numpy as np
 
-from memcore.eval.metrics import session_hit
-
-SCORE_METRICS: tuple[str, ...] = ("f1", "bleu1", "judge")
-EVIDENCE_METRICS: dict[str, str] = {"recall": "recall", "hit": "hit", "hit_rate": "hit"}
-#: Metrics derived from an item's gold ``evidence`` and ``retrieved_dia_ids`` when read (never stored).
-DERIVED_METRICS: tuple[str, ...] = ("session_hit",)
+from memcore.metrics import get_metric
+from memcore.registry import UnknownNameError
 
 
 def metric_value(item: Mapping[str, Any], metric: str) -> float | None:
-    """The item's value of ``metric`` (``f1``/``bleu1``/``judge`` from ``scores``; ``recall``/``hit``;
-    ``session_hit`` from the gold evidence and the retrieved dia_ids, :func:`memcore.eval.metrics.session_hit`)."""
-    if metric == "session_hit":
-        return session_hit(item.get("evidence") or [], item.get("retrieved_dia_ids") or [])
-    if metric in SCORE_METRICS:
-        value = (item.get("scores") or {}).get(metric)
-    elif metric in EVIDENCE_METRICS:
-        value = item.get(EVIDENCE_METRICS[metric])
-    else:
-        known = ", ".join((*SCORE_METRICS, *EVIDENCE_METRICS, *DERIVED_METRICS))
-        raise ValueError(f"unknown metric {metric!r} for bootstrap; known: {known}.")
-    return None if value is None else float(value)
+    """The item's value of the registered metric ``metric`` (its name, or its aggregate's key: ``hit_rate`` is
+    ``hit``), read as the metric declares (:meth:`memcore.metrics.Metric.value`); an unknown name raises
+    ValueError with close matches."""
+    try:
+        return get_metric(metric).value(item)
+    except UnknownNameError as exc:
+        raise ValueError(f"{exc} (bootstrap)") from None
 
 
 def bootstrap_ci(

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memcore.eval.protocols import EvalProtocol
+from memcore.eval.scoring import score_answer
 from memcore.types import Conversation, QAItem
 
 CITATION_ONLY = "WRONG_CITATION"
@@ -39,14 +41,12 @@ def gold_ceiling(
     convs: Sequence[Conversation],
     changed: Mapping[str, str],
     audited: Mapping[str, QAItem],
-    protocol: str,
+    protocol: EvalProtocol,
 ) -> dict[str, Any]:
     """``{"by_category": {"1": {n, n_gold_errors, judge, f1}, ...}, "overall_no_adv": {...}}`` (fractions):
     a perfect system answers the audited gold; J counts it correct iff the original gold is right, F1 scores
     its answer against the original gold under ``protocol``. ``changed`` maps item_id -> the audit's
     error_type, ``audited`` item_id -> the audited item."""
-    from memcore.eval.metrics import score_answer
-
     rows: dict[int, list[tuple[bool, float]]] = {c: [] for c in CEILING_CATEGORIES}
     for conv in convs:
         for item in conv.qa:
@@ -56,7 +56,7 @@ def gold_ceiling(
             wrong = is_gold_error(changed.get(item.item_id))
             fixed = audited.get(item.item_id)
             perfect = (fixed.answer if wrong and fixed is not None else item.answer) or ""
-            rows[cat].append((wrong, score_answer(perfect, item.gold(protocol), cat, protocol)["f1"]))
+            rows[cat].append((wrong, score_answer(perfect, protocol.gold(item), cat, protocol)["f1"]))
     by_category = {str(c): _block(r) for c, r in rows.items() if r}
     return {
         "by_category": by_category,

@@ -36,7 +36,7 @@ from omegaconf.errors import OmegaConfBaseException
 from memcore.config import BackboneConfig, ConfigError
 from memcore.config import load_backbone_preset as compose_backbone_preset
 from memcore.datasets.locomo.categories import Category
-from memcore.eval.protocols import get_protocol
+from memcore.eval.protocols import EvalProtocol
 from memcore.interfaces import ChatBackbone, LazyResource, Message
 from memcore.llm.json_reply import complete_json
 from memcore.prompts import judge as prompts
@@ -210,14 +210,14 @@ def verdict_record(preset: str, verdicts: Sequence[Verdict]) -> dict[str, Any]:
     return {"preset": preset, "runs": [v.to_json() for v in verdicts], "majority": majority_label(verdicts)}
 
 
-def judge_gold(item: QAItem, protocol: str, preset: str | None = None) -> tuple[str, bool]:
-    """The gold text shown to the judge and whether a refusal is the expected answer."""
+def judge_gold(item: QAItem, protocol: EvalProtocol, preset: str | None = None) -> tuple[str, bool]:
+    """The gold text shown to the judge and whether a refusal is the expected answer (under the run's answer
+    ``protocol``)."""
     if get_preset(preset).gold_field == "answer":
-        return item.answer or item.gold(protocol), False
-    spec = get_protocol(protocol)
-    if spec.expects_refusal(item):
+        return item.answer or protocol.gold(item), False
+    if protocol.expects_refusal(item):
         return prompts.REFUSAL_GOLD, True
-    return spec.gold(item), False
+    return protocol.gold(item), False
 
 
 def label_from_text(raw: str) -> str | None:
@@ -274,7 +274,13 @@ class Judge:
         return Verdict(label_from_text(result.raw) or "WRONG", "unparseable judge reply", parsed=False)
 
     def judge_item(
-        self, item: QAItem, answer: str | None, protocol: str, *, gold_item: QAItem | None = None, run: int = 0
+        self,
+        item: QAItem,
+        answer: str | None,
+        protocol: EvalProtocol,
+        *,
+        gold_item: QAItem | None = None,
+        run: int = 0,
     ) -> Verdict:
         """Judge ``answer`` to ``item`` against the gold of ``gold_item`` (default ``item``; pass the
         audited item to grade against corrected gold). Grades every category (see :meth:`judge_runs`)."""
@@ -282,7 +288,7 @@ class Judge:
         return self.judge(item.question, gold, answer, refusal=refusal, run=run)
 
     def judge_runs(
-        self, item: QAItem, answer: str | None, protocol: str, *, gold_item: QAItem | None = None
+        self, item: QAItem, answer: str | None, protocol: EvalProtocol, *, gold_item: QAItem | None = None
     ) -> list[Verdict] | None:
         """``self.runs`` verdicts (run indices 0..N-1), or None when the preset does not grade the item's
         category (``mem0-judge``: category 5)."""

@@ -1,5 +1,6 @@
-"""Answer and evidence metrics under the two LoCoMo protocols (DESIGN §5). Pure functions; which one a
-protocol applies is the protocol object's business (:mod:`memcore.eval.protocols`).
+"""Answer and evidence scoring functions of the two LoCoMo protocols. Pure functions; which one a protocol applies
+is the protocol object's business (:mod:`memcore.eval.protocols`), what a metric is the registry's
+(:mod:`memcore.metrics`).
 
 ``protocol="amem"`` mirrors A-MEM's evaluation (``utils.py`` of WujiangXu/AgenticMemory, as
 used by ``test_advanced.py``):
@@ -11,7 +12,7 @@ used by ``test_advanced.py``):
   lower-cased, stripped strings (see :mod:`memcore.eval.tokenize`); 0 for empty strings.
   A-MEM catches every exception and scores 0; we catch only the arithmetic errors nltk can raise.
 - Every category is scored the same way; category 5 is scored against ``adversarial_answer``
-  (the caller passes ``QAItem.gold("amem")``).
+  (the caller passes the ``amem`` protocol's ``gold(item)``).
 
 ``protocol="locomo"`` mirrors the official ``task_eval/evaluation.py`` of snap-research/locomo:
 - :func:`locomo_normalize` = ``normalize_answer`` (drop commas, lower-case, drop ASCII
@@ -23,8 +24,8 @@ used by ``test_advanced.py``):
   ``str(answer)``; category 3 gold cut at the first ``;``; categories 2-4 use ``f1_score``;
   category 5 scores 1 iff the lower-cased prediction contains ``"no information available"`` or
   ``"not mentioned"``.
-- BLEU-1 is not part of the official code; ``score_answer`` adds :func:`amem_bleu1` on the
-  (uncut) gold so both protocols' tables carry the same BLEU-1.
+- BLEU-1 is not part of the official code; the ``bleu1`` metric scores :func:`amem_bleu1` on the
+  (uncut) gold under both protocols, so both protocols' tables carry the same BLEU-1.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def locomo_refusal(prediction: str) -> bool:
 
 def locomo_f1(prediction: str, gold: str, category: int | Category) -> float:
     """Per-category F1 of the official ``eval_question_answering``."""
-    cat = _category(category)
+    cat = as_category(category)
     gold = str(gold)
     if cat is Category.ADVERSARIAL:
         return 1.0 if locomo_refusal(prediction) else 0.0
@@ -152,38 +153,14 @@ def locomo_f1(prediction: str, gold: str, category: int | Category) -> float:
     return locomo_f1_single(prediction, gold)
 
 
-# ---------------------------------------------------------------------------------------------
-# Entry point
-# ---------------------------------------------------------------------------------------------
-def _category(category: int | Category) -> Category:
+def as_category(category: int | Category) -> Category:
+    """``category`` as a :class:`Category`; ValueError for anything but the ints 1-5."""
     try:
         return Category(int(category))
     except (ValueError, TypeError):
         raise ValueError(
             f"unknown LoCoMo category {category!r}; use an int 1-5 or a memcore.datasets.locomo.categories.Category."
         ) from None
-
-
-def check_protocol(protocol: str) -> str:
-    """Return ``protocol`` if known, else raise ValueError naming the known ones."""
-    from memcore.eval.protocols import get_protocol
-
-    return get_protocol(protocol).name
-
-
-def score_answer(prediction: str, gold: str, category: int | Category, protocol: str) -> dict[str, float]:
-    """Score one answer under ``protocol``: ``{"f1": ..., "bleu1": ...}``, fractions in [0, 1].
-
-    ``gold`` is the protocol's gold string (``QAItem.gold(protocol)``); non-strings (LoCoMo has
-    int answers) are converted with ``str`` as both original evaluations do. ``None`` counts as empty.
-    """
-    from memcore.eval.protocols import get_protocol
-
-    proto = get_protocol(protocol)
-    cat = _category(category)
-    pred = "" if prediction is None else str(prediction)
-    ref = "" if gold is None else str(gold)
-    return proto.score(pred, ref, cat)
 
 
 # ---------------------------------------------------------------------------------------------

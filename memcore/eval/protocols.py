@@ -1,8 +1,10 @@
-"""Evaluation protocols as objects: what a protocol decides lives here, nowhere else (DESIGN §5).
+"""Evaluation protocols as objects: what a protocol decides lives here, nowhere else.
 
 A protocol (``protocol.name``; :data:`PROTOCOLS`) owns the gold an item is scored against, the answer prompt
-and its sampling defaults, whether the reply is JSON, the post-processing of the reply, the answer score, the
-gold the judge sees, and the note the results table carries. Two protocols ship:
+and its sampling defaults, whether the reply is JSON, the post-processing of the reply, the metrics it scores
+(``metrics``, names in :data:`memcore.metrics.METRICS`) and, where it computes a metric its own way, the scorer
+(``scorers``: metric name -> scoring function), the gold the judge sees, and the note the results table
+carries. Two protocols ship:
 
 - ``amem``: A-MEM's evaluation (``test_advanced.py`` / ``utils.py`` of WujiangXu/AgenticMemory): system + user
   message per category, JSON reply ``{"answer": ...}``, temperature 0.7 (category 5: 0.5), 1000 tokens,
@@ -11,20 +13,22 @@ gold the judge sees, and the note the results table carries. Two protocols ship:
   tokens, a category-5 option letter mapped to its text and other replies lower-cased, the per-category F1 of
   ``eval_question_answering``; category 5 is scored by refusal detection.
 
-The callers (:class:`~memcore.eval.answerer.Answerer`, :func:`~memcore.eval.metrics.score_answer`,
-:meth:`memcore.types.QAItem.gold`, the judge, aggregation and disclosure) look the protocol up by name and
-call it; none of them branches on a protocol's name.
+The runner resolves the run's protocol once (:func:`get_protocol`) and hands the object to the answerer, the
+scorer, the judge and aggregation; none of them looks it up again or branches on a protocol's name.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from memcore.datasets.locomo.categories import Category
-from memcore.eval.metrics import amem_bleu1, amem_f1, locomo_f1
+from memcore.eval.metrics import amem_f1, locomo_f1
 from memcore.interfaces import Message
+from memcore.metrics import STANDARD_METRICS, Metric, get_metric, resolve_metrics
 from memcore.prompts import answer as prompts
 from memcore.registry import Registry
 from memcore.seeding import derive_seed
@@ -82,7 +86,10 @@ class EvalProtocol:
     ``temperature_default`` / ``temperature_adversarial`` / ``max_tokens``: the sampling defaults a run's
     ``protocol.*`` keys override. ``json_reply``: the answer is asked for (and parsed) as ``{"answer": ...}``.
     ``prompt_name``: the answer prompt's provenance for ``metrics.json`` and the table.
-    ``cat5_note``: the footnote a table under this protocol carries about how category 5 is scored (None: none)."""
+    ``cat5_note``: the footnote a table under this protocol carries about how category 5 is scored (None: none).
+    ``metrics``: the registered metrics a run under this protocol scores, in record order. ``scorers``: the
+    protocol's own scoring function (prediction, gold, category int) for a metric it computes its own way; the
+    others use the metric's generic scorer."""
 
     name: str
     prompt_name: str
@@ -91,6 +98,26 @@ class EvalProtocol:
     max_tokens: int
     json_reply: bool
     cat5_note: str | None = None
+    metrics: tuple[str, ...] = STANDARD_METRICS
+    scorers: Mapping[str, Callable[[str, str, int], float]] = field(
+        default_factory=lambda: MappingProxyType({}), compare=False
+    )
+
+    def declared_metrics(self) -> tuple[Metric, ...]:
+        """The :class:`~memcore.metrics.Metric` objects of :attr:`metrics`, in order."""
+        return tuple(get_metric(name) for name in self.metrics)
+
+    def scorer(self, metric: Metric) -> Callable[..., float | None]:
+        """How this protocol scores one item for ``metric``: its own scorer, else the metric's; a metric with
+        neither (e.g. ``f1``, whose tokens are the protocol's) raises ValueError."""
+        own = self.scorers.get(metric.name)
+        if own is not None:
+            return own
+        if metric.score is None:
+            raise ValueError(
+                f"protocol {self.name!r} has no scorer for metric {metric.name!r}, and the metric has none"
+            )
+        return metric.score
 
     @property
     def sampling_defaults(self) -> dict[str, float | int]:
@@ -125,8 +152,13 @@ class EvalProtocol:
         return strip_answer_label(reply)
 
     def score(self, prediction: str, gold: str, category: Category) -> dict[str, float]:
-        """``{"f1": ..., "bleu1": ...}`` of one answer against this protocol's gold."""
-        raise NotImplementedError
+        """The answer metrics of :attr:`metrics` that need no LLM (``{"f1": ..., "bleu1": ...}`` for both shipped
+        protocols), scored for one answer against this protocol's gold, in declaration order."""
+        return {
+            m.name: self.scorer(m)(prediction, gold, int(category))
+            for m in self.declared_metrics()
+            if m.target == "answer" and not m.needs_llm
+        }
 
 
 @dataclass(frozen=True)
@@ -135,7 +167,7 @@ class AMemProtocol(EvalProtocol):
     misleading ``adversarial_answer``."""
 
     def gold(self, item: QAItem) -> str:
-        if item.category is Category.ADVERSARIAL:
+        if Category(int(item.category)) is Category.ADVERSARIAL:
             return item.adversarial_answer or item.answer or ""
         return display_gold(item)
 
@@ -146,9 +178,6 @@ class AMemProtocol(EvalProtocol):
         else:
             user = template.format(context=context, question=item.question)
         return [{"role": "system", "content": prompts.AMEM_SYSTEM}, {"role": "user", "content": user}]
-
-    def score(self, prediction: str, gold: str, category: Category) -> dict[str, float]:
-        return {"f1": amem_f1(prediction, gold), "bleu1": amem_bleu1(prediction, gold)}
 
 
 @dataclass(frozen=True)
@@ -177,9 +206,13 @@ class LoCoMoProtocol(EvalProtocol):
             text = locomo_cat5_choice(text, options[0], options[1]).strip()
         return text
 
-    def score(self, prediction: str, gold: str, category: Category) -> dict[str, float]:
-        # BLEU-1 is not part of the official code; both protocols' tables carry the same BLEU-1 on the uncut gold.
-        return {"f1": locomo_f1(prediction, gold, category), "bleu1": amem_bleu1(prediction, gold)}
+
+def _amem_f1(prediction: str, gold: str, category: int) -> float:
+    return amem_f1(prediction, gold)  # every category the same way
+
+
+def _locomo_f1(prediction: str, gold: str, category: int) -> float:
+    return locomo_f1(prediction, gold, category)
 
 
 PROTOCOLS: Registry[EvalProtocol] = Registry("protocol")
@@ -193,6 +226,7 @@ PROTOCOLS.add(
         max_tokens=1000,
         json_reply=True,
         cat5_note=AMEM_CAT5_NOTE,
+        scorers=MappingProxyType({"f1": _amem_f1}),
     ),
 )
 PROTOCOLS.add(
@@ -204,23 +238,36 @@ PROTOCOLS.add(
         temperature_adversarial=0.0,
         max_tokens=32,
         json_reply=False,
+        # BLEU-1 is not part of the official code: the metric's own scorer, so both protocols' tables carry the same
+        scorers=MappingProxyType({"f1": _locomo_f1}),
     ),
 )
 
 
-def get_protocol(protocol: str | EvalProtocol) -> EvalProtocol:
-    """The protocol named ``protocol`` (an :class:`EvalProtocol` passes through); unknown names raise
+def get_protocol(name: str) -> EvalProtocol:
+    """The protocol named ``name``: resolved once per run (or per stored run a report reads); unknown names raise
     ValueError naming the known ones."""
-    if isinstance(protocol, EvalProtocol):
-        return protocol
-    if protocol not in PROTOCOLS:
-        raise ValueError(PROTOCOLS.unknown(str(protocol)))
-    return PROTOCOLS.get(protocol)
+    if name not in PROTOCOLS:
+        raise ValueError(PROTOCOLS.unknown(str(name)))
+    return PROTOCOLS.get(name)
+
+
+def recorded_protocol(name: str) -> EvalProtocol | None:
+    """The protocol a stored run recorded as ``name`` (None for a name no longer registered, e.g. an old run's)."""
+    return PROTOCOLS.get(name) if name in PROTOCOLS else None
 
 
 def protocol_cat5_note(name: str) -> str | None:
-    """The category-5 table note of protocol ``name`` (None for an unknown name, e.g. an old run's)."""
-    return PROTOCOLS.get(name).cat5_note if name in PROTOCOLS else None
+    """The category-5 table note of the protocol a stored run recorded as ``name`` (None for an unknown name)."""
+    protocol = recorded_protocol(name)
+    return None if protocol is None else protocol.cat5_note
+
+
+def run_metrics_of(protocol: EvalProtocol | None, extra: Sequence[str] = ()) -> tuple[Metric, ...]:
+    """The metrics a run scores: its protocol's (the standard ones for an unknown protocol) and then the
+    registered metrics named in ``eval.metrics`` (``extra``), without repeats."""
+    names = protocol.metrics if protocol is not None else STANDARD_METRICS
+    return resolve_metrics([*names, *extra])
 
 
 __all__ = [
@@ -232,5 +279,7 @@ __all__ = [
     "get_protocol",
     "locomo_cat5_choice",
     "protocol_cat5_note",
+    "recorded_protocol",
+    "run_metrics_of",
     "strip_answer_label",
 ]

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,16 @@ from omegaconf import DictConfig
 
 from memcore.data.slice import LoadedSlice
 from memcore.eval.aggregate import aggregate, budget_recall, format_table, ier_refinement, k_recall
+from memcore.eval.ceiling import gold_ceiling
+from memcore.eval.disclosure import answer_disclosure, evidence_disclosure
+from memcore.eval.judge import judge_run_info
+from memcore.eval.protocols import EvalProtocol, get_protocol, run_metrics_of
 from memcore.itemlog import read_items, require_unique_ids
 from memcore.llm.usage import sum_item_usage, updates_while_answering, whole_run_stages
+from memcore.methods import NO_BACKBONE, backbone_label, get_method
+from memcore.metrics import Metric
 from memcore.pipeline.build import other_memory_backbone
+from memcore.pipeline.resources import run_upstream_answer
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +53,22 @@ def slice_info(dataset: DictConfig, data: LoadedSlice) -> dict[str, Any]:
     }
 
 
-def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dict[str, Any]]) -> dict[str, Any]:
-    """``metrics.json`` of a run over ``items`` (in dataset order): the aggregate scores, recall at the
-    ``eval.token_budgets`` and at the first :data:`~memcore.eval.aggregate.RECALL_KS` notes, what ran (judge and answer disclosure included), the gold ceiling of the audit
-    and the scores against the audited gold."""
-    metrics = aggregate(items, data.categories)
+def run_metrics(
+    cfg: DictConfig,
+    method: str,
+    data: LoadedSlice,
+    items: list[dict[str, Any]],
+    protocol: EvalProtocol | None = None,
+    extra_metrics: Sequence[Metric] = (),
+) -> dict[str, Any]:
+    """``metrics.json`` of a run over ``items`` (in dataset order): the aggregate of each of the run's metrics
+    (``protocol``'s, default the one ``cfg`` names, and ``extra_metrics``, recorded as ``run.metrics`` when
+    there are any) over the slice's dataset's categories, recall at the ``eval.token_budgets`` and at the first
+    :data:`~memcore.eval.aggregate.RECALL_KS` notes, what ran (judge and answer disclosure included), the gold
+    ceiling of the audit and the scores against the audited gold."""
+    protocol = get_protocol(str(cfg.protocol.name)) if protocol is None else protocol
+    scored = run_metrics_of(protocol, [m.name for m in extra_metrics])
+    metrics = aggregate(items, scored, data.categories)
     headline = data.categories.headline_ids
     if cfg.eval.token_budgets:
         metrics["recall_at_budget"] = budget_recall(items, list(cfg.eval.token_budgets), headline)
@@ -69,28 +88,23 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
         "n_conversations": len(data.conversations),
         "answered": bool(cfg.eval.answer),
     }
+    if extra_metrics:  # only then: the metrics.json of a run with its protocol's metrics alone stays as it was
+        metrics["run"]["metrics"] = [m.name for m in extra_metrics]
     metrics["run"]["slice"] = slice_info(cfg.dataset, data)
     memory_backbone = other_memory_backbone(cfg)
     if memory_backbone:
         metrics["run"]["memory_backbone"] = memory_backbone  # built by another model than the one answering
-    from memcore.eval.disclosure import evidence_disclosure
-    from memcore.methods import get_method
 
     budget = cfg.eval.budget
-    metrics["run"]["evidence"] = evidence_disclosure(  # issue 15: equal evidence, or the difference printed
+    metrics["run"]["evidence"] = evidence_disclosure(  # equal evidence, or the difference printed
         None if budget is None else int(budget),
         get_method(method).budget_counts,
         items,
         context_tokens=cfg.eval.get("context_tokens"),
     )
-    if cfg.eval.judge:  # LLM judge (issue 5): pinned preset, model and prompt hash
-        from memcore.eval.judge import judge_run_info
-
+    if cfg.eval.judge:  # pinned preset, model and prompt hash
         metrics["run"]["judge"] = judge_run_info(cfg)
-    if cfg.eval.answer:  # issue 15: the answer prompt moves J more than the memory does; disclose it
-        from memcore.eval.disclosure import answer_disclosure
-        from memcore.pipeline.resources import run_upstream_answer
-
+    if cfg.eval.answer:  # the answer prompt moves J more than the memory does; disclose it
         metrics["run"]["answer"] = answer_disclosure(
             cfg.protocol,
             items,
@@ -98,12 +112,8 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
             upstream=run_upstream_answer(cfg),
             method=method,
         )
-    if data.audit_changed:  # issue 15: the best score a perfect system reaches against the original gold
-        from memcore.eval.ceiling import gold_ceiling
-
-        metrics["gold_ceiling"] = gold_ceiling(
-            data.conversations, data.audit_changed, data.audited, str(cfg.protocol.name)
-        )
+    if data.audit_changed:  # the best score a perfect system reaches against the original gold
+        metrics["gold_ceiling"] = gold_ceiling(data.conversations, data.audit_changed, data.audited, protocol)
     if any("audited" in r for r in items):
         audited_items = [
             dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"])
@@ -111,7 +121,7 @@ def run_metrics(cfg: DictConfig, method: str, data: LoadedSlice, items: list[dic
             else r
             for r in items
         ]
-        metrics["audited"] = aggregate(audited_items, data.categories)
+        metrics["audited"] = aggregate(audited_items, scored, data.categories)
     return metrics
 
 
@@ -338,6 +348,8 @@ def write_report(
     built: dict[str, bool],
     started: str = "",
     items_written: int = 0,
+    protocol: EvalProtocol | None = None,
+    extra_metrics: Sequence[Metric] = (),
 ) -> RunResult:
     """Aggregate ``run_dir/items.jsonl`` (the items of ``data`` only, in dataset order: float sums then do not
     depend on threads or on resuming) and write the run's metrics, cost, stats and table.
@@ -349,7 +361,7 @@ def write_report(
     require_unique_ids(items, run_dir)
     order = {q.item_id: i for i, q in enumerate(q for c in data.conversations for q in c.qa)}
     items = sorted((r for r in items if r["item_id"] in order), key=lambda r: order[r["item_id"]])
-    metrics = run_metrics(cfg, method, data, items)
+    metrics = run_metrics(cfg, method, data, items, protocol, extra_metrics)
     wall = {"total": time.perf_counter() - t_start, **timings}
     entry = invocation_entry(
         started=started,
@@ -386,7 +398,6 @@ def write_report(
     cost["this_invocation"] = {"idle": idle, "calls": entry["calls"], "items_written": entry["items_written"]}
     metrics["parse_failures"] = cost["run_totals"]["parse_failures_by_kind"]
     stats = {"conversations": conv_stats, "method": method, "data_cleaning": data.cleaning, "invocations": invocations}
-    from memcore.methods import NO_BACKBONE, backbone_label
 
     backbone = backbone_label(cfg)
     title = f"{method} / {cfg.ablation.name} / {'-' if backbone == NO_BACKBONE else backbone} / {cfg.dataset.name} ({cfg.protocol.name} protocol)"

@@ -36,6 +36,7 @@ ADDED_KEY_DEFAULTS: dict[tuple[str, str], Any] = {
     ("eval", "context_tokens"): None,
     ("eval", "answer_prompt"): "harness",
     ("dataset", "kind"): DEFAULT_DATASET_KIND,
+    ("eval", "metrics"): [],
 }
 
 
@@ -85,7 +86,7 @@ def without_added_defaults(fields: dict[str, Any]) -> dict[str, Any]:
 def _eval_fields(ev: dict[str, Any]) -> dict[str, Any]:
     """The result-affecting ``eval`` keys; the judge preset and its number of runs only when judging (so runs
     made before they existed still resume)."""
-    keys = ("answer", "budget", "judge", "judge_backbone", "audited", "context_tokens", "answer_prompt")
+    keys = ("answer", "budget", "judge", "judge_backbone", "audited", "context_tokens", "answer_prompt", "metrics")
     out = {k: ev.get(k) for k in keys}
     if ev.get("judge"):
         out.update(judge_preset=ev.get("judge_preset"), judge_runs=ev.get("judge_runs"))

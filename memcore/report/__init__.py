@@ -1,9 +1,12 @@
 """``memcore-report``: gather run dirs into the paper's table layouts (Markdown, CSV, LaTeX) beside the
 paper's numbers, with bootstrap CIs, cost, the audited overlay, and plots."""
 
+from memcore.report.ablation_table import ablation_table
 from memcore.report.collect import PAPER_METHODS, ReportInputError, RunData, find_run_dirs, load_run, load_runs
+from memcore.report.main_table import main_table
 from memcore.report.reference import PaperNumbers, ReferenceError, default_reference_dir, load_paper_numbers
-from memcore.report.tables import RunSummary, Table, ablation_table, cost_summary, main_table, summarize_run
+from memcore.report.summary import RunSummary, cost_summary, summarize_run
+from memcore.report.tables import Table
 
 __all__ = [
     "PAPER_METHODS",

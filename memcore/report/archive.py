@@ -43,17 +43,6 @@ PATH_KEYS: dict[str, str | None] = {
     "eval.audit_path": None,
     "run_dir": "<run>",
 }
-#: The metrics keys whose values must follow from the items (the rest describe the machine or the run's timing).
-DERIVED_KEYS = (
-    "overall",
-    "overall_no_adv",
-    "by_category",
-    "n_items",
-    "recall_at_budget",
-    "recall_at_k",
-    "ier_refinement",
-    "audited",
-)
 #: Item fields a slim archive leaves out (top level, then inside ``extra``): read by no metric and no report table.
 SLIM_DROP = ("question", "answer_raw", "prompt_hash", "latency_s", "cached")
 SLIM_DROP_EXTRA = ("rounds_log",)

@@ -12,10 +12,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memcore.report.collect import ReportInputError, RunData, display_path, load_runs
+from memcore.config import CONFIG_DIR
+from memcore.eval.probe import load_probe, probe_table
+from memcore.pipeline.runlock import unwritable_line
+from memcore.report.ablation_table import ablation_table
+from memcore.report.collect import ReportInputError, RunData, display_path, find_run_dirs, load_runs
+from memcore.report.detail_table import detail_table
+from memcore.report.equal_tokens import category_table, equal_token_table, plot_recall_vs_context_tokens
+from memcore.report.k_sweep import chosen_k, k_sweep_table, write_chosen_k
+from memcore.report.main_table import main_table
 from memcore.report.memory_table import memory_table
+from memcore.report.plots import make_plots
 from memcore.report.reference import ReferenceError, default_reference_dir, load_paper_numbers
-from memcore.report.tables import Table, ablation_table, detail_table, main_table, summarize_run
+from memcore.report.summary import summarize_run
+from memcore.report.tables import Table
+from memcore.view.site import viewer_hint
 
 FORMATS = ("md", "csv", "tex")
 DEFAULT_PROBE = Path("results/measured/judge_probe.json")
@@ -123,7 +134,6 @@ def _probe_text(path: Path | None) -> str | None:
     """The judge-probe table (Markdown) from ``path`` (memcore-judge-probe's json), or None when absent."""
     if path is None:
         return None
-    from memcore.eval.probe import load_probe, probe_table
 
     try:
         probe = load_probe(Path(path))
@@ -167,7 +177,6 @@ def run_report(args: argparse.Namespace) -> list[Path]:
     built = memory_table(summaries)
     if built is not None:
         tables.append(("memory_table", built))
-    from memcore.report.equal_tokens import category_table, equal_token_table
 
     eq_kw = {"reference": args.equal_tokens_reference, "n_boot": args.n_boot, "seed": args.seed, "alpha": args.alpha}
     for stem, make in (("equal_tokens", equal_token_table), ("equal_tokens_by_category", category_table)):
@@ -186,15 +195,11 @@ def run_report(args: argparse.Namespace) -> list[Path]:
             if stem == "main_table" and probe_text:  # the judge's measured leniency, right beside J
                 print(probe_text)
     if not args.no_plots:
-        from memcore.report.plots import make_plots
-
         omitted: list[str] = []
         written += make_plots(
             summaries, paper, out / "plots", reference_backbone=args.reference_backbone, budgets=budgets,
             omitted=omitted,
         )  # fmt: skip
-        from memcore.report.equal_tokens import plot_recall_vs_context_tokens
-
         written += plot_recall_vs_context_tokens(runs, out / "plots", omitted=omitted)
         if omitted:  # a figure left out is said, in the plots dir and on the terminal
             (out / "plots").mkdir(parents=True, exist_ok=True)
@@ -214,9 +219,6 @@ def _k_sweep_report(
 ) -> list[Path]:
     """The k-sweep table, ``k_choice.json`` and, with ``--write-amem-k``, the chosen k written into the map."""
     import json
-
-    from memcore.config import CONFIG_DIR
-    from memcore.report.k_sweep import chosen_k, k_sweep_table, write_chosen_k
 
     table = k_sweep_table(summaries)
     written = _write(table, out, "k_sweep", formats)
@@ -250,15 +252,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # --out under a read-only tree, or a file in the way
-        from memcore.pipeline.runlock import unwritable_line
-
         print(f"error: {unwritable_line(exc, args.out, what='the report dir', fix='--out')}", file=sys.stderr)
         return 2
     if not args.quiet:
         print(f"{len(written)} files written under {Path(written[0]).parent if written else args.out}")
-        from memcore.report.collect import find_run_dirs
-        from memcore.view.site import viewer_hint
-
         print(viewer_hint(find_run_dirs(args.runs, include_old=args.include_old), written[-1].parent / "view"))
     return 0
 

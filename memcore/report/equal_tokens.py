@@ -6,7 +6,8 @@ dia_ids in it; F1 / BLEU-1 when the runs answered), and each method is compared 
 (:func:`memcore.eval.bootstrap.paired_delta_ci`). A second table gives the same per LoCoMo category 1-4, and
 :func:`plot_recall_vs_context_tokens` draws recall against the budget, one line per method. An ``oracle`` run
 (:mod:`memcore.eval.oracle`: the gold turns packed smallest first) is the first row and a dashed black line: the
-recall each budget allows. Session hit (:func:`memcore.eval.metrics.session_hit`) is read from the same items.
+recall each budget allows. The metrics are the runs' own (:mod:`memcore.metrics`) plus session hit, read from the same
+items.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memcore.eval.aggregate import category_name
+from memcore.eval.aggregate import category_name, metrics_of_run
 from memcore.eval.bootstrap import metric_value, paired_delta_ci
+from memcore.metrics import resolve_metrics
 from memcore.report.collect import RunData, display_path
+from memcore.report.figures import pyplot, save_figure
 from memcore.report.tables import Table
 
 CATS: tuple[int, ...] = (1, 2, 3, 4)
@@ -90,9 +93,17 @@ def _delta(ci: tuple[float, float, float, int] | None) -> str:
     return f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]{star}"
 
 
+#: Reported beside the runs' own evidence metrics: the session-level hit public systems claim.
+ALSO_REPORTED: tuple[str, ...] = ("session_hit",)
+
+
 def _metrics(runs: Sequence[RunData]) -> list[str]:
-    answered = any(r.answered for r in runs)
-    return ["recall", "hit", "session_hit", *(["f1", "bleu1"] if answered else [])]
+    """The runs' evidence metrics and :data:`ALSO_REPORTED`, then, when any run answered, their answer metrics
+    that need no LLM: ``recall, hit, session_hit, f1, bleu1`` for the shipped protocols."""
+    scored = [m for r in runs for m in metrics_of_run(r.metrics) if not m.needs_llm]
+    evidence = [m.name for m in (*scored, *resolve_metrics(ALSO_REPORTED)) if m.target == "evidence"]
+    answer = [m.name for m in scored if m.target == "answer"] if any(r.answered for r in runs) else []
+    return list(dict.fromkeys([*evidence, *answer]))
 
 
 def equal_token_table(
@@ -231,9 +242,7 @@ def plot_recall_vs_context_tokens(
                 f"method, see {stem}.csv and equal_tokens.md); runs at a second cap make it a curve."
             )
         return [csv_path]
-    from memcore.report.plots import _pyplot, _save
-
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
     cmap = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
     for i, label in enumerate(labels):
@@ -257,4 +266,4 @@ def plot_recall_vs_context_tokens(
     ax.set_title("Evidence recall at equal context tokens")
     legend = ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="method")
     fig.tight_layout()
-    return [*_save(fig, out_dir, stem, extra_artists=[legend]), csv_path]
+    return [*save_figure(fig, out_dir, stem, extra_artists=[legend]), csv_path]

@@ -17,7 +17,8 @@ from typing import Any
 
 from memcore.eval.aggregate import category_name
 from memcore.report.collect import ReportInputError, display_path
-from memcore.report.tables import CATEGORIES, RunSummary, Table, fmt
+from memcore.report.summary import RunSummary
+from memcore.report.tables import CATEGORIES, Table, fmt
 
 #: (metric key in metrics.json, column label)
 SWEEP_METRICS: tuple[tuple[str, str], ...] = (("f1", "F1"), ("bleu1", "BLEU-1"), ("recall", "Recall"))

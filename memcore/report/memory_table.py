@@ -1,5 +1,5 @@
 """What MemCoRe built and how its retrieval behaved, per run: the gate's decisions, turns per note, the
-near-duplicate rate in the top K, IER rounds per question and why refinement stopped (issue 14).
+near-duplicate rate in the top K, IER rounds per question and why refinement stopped.
 
 Reads ``stats.json`` (``conversations.<id>.memory`` at build time, ``memory_after_qa`` after the questions);
 runs of other methods have no ``construction`` block and are left out."""
@@ -12,7 +12,8 @@ from typing import Any
 
 from memcore.eval.aggregate import ier_shown
 from memcore.report.collect import RunData
-from memcore.report.tables import RunSummary, Table
+from memcore.report.summary import RunSummary
+from memcore.report.tables import Table
 
 GATE_KEYS = (
     "merges",

@@ -12,37 +12,20 @@ from __future__ import annotations
 import csv
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from memcore.eval.aggregate import budget_recall, category_name
+from memcore.report.ablation_table import full_model_of
 from memcore.report.collect import RunData, display_path
+from memcore.report.equal_tokens import row_label
+from memcore.report.figures import pyplot, save_figure
 from memcore.report.reference import PaperNumbers
-from memcore.report.tables import CATEGORIES, RunSummary, full_model_of, paper_ablation_row
+from memcore.report.summary import RunSummary
+from memcore.report.table_rows import paper_ablation_row
+from memcore.report.tables import CATEGORIES
 
 DEFAULT_BUDGETS: tuple[int, ...] = (250, 500, 1000, 2000, 4000)
-DPI = 150
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig: Any, out_dir: Path, stem: str, extra_artists: Sequence[Any] = ()) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
-    # bbox_extra_artists replaces matplotlib's default list (suptitle, figure legends): pass both.
-    artists = [*fig.get_default_bbox_extra_artists(), *extra_artists]
-    for path in paths:
-        fig.savefig(path, dpi=DPI, bbox_inches="tight", bbox_extra_artists=artists)
-    _pyplot().close(fig)
-    return paths
 
 
 def _run_label(run: RunData, with_backbone: bool = False) -> str:
@@ -56,8 +39,6 @@ def _capped_label(run: RunData) -> str:
     cap = run_cap(run)
     if cap is None:
         return _run_label(run)
-    from memcore.report.equal_tokens import row_label
-
     variant = f" (variant of {run.variant_of})" if run.is_variant else ""
     return f"{row_label(run)}{variant}, eval.context_tokens={cap}"
 
@@ -70,7 +51,7 @@ def plot_category_bars(summaries: Sequence[RunSummary], out_dir: Path, stem: str
     answered = full or answered
     if not answered:
         return []
-    plt = _pyplot()
+    plt = pyplot()
     backbones = list(dict.fromkeys(s.run.backbone for s in answered))
     groups = [f"{c}\n{category_name(c)}" for c in CATEGORIES] + ["weighted\noverall"]
     keys = [f"cat{c}" for c in CATEGORIES] + ["f1"]
@@ -93,7 +74,7 @@ def plot_category_bars(summaries: Sequence[RunSummary], out_dir: Path, stem: str
         ax.grid(axis="y", alpha=0.3)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="method")
     fig.tight_layout()
-    return _save(fig, out_dir, stem)
+    return save_figure(fig, out_dir, stem)
 
 
 def plot_ablation_deltas(
@@ -123,7 +104,7 @@ def plot_ablation_deltas(
         rows.append((label, ours, theirs))
     if not rows:
         return []
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, max(3.5, 0.55 * len(rows) + 2.2)), sharey=True)
     y = np.arange(len(rows))
     for ax, key, name in zip(axes, ("f1", "recall"), ("F1", "evidence recall")):
@@ -154,7 +135,7 @@ def plot_ablation_deltas(
     backbone = next(iter(ablated)) if len(ablated) == 1 else "several backbones"
     fig.suptitle(f"Ablations of the full model ({backbone})", y=1.04)
     fig.tight_layout()
-    return _save(fig, out_dir, stem)
+    return save_figure(fig, out_dir, stem)
 
 
 def _d(a: float | None, b: float | None) -> float | None:
@@ -179,7 +160,7 @@ def plot_cost_vs_f1(
                 "cost is that of retrieval alone; see recall_vs_budget."
             )
         return []
-    plt = _pyplot()
+    plt = pyplot()
     from matplotlib.lines import Line2D
 
     fig, ax = plt.subplots(figsize=(9, 5.5))
@@ -222,7 +203,7 @@ def plot_cost_vs_f1(
         handles=backbone_handles, title="backbone", loc="lower left", bbox_to_anchor=(1.01, 0.0), fontsize=8
     )
     fig.tight_layout()
-    return _save(fig, out_dir, stem, extra_artists=[first, second])
+    return save_figure(fig, out_dir, stem, extra_artists=[first, second])
 
 
 def run_cap(run: RunData) -> int | None:
@@ -285,7 +266,7 @@ def plot_recall_vs_budget(
     curves = [(r, c) for r, c in curves if (r, c) not in short]
     if not curves:
         return [csv_path]
-    plt = _pyplot()
+    plt = pyplot()
     backbones = list(dict.fromkeys(r.backbone for r, _ in curves))
     fig, axes = plt.subplots(len(backbones), 1, figsize=(8.5, 4.4 * len(backbones)), squeeze=False)
     extra = []
@@ -328,7 +309,7 @@ def plot_recall_vs_budget(
         ax.set_ylabel("evidence recall (%)")
         extra.append(ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="method"))
     fig.tight_layout()
-    return [*_save(fig, out_dir, stem, extra_artists=extra), csv_path]
+    return [*save_figure(fig, out_dir, stem, extra_artists=extra), csv_path]
 
 
 def make_plots(

@@ -11,14 +11,33 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
+from memcore.data.slice import load_slice
+from memcore.eval.judge import Verdict, verdict_scores
+from memcore.eval.protocols import EvalProtocol, get_protocol
+from memcore.eval.scoring import score_answer, score_evidence
 from memcore.itemlog import duplicate_ids, read_run_items
+from memcore.metrics import Metric
+from memcore.pipeline.report import run_metrics
+from memcore.pipeline.score import run_extra_metrics
 
+#: The metrics keys whose values must follow from the items (the rest describe the machine or the run's timing).
+DERIVED_KEYS = (
+    "overall",
+    "overall_no_adv",
+    "by_category",
+    "n_items",
+    "recall_at_budget",
+    "recall_at_k",
+    "ier_refinement",
+    "audited",
+)
 #: Score keys the LLM judge adds to an item (recomputed from its stored labels, not from the metric protocol).
 JUDGE_KEYS = ("judge", "judge_runs", "judge_majority")
 
@@ -50,8 +69,6 @@ def _show(value: Any) -> str:
 
 def judge_scores(record: dict[str, Any]) -> dict[str, Any]:
     """The judge's score keys of an item from its stored ``judge`` record (each run's label)."""
-    from memcore.eval.judge import Verdict, verdict_scores
-
     verdicts = [
         Verdict(str(r.get("label")), str(r.get("reason", "")), bool(r.get("parsed", True))) for r in record["runs"]
     ]
@@ -59,17 +76,29 @@ def judge_scores(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def recompute_variant(
-    item: dict[str, Any], variant: dict[str, Any], protocol: str, *, judge: dict[str, Any] | None
+    item: dict[str, Any],
+    variant: dict[str, Any],
+    protocol: EvalProtocol,
+    *,
+    judge: dict[str, Any] | None,
+    metrics: Sequence[Metric] = (),
 ) -> tuple[dict[str, Any], list[str]]:
     """The fields of one gold variant (``variant`` holds ``gold``, ``evidence``, ``scores``, ``recall``, ``hit``)
-    recomputed from ``item``'s answer and retrieved ids; and the names of fields that could not be."""
-    from memcore.eval.metrics import evidence_scores, score_answer
-
+    recomputed under ``protocol`` and the run's extra ``metrics`` from ``item``'s answer and retrieved ids; and
+    the names of fields that could not be."""
     out: dict[str, Any] = {}
     missing: list[str] = []
+    evidence: dict[str, float | None] = {}
+    has_evidence = "retrieved_dia_ids" in item and "evidence" in variant
+    if has_evidence:
+        scored = (*protocol.declared_metrics(), *metrics)
+        evidence = score_evidence(variant["evidence"], item["retrieved_dia_ids"], scored)
+        out["recall"], out["hit"] = evidence.pop("recall", None), evidence.pop("hit", None)
     if "answer" in item and "gold" in variant and "category" in item:
         answer = item["answer"]
-        scores = score_answer(answer, variant["gold"], int(item["category"]), protocol) if answer is not None else {}
+        category = int(item["category"])
+        scores = score_answer(answer, variant["gold"], category, protocol, metrics) if answer is not None else {}
+        scores.update(evidence)
         if judge is not None:
             scores.update(judge_scores(judge))
         elif any(k in (variant.get("scores") or {}) for k in JUDGE_KEYS):
@@ -78,16 +107,17 @@ def recompute_variant(
         out["scores"] = scores
     else:
         missing.append("scores (no answer, gold or category)")
-    if "retrieved_dia_ids" in item and "evidence" in variant:
-        ev = evidence_scores(variant["evidence"], item["retrieved_dia_ids"])
-        out["recall"], out["hit"] = ev["recall"], ev["hit"]
-    else:
+    if not has_evidence:
         missing.append("recall and hit (no retrieved_dia_ids or evidence)")
-    return out, missing
+    return {k: out[k] for k in ("scores", "recall", "hit") if k in out}, missing
 
 
 def recompute_item(
-    item: dict[str, Any], protocol: str, gold_item: Any | None, audited_item: Any | None
+    item: dict[str, Any],
+    protocol: EvalProtocol,
+    gold_item: Any | None,
+    audited_item: Any | None,
+    metrics: Sequence[Metric] = (),
 ) -> tuple[dict[str, Any], list[str], list[str]]:
     """``item`` with every score recomputed; the differences (``<field>: stored X, recomputed Y``, and the gold
     fields that disagree with the data) and the fields that could not be recomputed."""
@@ -95,7 +125,7 @@ def recompute_item(
     missing: list[str] = []
     if gold_item is not None:
         expect = {
-            "gold": gold_item.gold(protocol),
+            "gold": protocol.gold(gold_item),
             "evidence": list(gold_item.evidence),
             "category": int(gold_item.category),
         }
@@ -103,7 +133,7 @@ def recompute_item(
             if key in item and not _same(item[key], want):
                 diffs.append(f"{key}: stored {_show(item[key])}, the data has {_show(want)}")
     again = dict(item)
-    fields, miss = recompute_variant(item, item, protocol, judge=item.get("judge"))
+    fields, miss = recompute_variant(item, item, protocol, judge=item.get("judge"), metrics=metrics)
     again.update(fields)
     missing += miss
     audited = item.get("audited")
@@ -111,10 +141,10 @@ def recompute_item(
         same_gold = audited.get("gold") == item.get("gold")
         judge = item.get("judge") if same_gold else None
         if audited_item is not None:
-            want_gold = audited_item.gold(protocol)
+            want_gold = protocol.gold(audited_item)
             if audited.get("gold") != want_gold:
                 diffs.append(f"audited.gold: stored {_show(audited.get('gold'))}, the audit has {_show(want_gold)}")
-        a_fields, a_miss = recompute_variant(item, audited, protocol, judge=judge)
+        a_fields, a_miss = recompute_variant(item, audited, protocol, judge=judge, metrics=metrics)
         if not same_gold and any(k in (audited.get("scores") or {}) for k in JUDGE_KEYS):
             a_miss = [m for m in a_miss if not m.startswith("judge")] + [
                 "audited judge scores (labels stored for the original gold only)"
@@ -136,14 +166,12 @@ def recompute_item(
 def verify_run(run_dir: Path, *, max_items: int = 5) -> Verification:
     """Recompute every item of an (archived or live) run and its ``metrics.json`` (see the module doc). At most
     ``max_items`` differing items are named; the count of the others follows."""
-    from memcore.data.slice import load_slice
-    from memcore.pipeline.report import run_metrics
-    from memcore.report.archive import DERIVED_KEYS
-
     out = Verification()
     metrics = json.loads((run_dir / "metrics.json").read_text())
     cfg = OmegaConf.load(run_dir / "config.yaml")
-    protocol = str(cfg.protocol.name)
+    assert isinstance(cfg, DictConfig)
+    protocol = get_protocol(str(cfg.protocol.name))
+    extra_metrics = run_extra_metrics(cfg)
     data = load_slice(cfg.dataset, audited=bool(cfg.eval.audited), audit_path=cfg.eval.audit_path)
     items = read_run_items(run_dir)
     dup = duplicate_ids(items)
@@ -160,7 +188,9 @@ def verify_run(run_dir: Path, *, max_items: int = 5) -> Verification:
     bad_items: list[str] = []
     missing_counts: dict[str, int] = {}
     for item_id in order:
-        again, diffs, missing = recompute_item(by_id[item_id], protocol, gold[item_id], data.audited.get(item_id))
+        again, diffs, missing = recompute_item(
+            by_id[item_id], protocol, gold[item_id], data.audited.get(item_id), extra_metrics
+        )
         recomputed.append(again)
         for m in missing:
             missing_counts[m] = missing_counts.get(m, 0) + 1
@@ -173,8 +203,8 @@ def verify_run(run_dir: Path, *, max_items: int = 5) -> Verification:
     out.items_checked = len(order)
     out.not_recomputed = [f"{what}: {n} items" for what, n in sorted(missing_counts.items())]
     method = str(metrics["run"]["method"])
-    stored_agg = run_metrics(cfg, method, data, [by_id[i] for i in order])
-    again_agg = run_metrics(cfg, method, data, recomputed)
+    stored_agg = run_metrics(cfg, method, data, [by_id[i] for i in order], protocol, extra_metrics)
+    again_agg = run_metrics(cfg, method, data, recomputed, protocol, extra_metrics)
     for key in DERIVED_KEYS:
         if not _same(_canon(metrics.get(key)), _canon(stored_agg.get(key))):
             out.differences.append(key)

@@ -389,17 +389,10 @@ def run_overview(vr: ViewRun) -> dict[str, Any]:
     disclosure (method, backbone, protocol, slice, answer prompt, judge, evidence budget) and cost."""
     from memcore.eval.aggregate import format_table, slice_line
     from memcore.eval.disclosure import evidence_cell
-    from memcore.report.tables import (
-        answer_cell,
-        cost_summary,
-        detail_table,
-        evidence_info,
-        judge_cell,
-        run_k,
-        run_switches,
-        summarize_run,
-        usage_totals,
-    )
+    from memcore.report.ablation_table import run_k, run_switches
+    from memcore.report.detail_table import detail_table
+    from memcore.report.main_table import answer_cell, evidence_info, judge_cell
+    from memcore.report.summary import cost_summary, summarize_run, usage_totals
 
     run = vr.run
     summary = summarize_run(run, n_boot=N_BOOT, seed=SEED, alpha=ALPHA)
@@ -465,7 +458,8 @@ def paired_category_deltas(a: ViewRun, b: ViewRun) -> list[dict[str, Any]]:
 
 def two_run_tables(a: ViewRun, b: ViewRun) -> str:
     """The report's detail table with both runs side by side (Markdown)."""
-    from memcore.report.tables import detail_table, summarize_run
+    from memcore.report.detail_table import detail_table
+    from memcore.report.summary import summarize_run
 
     return detail_table([summarize_run(r.run, n_boot=N_BOOT, seed=SEED, alpha=ALPHA) for r in (a, b)]).to_markdown()
 
