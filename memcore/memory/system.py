@@ -463,7 +463,7 @@ SPEC = MethodSpec(
         MemCoReConfig, build=_check_variant, after=lambda name, cfg, ablation: Switches.from_dict(ablation)
     ),
     ablation_schema=Switches,
-    ablations=frozenset(ABLATIONS),
+    ablations=ABLATIONS,
     retrieve_uses_llm=_uses_llm,
     staged_ingest=True,  # turns are ingested (LLM) in buffers of 32, then gated one by one
     description="MemCoRe: LLM-gated Merge/Link/Append notes, keyword graph + Leiden topics, tri-pathway retrieval, RRF, IER",
