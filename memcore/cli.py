@@ -143,7 +143,7 @@ def log_to_files(level: int, message: str) -> None:
 
 #: Library thread pools (OpenMP in faiss and torch, OpenBLAS, MKL) default to one thread per process: the runner
 #: parallelises itself (QA threads, build worker processes), and oversubscribed pools spin-wait — on a busy
-#: 2-core machine a 3k-row faiss search took 24 ms instead of 2 ms (issue 7). Export a variable to override.
+#: 2-core machine a 3k-row faiss search took 24 ms instead of 2 ms. Export a variable to override.
 #: llama.cpp is unaffected: it asks OpenMP for its thread count explicitly.
 LIBRARY_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
