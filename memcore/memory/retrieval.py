@@ -19,8 +19,8 @@ from memcore.memory.config import MemCoReConfig, Switches
 from memcore.memory.ingestion import StatisticalKeywords
 from memcore.memory.keywords import KeywordIndex, normalise_keywords
 from memcore.memory.notes import NoteStore, VectorMatrix
-from memcore.memory.prompts import decompose as DECOMPOSE_PROMPT
 from memcore.memory.topics import Topics
+from memcore.memory.prompts import decompose as DECOMPOSE_PROMPT
 
 CHANNELS = ("topic", "keyword", "neighbor")
 MAX_ENTITIES = 6
