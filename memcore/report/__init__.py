@@ -1,12 +1,11 @@
 """``memcore-report``: gather run dirs into the paper's table layouts (Markdown, CSV, LaTeX) beside the
 paper's numbers, with bootstrap CIs, cost, the audited overlay, and plots."""
 
-from memcore.report.collect import PAPER_METHODS, ReportInputError, RunData, find_run_dirs, load_run, load_runs
+from memcore.report.collect import ReportInputError, RunData, find_run_dirs, load_run, load_runs, paper_methods
 from memcore.report.reference import PaperNumbers, ReferenceError, default_reference_dir, load_paper_numbers
 from memcore.report.tables import RunSummary, Table, ablation_table, cost_summary, main_table, summarize_run
 
 __all__ = [
-    "PAPER_METHODS",
     "PaperNumbers",
     "ReferenceError",
     "ReportInputError",
@@ -21,5 +20,6 @@ __all__ = [
     "load_run",
     "load_runs",
     "main_table",
+    "paper_methods",
     "summarize_run",
 ]
