@@ -826,9 +826,9 @@ def check_estimate(plan: Plan, source: Path | None) -> dict[str, Any]:
     estimated growth-aware from the source's per-turn trace (each target conversation: the source's measured
     prefix, then its tail rate), ``full_context``'s prompt with the mean whole-conversation context of the
     target; for ``--scale full`` that is exactly what the estimate prints for all of LoCoMo."""
+    from baselines.full_context import full_conversation_tokens, run_image_captions
     from memcore.config import load_backbone_preset
     from memcore.report.collect import load_run
-    from baselines.full_context import full_conversation_tokens, run_image_captions
     from memcore.report.estimate import conversation_in_context, estimate, measured_rates
 
     if source is None or not (source / "root" / "runs").is_dir():

@@ -24,7 +24,9 @@ BASE = ["progress=false", "print_table=false", "dataset=locomo-tiny", "backbone=
 #: Each method's bad values, declared on its spec (``MethodSpec.bad_configs``): (overrides, fragments the one
 #: error line must contain).
 METHOD_BAD_VALUES: list[tuple[list[str], list[str]]] = [
-    ([f"method={spec.name}", *overrides], list(fragments)) for spec in method_specs() for overrides, fragments in spec.bad_configs
+    ([f"method={spec.name}", *overrides], list(fragments))
+    for spec in method_specs()
+    for overrides, fragments in spec.bad_configs
 ]
 
 #: The harness's own sections: (overrides, fragments the one error line must contain).

@@ -124,9 +124,7 @@ def test_new_method_is_one_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
     report = run_module(tree, "memcore.report.cli", ["results/run", "--no-reference", "--out", "results/report"])
     assert report.returncode == 0, report.stderr
-    assert "recent_turns" in report.stdout + "".join(
-        p.read_text() for p in (tree / "results" / "report").glob("*.md")
-    )
+    assert "recent_turns" in report.stdout + "".join(p.read_text() for p in (tree / "results" / "report").glob("*.md"))
     assert edited_files(tree, added) == []
 
 

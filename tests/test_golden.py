@@ -25,7 +25,7 @@ import pytest
 from memcore.itemlog import read_items
 from memcore.methods import method_names
 from memcore.runner import run_config
-from tests.support import REPO, compose_run
+from tests.support import compose_run
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 METHODS = method_names()

@@ -152,10 +152,7 @@ def test_a_method_that_keeps_the_conversation_in_context_grows_with_it(tmp_path:
     assert r.conversations == 1
     same = estimate(r, in_context=True, conversation_turns=(30, 10), questions=4)
     assert same["prompt_tokens"] == same["prompt_tokens_upper"]  # the upper build is the estimate
-    assert (
-        same["prompt_tokens"]
-        == estimate(r, conversation_turns=(30, 10), questions=4)["prompt_tokens_upper"]
-    )
+    assert same["prompt_tokens"] == estimate(r, conversation_turns=(30, 10), questions=4)["prompt_tokens_upper"]
     longer = estimate(r, in_context=True, conversation_turns=(40,), questions=4)
     other = estimate(r, conversation_turns=(40,), questions=4)
     assert longer["prompt_tokens"] == pytest.approx(other["prompt_tokens_upper"] + (600 + 1000) * 4)

@@ -22,6 +22,7 @@ import memcore.llm.backbone as backbone_mod
 from memcore.config import CONFIG_DIR
 from memcore.llm.backbone import BackboneError, MissingKeyError, OpenAITransport, openai_chat
 from memcore.llm.json_reply import complete_json
+from memcore.memory.prompts import ingest as INGEST_PROMPT
 from memcore.methods import method_specs
 from memcore.testing.sim_replies import classify, kinds, reply
 from memcore.testing.simulator import (
@@ -31,7 +32,6 @@ from memcore.testing.simulator import (
     prompt_tokens,
     running_simulator,
 )
-from memcore.memory.prompts import ingest as INGEST_PROMPT
 from tests.fakes import upstream_backbone
 from tests.support import compose_run
 
@@ -253,7 +253,10 @@ def test_a_reply_that_is_not_a_completion_says_what_the_server_sent(mode: str, s
 
 def test_cli_rejects_a_bad_rate_and_serves_until_terminated(tmp_path: Path) -> None:
     bad = subprocess.run(
-        [sys.executable, "-m", "memcore.testing.simulator", "--rate-429", "1.5"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "memcore.testing.simulator", "--rate-429", "1.5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--rate-429" in bad.stderr
     port_file, stats_file = tmp_path / "port", tmp_path / "stats.json"

@@ -59,6 +59,7 @@ def ablation_order() -> tuple[str, ...]:
     specs = {s.name: s for s in method_specs()}
     return tuple(dict.fromkeys(a for name in method_order() for a in specs[name].ablations))
 
+
 # The setting the paper's numbers were measured in; other runs are flagged as not comparable.
 PAPER_DATASET = "locomo"
 PAPER_PROTOCOL = "amem"
