@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,13 +40,15 @@ from baselines import locomo_batch_prompt as B
 from baselines.turns import load_turns, save_turns, text_without_caption, turn_note
 from memcore.budget import BUDGET_KEY, budget_record
 from memcore.datasets.locomo.categories import Category
+from memcore.datasets.locomo.loader import load_locomo
+from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.eval.protocols import EvalProtocol, adversarial_options, get_protocol
-from memcore.interfaces import ChatBackbone, MethodContext, MethodSpec
+from memcore.interfaces import BadConfig, ChatBackbone, MethodContext, MethodSpec
 from memcore.llm.usage import usage_of
 from memcore.prompts import answer as answer_prompts
 from memcore.schema import POS, Rule, check_rules, knob, method_validator
 from memcore.text import count_tokens, truncate_to_tokens
-from memcore.types import Evidence, QAItem, Turn
+from memcore.types import Conversation, Evidence, QAItem, Turn
 
 log = logging.getLogger(__name__)
 
@@ -423,6 +425,42 @@ def _factory(ctx: MethodContext) -> FullContext:
     return FullContext(cfg, budget, speakers)
 
 
+def run_image_captions(method_cfg: dict[str, Any]) -> str:
+    """A recorded run's ``image_captions``; runs recorded before the knob existed wrote ``[shares …]`` lines."""
+    return str(method_cfg.get("image_captions", "shares"))
+
+
+def full_conversation_tokens(
+    budget: int | None = None, conversations: Sequence[Conversation] | None = None, image_captions: str = "none"
+) -> float:
+    """Mean size (approximate tokens, ``memcore.text.count_tokens``, the unit of items' ``context_tokens``)
+    of the context full_context builds for a whole conversation under ``budget``: each of ``conversations``
+    (default: all of LoCoMo), with its ``image_captions`` setting."""
+    if conversations is None:
+        conversations = load_locomo(resolve_locomo_path(None)).conversations
+    sizes = []
+    for conv in conversations:
+        fc = FullContext(FullContextConfig(image_captions=image_captions), budget or 10**9)
+        for turn in conv.turns:
+            fc.ingest(turn)
+        fc.finalize()
+        sizes.append(count_tokens(fc.retrieve("").render()))
+    return sum(sizes) / len(sizes)
+
+
+def _whole_context_tokens(
+    method_cfg: dict[str, Any], budget: int | None, conversations: Sequence[Conversation] | None
+) -> float:
+    return full_conversation_tokens(budget, conversations, run_image_captions(method_cfg))
+
+
+BAD_CONFIGS: tuple[BadConfig, ...] = (
+    (("method.answer_reserve_tokens=-5",), ("method.answer_reserve_tokens=-5", ">= 0")),
+    (("method.context_budget_tokens=0",), ("method.context_budget_tokens=0", ">= 1")),
+    (("method.batch_size=20",), ("batch_size=20", "protocol=locomo")),
+    (("method.image_captions=inline",), ("method.image_captions='inline'", "none, shares")),
+)
+
 SPEC = MethodSpec(
     name="full_context",
     factory=_factory,
@@ -433,4 +471,9 @@ SPEC = MethodSpec(
     description="LoCoMo full-context baseline (official layout; oldest turns cut to the backbone's budget)",
     upstream_answer="baselines.locomo_answer_prompt:UPSTREAM",
     budget_counts="most recent turns",
+    paper_row="locomo",  # the paper's LoCoMo row is the full-context baseline
+    report_rank=10,
+    whole_context_tokens=_whole_context_tokens,
+    sim_run_kinds=("answer_amem",),
+    bad_configs=BAD_CONFIGS,
 )

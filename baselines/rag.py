@@ -27,7 +27,7 @@ import numpy as np
 from baselines.turns import load_turns, save_turns, text_without_caption, turn_note
 from memcore.budget import BUDGET_KEY, budget_record, cut_note, fill_units, note_line
 from memcore.fusion import rrf_fuse
-from memcore.interfaces import Embedder, MethodContext, MethodSpec
+from memcore.interfaces import BadConfig, Embedder, MethodContext, MethodSpec
 from memcore.schema import POS, UNIT, Rule, bad_value, knob, method_validator
 from memcore.text import count_tokens, truncate_to_tokens
 from memcore.turnpack import FRAMES, Cues, TurnMeta, fill_framed, render_framed, rerank
@@ -252,7 +252,7 @@ def _check_retriever(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) -
         raise bad_value("method.retriever", cfg["retriever"], f"{expected} (use method=rag_{cfg['retriever']})", where)
 
 
-def _spec(name: str, retriever: str, description: str, upstream_answer: str = "") -> MethodSpec:
+def _spec(name: str, retriever: str, description: str, bad_config: BadConfig, upstream_answer: str = "") -> MethodSpec:
     def factory(ctx: MethodContext) -> RAG:
         cfg = RAGConfig(**{"retriever": retriever, **ctx.config})
         return RAG(cfg, lambda: ctx.embedder)
@@ -265,18 +265,34 @@ def _spec(name: str, retriever: str, description: str, upstream_answer: str = ""
         validate_config=method_validator(RAGConfig, after=_check_retriever),
         description=description,
         upstream_answer=upstream_answer,
+        bad_configs=(bad_config,),
     )
 
 
 # Every rag_* method keys its snapshots on both build fields (retriever and context_format: the embedded text
-# depends on the format). Until issue 17 the three harness baselines keyed on the retriever alone, so a
-# context_format override reused vectors embedded in the other format.
-RAG_DENSE = _spec("rag_dense", "dense", "dense retrieval over raw turns (this harness's baseline, not LoCoMo's RAG)")
-RAG_BM25 = _spec("rag_bm25", "bm25", "BM25 over raw turns (this harness's baseline, not LoCoMo's RAG)")
-RAG_HYBRID = _spec("rag_hybrid", "hybrid", "RRF of dense + BM25 over raw turns (this harness's baseline)")
+# depends on the format), so a context_format override never reuses vectors embedded in the other format.
+RAG_DENSE = _spec(
+    "rag_dense",
+    "dense",
+    "dense retrieval over raw turns (this harness's baseline, not LoCoMo's RAG)",
+    (("method.top_k=0",), ("method.top_k=0", "rag_dense", ">= 1")),
+)
+RAG_BM25 = _spec(
+    "rag_bm25",
+    "bm25",
+    "BM25 over raw turns (this harness's baseline, not LoCoMo's RAG)",
+    (("method.bm25_b=2",), ("method.bm25_b=2", "in [0, 1]")),
+)
+RAG_HYBRID = _spec(
+    "rag_hybrid",
+    "hybrid",
+    "RRF of dense + BM25 over raw turns (this harness's baseline)",
+    (("method.retriever=bm25",), ("method.retriever='bm25'", "hybrid", "method=rag_bm25")),
+)
 RAG_LOCOMO = _spec(
     "rag_locomo",
     "dense",
     "LoCoMo's RAG setting: top-5 turns by dense score (dialog mode)",
+    (("method.context_format=html",), ("method.context_format='html'", "notes, locomo")),
     upstream_answer="baselines.locomo_answer_prompt:UPSTREAM_RAG",
 )

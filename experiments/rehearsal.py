@@ -826,15 +826,10 @@ def check_estimate(plan: Plan, source: Path | None) -> dict[str, Any]:
     estimated growth-aware from the source's per-turn trace (each target conversation: the source's measured
     prefix, then its tail rate), ``full_context``'s prompt with the mean whole-conversation context of the
     target; for ``--scale full`` that is exactly what the estimate prints for all of LoCoMo."""
+    from baselines.full_context import full_conversation_tokens, run_image_captions
     from memcore.config import load_backbone_preset
     from memcore.report.collect import load_run
-    from memcore.report.estimate import (
-        estimate,
-        estimated_as,
-        full_conversation_tokens,
-        measured_rates,
-        run_image_captions,
-    )
+    from memcore.report.estimate import conversation_in_context, estimate, measured_rates
 
     if source is None or not (source / "root" / "runs").is_dir():
         return {"ok": None, "note": "no smaller rehearsal to estimate from (--estimate-from DIR)"}
@@ -851,11 +846,11 @@ def check_estimate(plan: Plan, source: Path | None) -> dict[str, Any]:
         rates = measured_rates(load_run(src_dir))
         if job.method == "full_context" and fc_tokens is None:
             fc_tokens = full_conversation_tokens(
-                budget, conversations, run_image_captions(load_run(job.run_dir).config)
+                budget, conversations, run_image_captions(load_run(job.run_dir).config.get("method") or {})
             )
         target = {
-            "method": estimated_as(job.method, load_run(job.run_dir).config),
-            "full_context_tokens": fc_tokens if job.method == "full_context" else None,
+            "in_context": conversation_in_context(load_run(job.run_dir)),
+            "context_tokens": fc_tokens if job.method == "full_context" else None,
             "conversation_turns": lengths,
             "questions": plan.questions,
         }

@@ -11,9 +11,11 @@ from types import FrameType
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
+from memcore import config as schema
 from memcore.config import CONFIG_DIR
+from memcore.methods import METHODS
 
 log = logging.getLogger("memcore")
 
@@ -141,7 +143,7 @@ def log_to_files(level: int, message: str) -> None:
 
 #: Library thread pools (OpenMP in faiss and torch, OpenBLAS, MKL) default to one thread per process: the runner
 #: parallelises itself (QA threads, build worker processes), and oversubscribed pools spin-wait — on a busy
-#: 2-core machine a 3k-row faiss search took 24 ms instead of 2 ms (issue 7). Export a variable to override.
+#: 2-core machine a 3k-row faiss search took 24 ms instead of 2 ms. Export a variable to override.
 #: llama.cpp is unaffected: it asks OpenMP for its thread count explicitly.
 LIBRARY_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -185,26 +187,35 @@ def composition_error_line(exc: BaseException, argv: list[str]) -> str:
     return " ".join(ln for ln in lines if not ln.startswith(("full_key:", "object_type=", "reference_type=")))
 
 
+def _default_option(group: str) -> str:
+    """The option of config group ``group`` that ``configs/run.yaml``'s defaults list selects."""
+    for entry in OmegaConf.load(CONFIG_DIR / "run.yaml").get("defaults") or []:
+        if isinstance(entry, DictConfig) and group in entry:
+            return str(entry[group])
+    raise KeyError(f"configs/run.yaml selects no default {group}")
+
+
 def _section_keys(section: str, argv: list[str]) -> tuple[str, list[str]]:
     """(label, keys) of a config section; ``method`` reads the method named on the command line."""
     import dataclasses
 
-    from memcore import config as schema
     from memcore.validation import method_config_keys
 
+    method = next((a.split("=", 1)[1] for a in reversed(argv) if a.startswith("method=")), None)
+    method = method or _default_option("method")
     if section == "method":
-        name = next((a.split("=", 1)[1] for a in reversed(argv) if a.startswith("method=")), "memcore")
-        return f"method {name}", method_config_keys(name)
+        return f"method {method}", method_config_keys(method)
     classes = {
         "": schema.RunConfig,
         "backbone": schema.BackboneConfig,
         "embedder": schema.EmbedderConfig,
         "dataset": schema.DatasetConfig,
         "protocol": schema.ProtocolConfig,
-        "ablation": schema.AblationConfig,
         "eval": schema.EvalConfig,
         "paths": schema.PathsConfig,
     }
+    if section == "ablation":
+        classes["ablation"] = schema.ablation_schema(method) if method in METHODS else schema.default_ablation_schema()
     cls = classes.get(section)
     keys = sorted(f.name for f in dataclasses.fields(cls)) if cls is not None else []
     return (f"{section}.*" if section else "top-level"), keys
@@ -240,8 +251,6 @@ def _backbone_dir(*, _root_: DictConfig) -> str:
 def register_resolvers() -> None:
     """Register the run's OmegaConf resolvers (idempotent). Hydra hands the registered resolvers on to the jobs of
     a sweep (joblib, submitit), so registering in the launching process is enough."""
-    from omegaconf import OmegaConf
-
     if not OmegaConf.has_resolver(BACKBONE_DIR_RESOLVER):
         OmegaConf.register_new_resolver(BACKBONE_DIR_RESOLVER, _backbone_dir)
 

@@ -1,6 +1,7 @@
 """Typed schemas for the run configuration. Hydra composes YAML; ``validate`` checks it against
 these dataclasses so a typo or a wrong type fails at start-up with the offending key named.
-The ``method`` group is free-form here: each method validates its own section."""
+The ``method`` group is free-form here: each method validates its own section. The ``ablation`` group is typed by
+the selected method's ``MethodSpec.ablation_schema`` (a method without one: the default ablation preset's keys)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from memcore.datasets.registry import DEFAULT_DATASET_KIND
 from memcore.errors import ConfigError as ConfigError  # the one ConfigError, re-exported
-from memcore.memory.ablations import Switches
+from memcore.methods import METHODS
 
 #: The Hydra config tree (``configs/`` at the repository root): ``run.yaml`` and one directory per group.
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
@@ -90,8 +91,30 @@ def _mutable_schema(cls: type, name: str) -> type:
     return dataclasses.make_dataclass(name, spec)
 
 
-#: The ``ablation`` group: MemCoRe's switches (:class:`memcore.memory.ablations.Switches`), declared there only.
-AblationConfig = _mutable_schema(Switches, "AblationConfig")
+#: The ablation every method runs under unless it declares switches (``configs/ablation/<name>.yaml``).
+DEFAULT_ABLATION = "none"
+
+
+def default_ablation_schema(config_dir: Path = CONFIG_DIR) -> type:
+    """The ``ablation`` schema of a method without switches: the keys the default ablation preset sets, typed
+    as it sets them (``name`` at least). Such a method runs under the preset as the run config composes it,
+    and a key the preset does not set is a one-line error, as for any other section."""
+    preset = OmegaConf.to_container(OmegaConf.load(config_dir / "ablation" / f"{DEFAULT_ABLATION}.yaml"))
+    assert isinstance(preset, dict)
+    values = {"name": DEFAULT_ABLATION, **{str(k): v for k, v in preset.items() if k != "defaults"}}
+    return dataclasses.make_dataclass(
+        "AblationConfig", [(k, type(v) if v is not None else Any, field(default=v)) for k, v in values.items()]
+    )
+
+
+def ablation_schema(method: str, config_dir: Path = CONFIG_DIR) -> type:
+    """The structured schema of the ``ablation`` node under ``method=<method>``: its spec's ``ablation_schema``
+    (as a mutable dataclass), else :func:`default_ablation_schema`. Named ``AblationConfig`` in either case, so
+    an error reads the same for every method."""
+    switches = METHODS.get(method).ablation_schema
+    if switches is None:
+        return default_ablation_schema(config_dir)
+    return _mutable_schema(switches, "AblationConfig")
 
 
 @dataclass
@@ -146,24 +169,37 @@ class RunConfig:
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
-    ablation: AblationConfig = field(default_factory=AblationConfig)
+    ablation: dict[str, Any] = field(default_factory=lambda: {"name": DEFAULT_ABLATION})  # typed in ``validate``
     eval: EvalConfig = field(default_factory=EvalConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     method: dict[str, Any] = field(default_factory=dict)
 
 
+def _schema_error(exc: OmegaConfBaseException, prefix: str = "") -> ConfigError:
+    return ConfigError(
+        f"invalid configuration: {exc}".splitlines()[0] + f" (key: {prefix}{getattr(exc, 'full_key', '?')})"
+    )
+
+
 def validate(cfg: DictConfig) -> DictConfig:
-    """Merge ``cfg`` (minus the ``hydra`` node) into the schema; raise ConfigError naming the key."""
+    """Merge ``cfg`` (minus the ``hydra`` node) into the schema, the ``ablation`` node into the selected method's
+    (:func:`ablation_schema`); raise ConfigError naming the key."""
     plain = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]) if "hydra" in cfg else cfg
     try:
         merged = OmegaConf.merge(OmegaConf.structured(RunConfig), plain)
         OmegaConf.resolve(merged)
     except OmegaConfBaseException as exc:
-        raise ConfigError(
-            f"invalid configuration: {exc}".splitlines()[0] + f" (key: {getattr(exc, 'full_key', '?')})"
-        ) from None
+        raise _schema_error(exc) from None
     if not merged.method or "name" not in merged.method:
         raise ConfigError("no method selected: pass method=<name> (see configs/method/)")
+    method = str(merged.method.name)
+    if method not in METHODS:
+        raise ConfigError(f"method.name={method!r}: {METHODS.unknown(method)}")
+    try:
+        ablation = OmegaConf.merge(OmegaConf.structured(ablation_schema(method)), merged.ablation)
+    except OmegaConfBaseException as exc:
+        raise _schema_error(exc, "ablation.") from None
+    merged.ablation = OmegaConf.to_container(ablation)  # checked and converted; the section itself stays a dict
     return merged
 
 

@@ -1,14 +1,16 @@
-"""The small protocols every component is written against (DESIGN §3)."""
+"""The small protocols every component is written against: backbone, embedder, memory system, method spec."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from memcore.schema import build_keys
 from memcore.types import Conversation, Evidence, QAItem, Turn
 
 
@@ -60,7 +62,7 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class MemorySystem(Protocol):
-    """What memcore and every baseline implement (DESIGN §3).
+    """What memcore and every baseline implement.
 
     ``ingest`` is called once per turn in conversation order; ``finalize`` once after the last
     turn (topic recompute, consolidation). ``retrieve`` must be safe to call from several threads
@@ -147,23 +149,54 @@ class MethodContext:
 
 MethodConfigCheck = Callable[[str, dict[str, Any], dict[str, Any]], None]
 
+#: One bad-config case of a method: (overrides after ``method=<name>``, fragments its one-line error contains).
+BadConfig = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+def _never(config: dict[str, Any]) -> bool:
+    return False
+
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """A registered memory method.
+    """A registered memory method: everything the harness needs to know about it, so no other module names it.
 
-    ``config_schema``: the dataclass(es) its ``method`` section is made of (issue 17); fields marked ``build``
+    Running it:
+    ``config_schema``: the dataclass(es) its ``method`` section is made of; fields marked ``build``
     (:func:`memcore.schema.knob`) change the built memory and form ``construction_keys`` (the snapshot key, so
     retrieval-only changes reuse a snapshot), unless ``construction_keys`` is given explicitly. ``validate_config``
     (``(name, method section, ablation section) -> None``, raising ConfigError) is what ``memcore-run`` checks
-    before any work (:func:`memcore.schema.method_validator`). ``ablation_schema``: its ablation switches (fields
-    marked ``build`` form ``construction_switches``); ``ablations`` lists the ablation names it accepts.
+    before any work (:func:`memcore.schema.method_validator`). ``ablation_schema``: the dataclass of its ablation
+    switches, against which the run config's ``ablation`` node is validated (``None``: the node may hold only
+    ``name``); fields marked ``build`` form ``construction_switches``. ``ablations`` lists the ablation names it
+    accepts, in the order tables list them.
     ``ingest_uses_llm(config, ablation)`` tells the runner whether building memory needs the chat backbone (the
     snapshot key then includes the backbone). ``build_cpu_bound``: when set and ``ingest_uses_llm`` is false, the
     runner builds each conversation's memory in a worker process (threads would share one core under the GIL);
     cheap builds stay in threads, where starting a process would cost more than the build. ``budget_counts``
     says what ``eval.budget=B`` caps (B notes in all for every method; a method whose notes are something else,
     such as full_context's turns, says so), printed beside its numbers.
+    ``added_key_defaults``: method knobs added after runs were recorded, with the value that reproduces those
+    runs; at that value a knob is left out of the run's result fields, so a run recorded before it still resumes.
+
+    Reporting it:
+    ``paper_row``: its method label in the paper's main table (``""``: not one of the paper's methods).
+    ``report_rank``: where tables list it (lower first; ``None``: after the ranked methods, by name).
+    ``reimplemented``: for a paper method this harness reimplements rather than runs from the authors' code,
+    where the reimplementation is described (tables say so). ``setting_note(method section)``: the part of its
+    setting a table row must name (``""``: none). ``sweep_knob``: the method knob a k sweep varies
+    (``--layout k_sweep``; ``""``: none). ``table_notes``: footnotes tables print under a table that has a
+    row of it. ``conversation_in_context(method section)``: its prompts carry the whole conversation so far
+    (they grow with it: the cost estimate scales them to longer conversations); called with a recorded run's
+    section, which may lack knobs added since. ``whole_context_tokens(method section, budget, conversations)``:
+    the mean context it hands the answerer over whole conversations (``conversations`` None: the full
+    dataset), when that differs from a measured slice's (a method that answers from the whole conversation).
+
+    Testing it:
+    ``sim_replies``: ``"module:ATTRIBUTE"`` of its :class:`memcore.testing.sim_text.SimReplies`, the simulator's
+    schema-valid replies to its prompts (``""``: it sends none). ``sim_run_kinds``: the prompt kinds a short run
+    of it on the simulator must send (checked by the simulator test). ``bad_configs``: bad values of its knobs
+    and fragments of the one-line error each gets (checked by the config-error test).
     """
 
     name: str
@@ -174,7 +207,7 @@ class MethodSpec:
     construction_keys: tuple[str, ...] | None = None  # None: the ``build`` fields of ``config_schema``
     ablation_schema: type | None = None
     construction_switches: tuple[str, ...] | None = None  # None: the ``build`` fields of ``ablation_schema``
-    ablations: frozenset[str] = frozenset({"none"})
+    ablations: tuple[str, ...] = ("none",)
     retrieve_uses_llm: Callable[[dict[str, Any], dict[str, Any]], bool] = lambda c, a: False
     sequential_qa: bool = False
     description: str = ""
@@ -184,10 +217,20 @@ class MethodSpec:
     # "module:ATTRIBUTE" of its upstream answer prompt (memcore.eval.upstream.UpstreamAnswer); "": none, so
     # eval.answer_prompt=upstream keeps the harness's prompt for it
     upstream_answer: str = ""
+    added_key_defaults: Mapping[str, Any] = field(default_factory=dict)
+    paper_row: str = ""
+    report_rank: int | None = None
+    reimplemented: str = ""
+    setting_note: Callable[[dict[str, Any]], str] | None = None
+    sweep_knob: str = ""
+    table_notes: tuple[str, ...] = ()
+    conversation_in_context: Callable[[dict[str, Any]], bool] = _never
+    whole_context_tokens: Callable[[dict[str, Any], int | None, Sequence[Conversation] | None], float] | None = None
+    sim_replies: str = ""
+    sim_run_kinds: tuple[str, ...] = ()
+    bad_configs: tuple[BadConfig, ...] = ()
 
     def __post_init__(self) -> None:
-        from memcore.schema import build_keys
-
         if self.construction_keys is None:
             keys = tuple(k for schema in self.config_schema for k in build_keys(schema))
             object.__setattr__(self, "construction_keys", keys)
@@ -197,8 +240,6 @@ class MethodSpec:
 
     def config_keys(self) -> list[str]:
         """Every key its ``method`` section accepts (``name`` included), sorted."""
-        import dataclasses
-
         return sorted({"name", *(f.name for schema in self.config_schema for f in dataclasses.fields(schema))})
 
 

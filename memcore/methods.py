@@ -3,14 +3,18 @@
 A method package (``memcore/memory/`` for MemCoRe, ``baselines/<name>/`` or ``baselines/<name>.py`` for the
 others) declares its methods in a module-level literal ``METHODS = {"<name>": "<module>:<SPEC>", ...}``. The
 declarations are read from the source (no import), so listing the methods is cheap and optional extras
-(mem0ai, …) load only when their method runs. Adding a method touches its package and its
-``configs/method/<name>.yaml``, nothing here.
+(mem0ai, …) load only when their method runs. An installed package declares methods outside the repository as
+entry points of the group :data:`ENTRY_POINT_GROUP` (``name = "pkg.module:SPEC"``). Adding a method touches its
+package and its ``configs/method/<name>.yaml``, nothing here: everything the harness needs to know about a
+method is on its :class:`~memcore.interfaces.MethodSpec`.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -47,12 +51,23 @@ def _package_dirs(package: str) -> list[Path]:
     return [Path(p) for p in (spec.submodule_search_locations or [])] if spec is not None else []
 
 
+#: The entry-point group under which installed packages declare methods (``name = "pkg.module:SPEC"``).
+ENTRY_POINT_GROUP = "memcore.methods"
+
+
+def entry_point_methods() -> dict[str, str]:
+    """name → ``"module:SPEC"`` of every method an installed distribution declares under :data:`ENTRY_POINT_GROUP`."""
+    return {ep.name: ep.value for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
 def _discover(registry: Registry[MethodSpec]) -> None:
     for package, patterns in METHOD_SOURCES:
         for directory in _package_dirs(package):
             for path in sorted(p for pattern in patterns for p in directory.glob(pattern)):
                 for name, target in declared_methods(path).items():
                     registry.add_lazy(name, target)
+    for name, target in entry_point_methods().items():
+        registry.add_lazy(name, target)  # a name the repository already declares elsewhere is an error
 
 
 def _check_spec(target: str, obj: object) -> None:
@@ -70,6 +85,17 @@ def method_names() -> list[str]:
 def get_method(name: str) -> MethodSpec:
     """The spec registered under ``name``; unknown names get a did-you-mean error."""
     return METHODS.get(name)
+
+
+def find_method(name: str) -> MethodSpec | None:
+    """The spec registered under ``name``, or None when no method is (a recorded run's method since removed,
+    or a label that names no method): for readers of recorded runs, which must not fail on such a run."""
+    return METHODS.get(name) if name in METHODS else None
+
+
+def method_specs() -> Iterator[MethodSpec]:
+    """Every registered spec, by name (each is imported)."""
+    return (METHODS.get(name) for name in METHODS.names())
 
 
 def run_uses_llm(cfg: DictConfig) -> bool:

@@ -15,60 +15,22 @@ from pathlib import Path
 import pytest
 
 from memcore.config import ConfigError
-from memcore.methods import method_names
+from memcore.methods import method_names, method_specs
 from memcore.validation import METHOD_VALIDATORS, validate_method
 from tests.support import CHILD_OF_TEST, REPO, compose_run
 
 BASE = ["progress=false", "print_table=false", "dataset=locomo-tiny", "backbone=scripted", "embedder=hashing"]
 
-# (overrides, fragments the one error line must contain)
-BAD_VALUES: list[tuple[list[str], list[str]]] = [
-    # memcore and its variants
-    (["method=memcore", "method.tau_merge=2"], ["method.tau_merge=2", "in [0, 1]"]),
-    (["method=memcore-cheap", "method.tau_merge=2"], ["method.tau_merge=2", "memcore-cheap", "in [0, 1]"]),
-    (["method=memcore", "method.k_final=0"], ["method.k_final=0", ">= 1"]),
-    (["method=memcore", "method.judge=gpt"], ["method.judge='gpt'", "llm, embedding"]),
-    (["method=memcore", "method.evidence_text=all"], ["method.evidence_text='all'", "raw, context, both"]),
-    (["method=memcore", "method.candidates=many"], ["method.candidates='many'", "an integer"]),
-    (["method=memcore", "+method.tau_mrge=0.5"], ["method.tau_mrge=0.5", "unknown key", "tau_merge"]),
-    (["method=memcore", "method.tau_mrge=0.5"], ["method.tau_mrge=0.5", "unknown key", "tau_merge"]),
-    (["method=memcore-batched", "method.ingest_batch_size=0"], ["method.ingest_batch_size=0", ">= 1"]),
-    (["method=memcore-cheap", "method.judge=llm"], ["memcore-cheap", "method=memcore"]),
-    # baselines
-    (["method=full_context", "method.answer_reserve_tokens=-5"], ["method.answer_reserve_tokens=-5", ">= 0"]),
-    (["method=full_context", "method.context_budget_tokens=0"], ["method.context_budget_tokens=0", ">= 1"]),
-    (["method=full_context", "method.batch_size=20"], ["batch_size=20", "protocol=locomo"]),
-    (["method=full_context", "method.image_captions=inline"], ["method.image_captions='inline'", "none, shares"]),
-    (["method=rag_dense", "method.top_k=0"], ["method.top_k=0", "rag_dense", ">= 1"]),
-    (["method=rag_bm25", "method.bm25_b=2"], ["method.bm25_b=2", "in [0, 1]"]),
-    (["method=rag_hybrid", "method.retriever=bm25"], ["method.retriever='bm25'", "hybrid", "method=rag_bm25"]),
-    (["method=rag_locomo", "method.context_format=html"], ["method.context_format='html'", "notes, locomo"]),
-    (["method=amem", "method.top_k=0"], ["method.top_k=0", "unknown key", "retrieve_k"]),
-    (["method=amem", "method.retrieve_k=0"], ["method.retrieve_k=0", "amem", ">= 1"]),
-    (["method=amem", "method.temperature=-1"], ["method.temperature=-1", "in [0, 2]"]),
-    (["method=mem0", "method.llm_route=cloud"], ["method.llm_route='cloud'", "backbone, direct"]),
-    (["method=mem0", "method.batch_size=0"], ["method.batch_size=0", ">= 1"]),
-    (["method=mem0-two-phase", "method.extraction_prompt=v2"], ["method.extraction_prompt='v2'", "user"]),
-    (["method=mem0-two-phase", "method.top_p=2"], ["method.top_p=2", "in [0, 1]"]),
-    (["method=memgpt", "method.evict_fraction=1.5"], ["method.evict_fraction=1.5", "(0, 1)"]),
-    (["method=memgpt", "method.recall_search=regex"], ["method.recall_search='regex'", "keyword, substring"]),
-    (["method=memgpt", "method.context_window_tokens=1000"], ["context_window_tokens", "1000 tokens", "cannot hold"]),
-    (["method=memgpt", "backbone.context_budget_tokens=1500"], ["1500 tokens", "capped", "cannot hold"]),
-    (
-        ["method=memgpt-full-window", "method.context_window=memgpt"],
-        ["method.context_window='memgpt'", "method=memgpt"],
-    ),
-    (["method=lightmem", "method.compress_rate=0"], ["method.compress_rate=0", "(0, 1]"]),
-    (["method=lightmem", "method.compressor=llmlingua"], ["method.compressor='llmlingua'", "idf, llmlingua2, none"]),
-    (["method=lightmem", "method.compressor=llmlingua2"], ["llmlingua", "pip install", "method.compressor=idf"]),
-    (["method=lightmem", "method.preset=1024-0.8"], ["method.preset='1024-0.8'", "512-0.7, 768-0.7, 768-0.8"]),
-    (["method=fluxmem", "method.T=-1"], ["method.T=-1", ">= 0"]),
-    (["method=fluxmem", "method.refine=maybe"], ["method.refine='maybe'", "true or false"]),
-    (["method=fluxmem-no-refine", "method.refine=true"], ["method.refine=True", "method=fluxmem"]),
-    (["method=fluxmem-no-consolidate", "method.consolidate=true"], ["method.consolidate=True", "method=fluxmem"]),
-    (["method=fluxmem", "method.unit=sentence"], ["method.unit='sentence'", "chunk, fact, turn"]),
-    (["method=fluxmem", "method.verify_mode=binary"], ["method.verify_mode='binary'", "graded, listed"]),
-    (["method=fluxmem-facts", "method.unit=chunk"], ["method.unit='chunk'", "method=fluxmem"]),
+#: Each method's bad values, declared on its spec (``MethodSpec.bad_configs``): (overrides, fragments the one
+#: error line must contain).
+METHOD_BAD_VALUES: list[tuple[list[str], list[str]]] = [
+    ([f"method={spec.name}", *overrides], list(fragments))
+    for spec in method_specs()
+    for overrides, fragments in spec.bad_configs
+]
+
+#: The harness's own sections: (overrides, fragments the one error line must contain).
+HARNESS_BAD_VALUES: list[tuple[list[str], list[str]]] = [
     # backbone and embedder presets
     (["+backbone.max_attempts=0"], ["backbone.max_attempts=0", ">= 1"]),
     (["backbone.max_attempts=0"], ["backbone.max_attempts=0", "add it with +backbone.max_attempts=0"]),
@@ -111,7 +73,11 @@ BAD_VALUES: list[tuple[list[str], list[str]]] = [
     (["concurrency=0"], ["concurrency=0", ">= 1"]),
     (["cache_mode=shard"], ["cache_mode='shard'", "Did you mean 'shared', 'sharded'?", "Known: auto, shared, sharded"]),
     (["seed=abc"], ["'abc'", "seed"]),
+    (["+ablation.foo=1"], ["ablation.foo", "AblationConfig"]),
+    (["method=rag_dense", "+ablation.foo=1"], ["ablation.foo", "AblationConfig"]),
+    (["ablation.merge=maybe"], ["'maybe'", "ablation.merge"]),
 ]
+BAD_VALUES = METHOD_BAD_VALUES + HARNESS_BAD_VALUES
 
 
 def _run_cli(tmp_path: Path, overrides: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
@@ -124,9 +90,8 @@ def _run_cli(tmp_path: Path, overrides: list[str], monkeypatch: pytest.MonkeyPat
     return int(info.value.code or 0)
 
 
-def test_the_table_covers_every_method_and_25_bad_values() -> None:
-    methods = {o.split("=", 1)[1] for overrides, _ in BAD_VALUES for o in overrides if o.startswith("method=")}
-    assert methods == set(method_names())
+def test_every_method_declares_a_bad_value_and_the_table_has_25() -> None:
+    assert [s.name for s in method_specs() if not s.bad_configs] == []
     assert len(BAD_VALUES) >= 25
 
 

@@ -2,7 +2,7 @@
 ``items.jsonl`` and ``metrics.json`` pinned (timings, paths and host-dependent fields removed; free text is
 stored as its hash, so no LoCoMo content is committed).
 
-This test guards refactors (issue 17): a change that moves code without changing behaviour leaves every
+This test guards refactors: a change that moves code without changing behaviour leaves every
 golden file as it is. A deliberate behaviour change regenerates them:
 
     MEMCORE_UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_golden.py
@@ -23,11 +23,12 @@ from typing import Any
 import pytest
 
 from memcore.itemlog import read_items
+from memcore.methods import method_names
 from memcore.runner import run_config
-from tests.support import REPO, compose_run
+from tests.support import compose_run
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
-METHODS = sorted(p.stem for p in (REPO / "configs" / "method").glob("*.yaml"))
+METHODS = method_names()
 SLICE = ["dataset=locomo-tiny", "dataset.max_qa=4", "embedder=hashing", "backbone=scripted", "concurrency=1"]
 #: Keys whose values depend on the clock, the host or the run dir, never on behaviour.
 VOLATILE = re.compile(r"(latency|seconds|elapsed|wall|time_s|_s$|started|finished|created|path|dir$|host|pid)")

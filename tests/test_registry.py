@@ -1,5 +1,6 @@
-"""One registry for every plugin kind: lazy entries, method discovery, protocol objects, config schemas
-that own their build keys, and MemCoRe's ablations declared once."""
+"""One registry for every plugin kind: lazy entries, method discovery (source scan and entry points), protocol
+objects, config schemas that own their build keys, MemCoRe's ablations declared once, and the harness naming no
+method: what it needs to know of one comes from the spec."""
 
 from __future__ import annotations
 
@@ -86,11 +87,12 @@ def test_build_keys_come_from_field_metadata() -> None:
 
 
 def test_ablations_are_declared_once_and_match_their_yaml() -> None:
-    from memcore.config import AblationConfig
+    from memcore.config import ablation_schema
     from memcore.memory.ablations import ABLATIONS, SWITCHES, Switches
 
-    assert [f.name for f in dataclasses.fields(AblationConfig)] == [f.name for f in dataclasses.fields(Switches)]
-    assert get_method("memcore").ablations == frozenset(ABLATIONS)
+    schema = ablation_schema("memcore")
+    assert [f.name for f in dataclasses.fields(schema)] == [f.name for f in dataclasses.fields(Switches)]
+    assert get_method("memcore").ablations == ABLATIONS
     assert get_method("memcore").construction_switches == ("update", "merge", "link", "denoise")
     yaml_names = {p.stem for p in (REPO / "configs" / "ablation").glob("*.yaml")}
     assert yaml_names == set(ABLATIONS)
@@ -111,3 +113,74 @@ def test_yaml_build_markers_follow_the_schema() -> None:
             continue
         keys = {line.split(":", 1)[0] for line in lines if re.match(r"^\w+:", line)}
         assert marked == set(get_method(path.stem).construction_keys or ()) & keys, path.name
+
+
+def test_a_method_without_switches_runs_under_the_default_ablation_preset() -> None:
+    """config.py types the ablation node by the selected method: MemCoRe's switches, or for a method without
+    any, the keys (and types) the default preset sets, so ``ablation=none`` composes for every method."""
+    from memcore.config import ablation_schema, default_ablation_schema
+
+    preset = OmegaConf.load(REPO / "configs" / "ablation" / "none.yaml")
+    fields = [f.name for f in dataclasses.fields(ablation_schema("rag_dense"))]
+    assert fields == list(preset) == [f.name for f in dataclasses.fields(default_ablation_schema())]
+
+
+def test_methods_declared_by_installed_packages_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A package outside the repository declares a method under the ``memcore.methods`` entry-point group."""
+    import importlib.metadata
+
+    import memcore.methods as methods_mod
+
+    seen_groups: list[str] = []
+
+    def entry_points(*, group: str) -> list[importlib.metadata.EntryPoint]:
+        seen_groups.append(group)
+        return [importlib.metadata.EntryPoint("outside", "baselines.rag:RAG_BM25", group)]
+
+    monkeypatch.setattr(methods_mod.importlib.metadata, "entry_points", entry_points)
+    fresh = Registry("method", check=methods_mod._check_spec, loader=methods_mod._discover)
+    assert seen_groups == [] and "outside" in fresh and seen_groups == [methods_mod.ENTRY_POINT_GROUP]
+    assert fresh.get("outside") is get_method("rag_bm25")
+    assert set(method_names()) < set(fresh.names())  # the repository's methods are still there
+
+    def clashing(*, group: str) -> list[importlib.metadata.EntryPoint]:
+        return [importlib.metadata.EntryPoint("rag_bm25", "elsewhere:SPEC", group)]
+
+    monkeypatch.setattr(methods_mod.importlib.metadata, "entry_points", clashing)
+    with pytest.raises(ValueError, match="method 'rag_bm25' is registered twice"):
+        Registry("method", check=methods_mod._check_spec, loader=methods_mod._discover).names()
+
+
+def test_the_report_reads_paper_rows_order_and_notes_from_the_specs() -> None:
+    from memcore.report.collect import paper_methods
+    from memcore.report.reference import PAPER_METHOD_NAMES, REIMPLEMENTED, ablation_order, method_order
+
+    assert dict(PAPER_METHOD_NAMES) == {
+        "amem": "amem",
+        "locomo": "full_context",
+        "lightmem": "lightmem",
+        "mem0": "mem0-two-phase",
+        "memcore": "memcore",
+        "memgpt": "memgpt",
+    }
+    assert set(paper_methods()) == set(PAPER_METHOD_NAMES.values())
+    assert dict(REIMPLEMENTED) == {"memgpt": "cpacker/MemGPT 0.2.6, baselines/memgpt/README.md"}
+    assert method_order() == ("full_context", "memgpt", "amem", "mem0-two-phase", "mem0", "lightmem", "memcore")
+    assert ablation_order() == get_method("memcore").ablations
+    assert [s for s in method_names() if get_method(s).sweep_knob] == ["amem"]
+    assert get_method("lightmem").setting_note is not None
+    assert get_method("lightmem").setting_note({"preset": "no-such-preset"}) == ""  # an unreadable old section
+
+
+def test_method_specific_added_keys_live_on_the_spec() -> None:
+    """A run recorded before a method knob existed still resumes: the knob at its old-behaviour value is left
+    out of the result fields, for that method only."""
+    from memcore.pipeline.rundir import ADDED_KEY_DEFAULTS, without_added_defaults
+
+    assert all(group != "method" for group, _ in ADDED_KEY_DEFAULTS)
+    fields = {"method": {"name": "memcore", "ier_prompt": "v2", "k_final": 10}, "eval": {"answer_prompt": "harness"}}
+    assert without_added_defaults(fields) == {"method": {"name": "memcore", "k_final": 10}, "eval": {}}
+    other = {"method": {"name": "rag_dense", "ier_prompt": "v2"}}
+    assert without_added_defaults(other) == other
+    gone = {"method": {"name": "a-method-since-removed", "ier_prompt": "v2"}}
+    assert without_added_defaults(gone) == gone

@@ -36,7 +36,7 @@ def test_rates_and_full_locomo_totals(tmp_path: Path) -> None:
     assert (r.calls_per_turn, r.prompt_per_turn, r.completion_per_turn) == (2.0, 1000.0, 200.0)
     assert r.calls_per_question == {"retrieve": 2.0, "answer": 1.0, "judge": 0.0, "memory_update": 0.0}
     assert (r.prompt_per_question, r.completion_per_question, r.mean_context_tokens) == (1600.0, 110.0, 500.0)
-    t = estimate(r, method="memcore")
+    t = estimate(r)
     assert t["build_calls"] == 2 * LOCOMO_TURNS and t["qa_calls"] == 3 * LOCOMO_QUESTIONS
     assert t["prompt_tokens"] == 1000 * LOCOMO_TURNS + 1600 * LOCOMO_QUESTIONS
     assert t["completion_tokens"] == 200 * LOCOMO_TURNS + 110 * LOCOMO_QUESTIONS
@@ -44,7 +44,7 @@ def test_rates_and_full_locomo_totals(tmp_path: Path) -> None:
     expected = (1000 * 5882 + 1600 * 1986) * 0.15 / 1e6 + (200 * 5882 + 110 * 1986) * 0.60 / 1e6
     assert usd(t, 0.15, 0.60) == pytest.approx(expected)
     # full_context swaps the slice's context for a whole conversation's
-    fc = estimate(r, method="full_context", full_context_tokens=20500.0)
+    fc = estimate(r, context_tokens=20500.0)
     assert fc["prompt_tokens"] == t["prompt_tokens"] + 20000 * LOCOMO_QUESTIONS
 
 
@@ -130,13 +130,13 @@ def test_a_traced_run_is_estimated_at_its_tail_rate(tmp_path: Path) -> None:
     r = measured_rates(run)
     assert len(r.curves) == 1 and r.prompt_per_turn == sum(prompt) / 20
     tail = sum(prompt[-7:]) / 7  # round(20 / 3) = 7 turns
-    t = estimate(r, method="memcore", conversation_turns=(30, 10), questions=4)
+    t = estimate(r, conversation_turns=(30, 10), questions=4)
     assert t["build_calls"] == 2 * 40
     assert t["prompt_tokens"] == pytest.approx(sum(prompt) + 10 * tail + sum(prompt[:10]) + 1600 * 4)
     upper = sum(prompt) + sum(500 + 50 * k for k in range(20, 30)) + sum(prompt[:10]) + 1600 * 4
     assert t["prompt_tokens_upper"] == pytest.approx(upper)
     assert sum(LOCOMO_CONVERSATION_TURNS) == LOCOMO_TURNS
-    full = estimate(r, method="memcore")
+    full = estimate(r)
     assert full["prompt_tokens"] > r.prompt_per_turn * LOCOMO_TURNS + 1600 * LOCOMO_QUESTIONS  # growth costs more
     row = estimate_table([run], ["gpt-4o-mini"]).splitlines()[2]
     assert f"| {r.prompt_per_turn + 200:,.0f} (tail {tail + 200:,.0f}) |" in row and "(≤ " in row
@@ -150,23 +150,25 @@ def test_a_method_that_keeps_the_conversation_in_context_grows_with_it(tmp_path:
     r = measured_rates(run)
     assert r.prompt_per_question_by_stage["retrieve"] == 600.0 and r.prompt_per_question_by_stage["answer"] == 1000.0
     assert r.conversations == 1
-    same = estimate(r, method="memgpt-full-window", conversation_turns=(30, 10), questions=4)
+    same = estimate(r, in_context=True, conversation_turns=(30, 10), questions=4)
     assert same["prompt_tokens"] == same["prompt_tokens_upper"]  # the upper build is the estimate
-    assert (
-        same["prompt_tokens"]
-        == estimate(r, method="memcore", conversation_turns=(30, 10), questions=4)["prompt_tokens_upper"]
-    )
-    longer = estimate(r, method="memgpt-full-window", conversation_turns=(40,), questions=4)
-    other = estimate(r, method="memcore", conversation_turns=(40,), questions=4)
+    assert same["prompt_tokens"] == estimate(r, conversation_turns=(30, 10), questions=4)["prompt_tokens_upper"]
+    longer = estimate(r, in_context=True, conversation_turns=(40,), questions=4)
+    other = estimate(r, conversation_turns=(40,), questions=4)
     assert longer["prompt_tokens"] == pytest.approx(other["prompt_tokens_upper"] + (600 + 1000) * 4)
     # the paging MemGPT's window bounds its prompts: estimated like any other method; a memgpt run recorded
     # before it paged (no context_window in its config) held the whole conversation
-    assert estimate(r, method="memgpt", conversation_turns=(40,), questions=4) == other
-    from memcore.report.estimate import estimated_as
+    from memcore.report.collect import RunData
+    from memcore.report.estimate import conversation_in_context
 
-    assert estimated_as("memgpt", {"method": {"context_window_tokens": 120000}}) == "memgpt-full-window"
-    assert estimated_as("memgpt", {"method": {"context_window": "memgpt"}}) == "memgpt"
-    assert estimated_as("full_context", {}) == "full_context"
+    def recorded(method: str, section: dict) -> RunData:
+        return RunData(tmp_path, metrics={"run": {"method": method}}, config={"method": section})
+
+    assert conversation_in_context(recorded("memgpt", {"context_window_tokens": 120000}))
+    assert conversation_in_context(recorded("memgpt-full-window", {"context_window": "backbone"}))
+    assert not conversation_in_context(recorded("memgpt", {"context_window": "memgpt"}))
+    assert not conversation_in_context(recorded("full_context", {}))
+    assert not conversation_in_context(recorded("a-method-since-removed", {}))
 
 
 def test_a_trace_is_scaled_with_the_rate_adjustments(tmp_path: Path) -> None:

@@ -22,7 +22,9 @@ import memcore.llm.backbone as backbone_mod
 from memcore.config import CONFIG_DIR
 from memcore.llm.backbone import BackboneError, MissingKeyError, OpenAITransport, openai_chat
 from memcore.llm.json_reply import complete_json
-from memcore.testing.sim_replies import KINDS, classify, reply
+from memcore.memory.prompts import ingest as INGEST_PROMPT
+from memcore.methods import method_specs
+from memcore.testing.sim_replies import classify, kinds, reply
 from memcore.testing.simulator import (
     DEFAULT_MODELS,
     SimulatorConfig,
@@ -30,7 +32,6 @@ from memcore.testing.simulator import (
     prompt_tokens,
     running_simulator,
 )
-from memcore.memory.prompts import ingest as INGEST_PROMPT
 from tests.fakes import upstream_backbone
 from tests.support import compose_run
 
@@ -252,7 +253,10 @@ def test_a_reply_that_is_not_a_completion_says_what_the_server_sent(mode: str, s
 
 def test_cli_rejects_a_bad_rate_and_serves_until_terminated(tmp_path: Path) -> None:
     bad = subprocess.run(
-        [sys.executable, "-m", "memcore.testing.simulator", "--rate-429", "1.5"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "memcore.testing.simulator", "--rate-429", "1.5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--rate-429" in bad.stderr
     port_file, stats_file = tmp_path / "port", tmp_path / "stats.json"
@@ -274,7 +278,9 @@ def test_cli_rejects_a_bad_rate_and_serves_until_terminated(tmp_path: Path) -> N
 # ---------------------------------------------------------------- every method's prompts
 def test_every_prompt_kind_has_a_marker() -> None:
     assert classify([{"role": "user", "content": "hello"}]) == "unknown"
-    assert len(set(KINDS)) == len(KINDS)
+    assert len(set(kinds())) == len(kinds())
+    declared = {k for spec in method_specs() for k in spec.sim_run_kinds}
+    assert declared <= set(kinds()), declared - set(kinds())  # a spec names only kinds some responder returns
 
 
 def run_against_simulator(tmp_path: Path, overrides: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -325,17 +331,8 @@ def test_memcore_prompts_parse_with_both_judges(tmp_path: Path) -> None:
     assert_all_parsed(seen, usage, "memcore_gate_binary", "memcore_ier_answer_first", "answer_locomo", "judge")
 
 
-METHODS = {
-    "full_context": ("answer_amem",),
-    "memgpt": ("memgpt_step",),
-    "amem": ("amem_analysis", "amem_evolution", "amem_query"),
-    "mem0": ("mem0_extract",),
-    "mem0-two-phase": ("mem0_facts", "mem0_update"),
-    "lightmem": ("lightmem_extract",),
-    "fluxmem": ("fluxmem_verify_graded", "fluxmem_check"),
-    "fluxmem-facts": ("fluxmem_facts", "fluxmem_verify_graded", "fluxmem_check"),
-    "memcore-batched": ("memcore_batch_ingest", "memcore_batch_gate"),
-}
+#: Every method whose spec names the prompt kinds a short run of it sends (``MethodSpec.sim_run_kinds``).
+METHODS = {spec.name: spec.sim_run_kinds for spec in method_specs() if spec.sim_run_kinds}
 
 
 @pytest.mark.e2e  # a real run per method: make test, not make test-fast

@@ -510,4 +510,14 @@ SPEC = MethodSpec(
     retrieve_uses_llm=lambda c, a: bool(c.get("query_keywords", True)),
     description="A-MEM: LLM-written notes, link generation and memory evolution (authors' LoCoMo pipeline)",
     upstream_answer="baselines.amem.answer_prompt:UPSTREAM",
+    paper_row="amem",
+    report_rank=30,
+    sweep_knob="retrieve_k",
+    sim_replies="baselines.amem.sim:REPLIES",
+    sim_run_kinds=("amem_analysis", "amem_evolution", "amem_query"),
+    bad_configs=(
+        (("method.top_k=0",), ("method.top_k=0", "unknown key", "retrieve_k")),
+        (("method.retrieve_k=0",), ("method.retrieve_k=0", "amem", ">= 1")),
+        (("method.temperature=-1",), ("method.temperature=-1", "in [0, 2]")),
+    ),
 )

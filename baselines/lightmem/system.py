@@ -227,6 +227,16 @@ def _check_compressor(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) 
             raise ConfigError(why)
 
 
+def _setting_note(method_cfg: dict[str, Any]) -> str:
+    """LightMem's published setting and the compressor that ran (``768-0.8, idf``: the idf stand-in, not
+    LLMLingua-2), which its table row names; "" for a recorded section this code no longer accepts (a run
+    recorded under knobs since renamed), whose row then names no setting rather than a wrong one."""
+    try:
+        return config_from_dict(dict(method_cfg)).setting()
+    except ValueError:
+        return ""
+
+
 SPEC = MethodSpec(
     name="lightmem",
     factory=_factory,
@@ -237,4 +247,15 @@ SPEC = MethodSpec(
     ),
     description="LightMem: compressed sensory buffer → topic segments → batched fact extraction → sleep-time update",
     upstream_answer="baselines.lightmem.answer_prompt:UPSTREAM",
+    paper_row="lightmem",
+    report_rank=60,
+    setting_note=_setting_note,
+    sim_replies="baselines.lightmem.sim:REPLIES",
+    sim_run_kinds=("lightmem_extract",),
+    bad_configs=(
+        (("method.compress_rate=0",), ("method.compress_rate=0", "(0, 1]")),
+        (("method.compressor=llmlingua",), ("method.compressor='llmlingua'", "idf, llmlingua2, none")),
+        (("method.compressor=llmlingua2",), ("llmlingua", "pip install", "method.compressor=idf")),
+        (("method.preset=1024-0.8",), ("method.preset='1024-0.8'", "512-0.7, 768-0.7, 768-0.8")),
+    ),
 )

@@ -430,4 +430,15 @@ SPEC = MethodSpec(
     validate_config=method_validator(Mem0Config, build=lambda name, cfg: config_from_dict(Mem0Config, cfg, name)),
     description="Mem0 (mem0ai 2.2.1, real package): LLM fact extraction per 2-message batch, per-speaker search",
     upstream_answer="baselines.mem0.answer_prompt:UPSTREAM",
+    report_rank=50,
+    table_notes=(
+        "mem0: mem0ai 2.2.1's add-only pipeline (one extraction call per add), not the algorithm behind Mem0's"
+        " published numbers; the paper's Mem0 row is mem0-two-phase (extraction, then ADD/UPDATE/DELETE/NONE).",
+    ),
+    sim_replies="baselines.mem0.sim:REPLIES",
+    sim_run_kinds=("mem0_extract",),
+    bad_configs=(
+        (("method.llm_route=cloud",), ("method.llm_route='cloud'", "backbone, direct")),
+        (("method.batch_size=0",), ("method.batch_size=0", ">= 1")),
+    ),
 )

@@ -417,4 +417,12 @@ SPEC = MethodSpec(
     ),
     description="Mem0's two-phase pipeline (mem0ai 1.0.11 prompts): fact extraction, then ADD/UPDATE/DELETE/NONE",
     upstream_answer="baselines.mem0.answer_prompt:UPSTREAM",
+    paper_row="mem0",  # the two-phase pipeline is the one behind Mem0's published numbers
+    report_rank=40,
+    sim_replies="baselines.mem0.sim:REPLIES",
+    sim_run_kinds=("mem0_facts", "mem0_update"),
+    bad_configs=(
+        (("method.extraction_prompt=v2",), ("method.extraction_prompt='v2'", "user")),
+        (("method.top_p=2",), ("method.top_p=2", "in [0, 1]")),
+    ),
 )

@@ -41,7 +41,7 @@ from baselines.memgpt.paging import (
     summary_note,
 )
 from baselines.memgpt.stores import ArchivalMemory, CoreLine, CoreMemory, RecallMemory, RecallMessage
-from memcore.interfaces import ChatBackbone, Embedder, Message, MethodContext, MethodSpec
+from memcore.interfaces import BadConfig, ChatBackbone, Embedder, Message, MethodContext, MethodSpec
 from memcore.schema import bad_value, method_validator
 from memcore.text import count_tokens
 from memcore.types import Evidence, Turn
@@ -353,7 +353,14 @@ def _factory(ctx: MethodContext) -> MemGPT:
 FULL_WINDOW = "memgpt-full-window"
 
 
-def _spec(name: str, description: str) -> MethodSpec:
+def _whole_conversation_in_context(method_cfg: dict[str, Any]) -> bool:
+    """Whether the main context holds the whole conversation: sized to the backbone's prompt budget (a LoCoMo
+    conversation never pages). A run recorded before MemGPT paged at its own window has no ``context_window``:
+    its main context was the backbone's."""
+    return method_cfg.get("context_window", "backbone") == "backbone"
+
+
+def _spec(name: str, description: str, bad_configs: tuple[BadConfig, ...], **reporting: Any) -> MethodSpec:
     return MethodSpec(
         name=name,
         factory=_factory,
@@ -362,6 +369,10 @@ def _spec(name: str, description: str) -> MethodSpec:
         config_schema=(MemGPTConfig,),
         validate_config=method_validator(MemGPTConfig, build=_build),
         description=description,
+        conversation_in_context=_whole_conversation_in_context,
+        sim_replies="baselines.memgpt.sim:REPLIES",
+        bad_configs=bad_configs,
+        **reporting,
     )
 
 
@@ -369,8 +380,19 @@ SPEC = _spec(
     "memgpt",
     "MemGPT (reimplementation): main context sized as MemGPT 0.2.6 (8,192 tokens), paged by eviction and "
     "recursive summaries; recall/archival storage via function calls",
+    (
+        (("method.evict_fraction=1.5",), ("method.evict_fraction=1.5", "(0, 1)")),
+        (("method.recall_search=regex",), ("method.recall_search='regex'", "keyword, substring")),
+        (("method.context_window_tokens=1000",), ("context_window_tokens", "1000 tokens", "cannot hold")),
+        (("backbone.context_budget_tokens=1500",), ("1500 tokens", "capped", "cannot hold")),
+    ),
+    paper_row="memgpt",
+    report_rank=20,
+    reimplemented="cpacker/MemGPT 0.2.6, baselines/memgpt/README.md",
+    sim_run_kinds=("memgpt_step",),
 )
 SPEC_FULL_WINDOW = _spec(
     FULL_WINDOW,
     "MemGPT variant: the main context is the backbone's whole prompt budget (a LoCoMo conversation never pages)",
+    ((("method.context_window=memgpt",), ("method.context_window='memgpt'", "method=memgpt")),),
 )

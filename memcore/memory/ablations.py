@@ -1,7 +1,7 @@
-"""MemCoRe's ablations: the eight switches of DESIGN §4, declared once (:class:`Switches`), and the ablation names.
+"""MemCoRe's ablations: its eight component switches, declared once (:class:`Switches`), and the ablation names.
 
-The run config's ``ablation`` group is typed by this dataclass (``memcore.config.AblationConfig`` is derived from it),
-so a switch is added here and in ``configs/ablation/``. Kept free of heavy imports: ``memcore.config`` imports it.
+Under a MemCoRe method the run config's ``ablation`` node is typed by this dataclass (it is the specs'
+``ablation_schema``), so a switch is added here and in ``configs/ablation/``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from memcore.schema import build_keys, knob
 
 @dataclass(frozen=True)
 class Switches:
-    """The eight ablation switches of DESIGN §4 (all true = the full model). ``build``: the switch changes the
+    """The eight ablation switches, one per component (all true = the full model). ``build``: the switch changes the
     built memory (part of the snapshot key); the others only change retrieval."""
 
     name: str = "none"
@@ -50,6 +50,6 @@ class Switches:
 #: The switch names (every field of :class:`Switches` but ``name``) and those that change the built memory.
 SWITCHES: tuple[str, ...] = tuple(f.name for f in fields(Switches) if f.name != "name")
 CONSTRUCTION_SWITCHES: tuple[str, ...] = build_keys(Switches)
-#: MemCoRe's ablations: ``none`` (the full model) and one ``wo_<switch>`` per switch, in DESIGN §4's order
+#: MemCoRe's ablations: ``none`` (the full model) and one ``wo_<switch>`` per switch, in the paper's order
 #: (configs/ablation/<name>.yaml sets exactly that switch to false).
 ABLATIONS: tuple[str, ...] = ("none", *(f"wo_{switch}" for switch in SWITCHES))

@@ -1,4 +1,4 @@
-"""``memcore-batched``: MemCoRe with LightMem-style batched construction (issue 7). NOT the paper's method.
+"""``memcore-batched``: MemCoRe with LightMem-style batched construction. NOT the paper's method.
 
 The per-turn model spends about two LLM calls per turn (one ingestion call, one gate call) plus merges and
 neighbour updates. Here a chunk of ``ingest_batch_size`` consecutive turns costs two calls in all:
@@ -39,8 +39,8 @@ from memcore.memory.construction import Constructor, Judgement, parse_relation
 from memcore.memory.ingestion import Ingestor, IngestResult, clean_text, drop_filler
 from memcore.memory.keywords import normalise_keywords
 from memcore.memory.notes import EDGE_TYPES, Note, RawTurn
-from memcore.memory.system import INGEST_BATCH, SPEC, MemCoRe
 from memcore.memory.prompts import batch as BATCH_PROMPT
+from memcore.memory.system import INGEST_BATCH, SPEC, MemCoRe
 from memcore.schema import bad_value, check_fields, knob, rules_of
 from memcore.types import Turn
 
@@ -454,4 +454,8 @@ SPEC_BATCHED: MethodSpec = dataclasses.replace(
     construction_keys=None,  # MemCoRe's build keys, then the batching knobs
     description="MemCoRe efficiency variant (not the paper's method): ingestion and gate batched over "
     "ingest_batch_size turns per LLM call (LightMem-style)",
+    paper_row="",
+    report_rank=None,
+    sim_run_kinds=("memcore_batch_ingest", "memcore_batch_gate"),
+    bad_configs=((("method.ingest_batch_size=0",), ("method.ingest_batch_size=0", ">= 1")),),
 )

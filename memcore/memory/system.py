@@ -1,4 +1,4 @@
-"""The ``MemCoRe`` memory system (DESIGN §4) and its registered specs ``SPEC`` (memcore, LLM judge) and
+"""The ``MemCoRe`` memory system and its registered specs ``SPEC`` (memcore, LLM judge) and
 ``SPEC_CHEAP`` (memcore-cheap: cosine gate, YAKE keywords, rule-based decomposition and IER; zero LLM calls)."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class MemCoRe:
         self._recent: list[Turn] = []
         self._pending: list[Turn] = []
         self._turn_callback: Callable[[], None] | None = None
-        self._ingest_callback: Callable[[int], None] | None = None  # StagedIngest (issue 16: progress)
+        self._ingest_callback: Callable[[int], None] | None = None  # StagedIngest: progress follows ingestion
         self._topics_at = 0
         self._topic_recomputes = 0
         self._refiner: Refiner | None = None
@@ -204,7 +204,7 @@ class MemCoRe:
         for turn, ing, vec in zip(batch, results, vecs, strict=True):
             cons.add(RawTurn(turn.dia_id, turn.speaker, turn.text, turn.session_time_raw), ing, vec)
             self._turn_built()
-        # No periodic topic recompute here (issue 7): nothing reads topics before finalize() (the gate uses the
+        # No periodic topic recompute here: nothing reads topics before finalize() (the gate uses the
         # embedding pre-screen; retrieval needs finalize), and Leiden restarts from scratch each time, so a
         # recompute every topic_recompute_every notes was dead work (~25% of a cheap-mode LoCoMo run).
 
@@ -445,6 +445,19 @@ def _factory(expected_cheap: bool) -> Callable[[MethodContext], MemCoRe]:
     return make
 
 
+#: MemCoRe knobs added after runs were recorded, with the value that reproduces those runs (see
+#: ``MethodSpec.added_key_defaults``).
+ADDED_KEY_DEFAULTS: dict[str, Any] = {
+    "ier_prompt": "v2",
+    "resolve_dates": False,
+    "pack": False,
+    "pack_notes": 50,
+    "pack_note_weight": 1.0,
+    "pack_summary": False,
+    "pack_tokens": None,
+}
+
+
 def _uses_llm(config: dict[str, Any], ablation: dict[str, Any]) -> bool:
     return config.get("judge", "llm") == "llm"
 
@@ -463,16 +476,35 @@ SPEC = MethodSpec(
         MemCoReConfig, build=_check_variant, after=lambda name, cfg, ablation: Switches.from_dict(ablation)
     ),
     ablation_schema=Switches,
-    ablations=frozenset(ABLATIONS),
+    ablations=ABLATIONS,
     retrieve_uses_llm=_uses_llm,
     staged_ingest=True,  # turns are ingested (LLM) in buffers of 32, then gated one by one
     description="MemCoRe: LLM-gated Merge/Link/Append notes, keyword graph + Leiden topics, tri-pathway retrieval, RRF, IER",
+    added_key_defaults=ADDED_KEY_DEFAULTS,
+    paper_row="memcore",
+    report_rank=70,
+    sim_replies="memcore.memory.sim:REPLIES",
+    bad_configs=(
+        (("method.tau_merge=2",), ("method.tau_merge=2", "in [0, 1]")),
+        (("method.k_final=0",), ("method.k_final=0", ">= 1")),
+        (("method.judge=gpt",), ("method.judge='gpt'", "llm, embedding")),
+        (("method.evidence_text=all",), ("method.evidence_text='all'", "raw, context, both")),
+        (("method.candidates=many",), ("method.candidates='many'", "an integer")),
+        (("+method.tau_mrge=0.5",), ("method.tau_mrge=0.5", "unknown key", "tau_merge")),
+        (("method.tau_mrge=0.5",), ("method.tau_mrge=0.5", "unknown key", "tau_merge")),
+    ),
 )
 
 SPEC_CHEAP = dataclasses.replace(
     SPEC,
     name="memcore-cheap",
     factory=_factory(expected_cheap=True),
-    build_cpu_bound=True,  # YAKE keywords per turn + Leiden: seconds of CPU per conversation (issue 7)
+    build_cpu_bound=True,  # YAKE keywords per turn + Leiden: seconds of CPU per conversation
     description="MemCoRe cheap variant (not the paper's method): cosine gate, YAKE keywords, rule-based decomposition and IER; no LLM",
+    paper_row="",
+    report_rank=None,
+    bad_configs=(
+        (("method.tau_merge=2",), ("method.tau_merge=2", "memcore-cheap", "in [0, 1]")),
+        (("method.judge=llm",), ("memcore-cheap", "method=memcore")),
+    ),
 )

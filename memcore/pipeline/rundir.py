@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from memcore.datasets.registry import DEFAULT_DATASET_KIND
 from memcore.llm.cache import stable_hash
+from memcore.methods import find_method
 from memcore.pipeline.build import other_memory_backbone
 from memcore.pipeline.report import write_json
 from memcore.redact import redact_config
@@ -22,17 +23,11 @@ log = logging.getLogger(__name__)
 
 RUN_STATE = "run_state.json"
 
-# Result-affecting keys added after runs were recorded, with the value that reproduces those runs. At that value
-# a key is left out of the result fields, so a run recorded before the key existed still resumes; at any other
-# value it counts. Add an entry whenever a new knob's default keeps the old behaviour.
+# Result-affecting harness keys added after runs were recorded, with the value that reproduces those runs. At that
+# value a key is left out of the result fields, so a run recorded before the key existed still resumes; at any
+# other value it counts. Add an entry whenever a new harness knob's default keeps the old behaviour; a method's
+# own knobs are declared on its spec (``MethodSpec.added_key_defaults``).
 ADDED_KEY_DEFAULTS: dict[tuple[str, str], Any] = {
-    ("method", "ier_prompt"): "v2",
-    ("method", "resolve_dates"): False,
-    ("method", "pack"): False,
-    ("method", "pack_notes"): 50,
-    ("method", "pack_note_weight"): 1.0,
-    ("method", "pack_summary"): False,
-    ("method", "pack_tokens"): None,
     ("eval", "context_tokens"): None,
     ("eval", "answer_prompt"): "harness",
     ("dataset", "kind"): DEFAULT_DATASET_KIND,
@@ -73,10 +68,19 @@ def result_fields(cfg: DictConfig, dataset_sha256: str) -> dict[str, Any]:
     return without_added_defaults(out)
 
 
+def added_key_defaults(fields: dict[str, Any]) -> dict[tuple[str, str], Any]:
+    """The added keys that apply to ``fields``: the harness's (:data:`ADDED_KEY_DEFAULTS`) and those of the
+    method the fields name (``MethodSpec.added_key_defaults``; none for a method no longer registered)."""
+    method = fields.get("method")
+    spec = find_method(str(method.get("name"))) if isinstance(method, dict) else None
+    own = {("method", k): v for k, v in spec.added_key_defaults.items()} if spec is not None else {}
+    return {**ADDED_KEY_DEFAULTS, **own}
+
+
 def without_added_defaults(fields: dict[str, Any]) -> dict[str, Any]:
-    """``fields`` without the :data:`ADDED_KEY_DEFAULTS` keys that hold their old-behaviour value."""
+    """``fields`` without the added keys (:func:`added_key_defaults`) that hold their old-behaviour value."""
     out = dict(fields)
-    for (group, key), value in ADDED_KEY_DEFAULTS.items():
+    for (group, key), value in added_key_defaults(fields).items():
         sub = out.get(group)
         if isinstance(sub, dict) and key in sub and sub[key] == value:
             out[group] = {k: v for k, v in sub.items() if k != key}

@@ -2,14 +2,13 @@
 paper's numbers, with bootstrap CIs, cost, the audited overlay, and plots."""
 
 from memcore.report.ablation_table import ablation_table
-from memcore.report.collect import PAPER_METHODS, ReportInputError, RunData, find_run_dirs, load_run, load_runs
+from memcore.report.collect import ReportInputError, RunData, find_run_dirs, load_run, load_runs, paper_methods
 from memcore.report.main_table import main_table
 from memcore.report.reference import PaperNumbers, ReferenceError, default_reference_dir, load_paper_numbers
 from memcore.report.summary import RunSummary, cost_summary, summarize_run
 from memcore.report.tables import Table
 
 __all__ = [
-    "PAPER_METHODS",
     "PaperNumbers",
     "ReferenceError",
     "ReportInputError",
@@ -24,5 +23,6 @@ __all__ = [
     "load_run",
     "load_runs",
     "main_table",
+    "paper_methods",
     "summarize_run",
 ]

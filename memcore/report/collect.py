@@ -15,11 +15,16 @@ from omegaconf import OmegaConf
 
 from memcore.itemlog import ItemLogError, read_run_items, require_unique_ids
 from memcore.llm.usage import updates_while_answering, whole_run_stages
+from memcore.methods import find_method, method_names, method_specs
 
 METRICS = "metrics.json"
 # Runs moved aside by overwrite=true are named <dir>.old-<time>; they are history, not results.
 _OLD_RUN_RE = re.compile(r"\.old-\d{8}-\d{6}$")
-PAPER_METHODS: tuple[str, ...] = ("full_context", "memgpt", "amem", "mem0-two-phase", "lightmem", "memcore")
+
+
+def paper_methods() -> tuple[str, ...]:
+    """The registered methods that are one of the paper's (``MethodSpec.paper_row``), by name."""
+    return tuple(s.name for s in method_specs() if s.paper_row)
 
 
 class ReportInputError(ValueError):
@@ -114,12 +119,10 @@ class RunData:
     @property
     def variant_of(self) -> str | None:
         """The method this run is a variant of (``memcore-cheap`` → ``memcore``), or None."""
-        from memcore.methods import method_names
-
         label = self.method_label
-        if label in PAPER_METHODS:
+        if self.is_paper_method:
             return None
-        bases = [m for m in (*method_names(), *PAPER_METHODS) if label != m and label.startswith(m + "-")]
+        bases = [m for m in method_names() if label != m and label.startswith(m + "-")]
         return max(bases, key=len) if bases else None
 
     @property
@@ -130,7 +133,8 @@ class RunData:
     @property
     def is_paper_method(self) -> bool:
         """One of the paper's methods (its own name, not a variant): gets the paper's numbers beside it."""
-        return self.method_label in PAPER_METHODS
+        spec = find_method(self.method_label)
+        return bool(spec and spec.paper_row)
 
     @property
     def ablation(self) -> str:
@@ -199,16 +203,12 @@ class RunData:
 
     @property
     def setting_note(self) -> str:
-        """The part of a method's setting its row must name, or "": LightMem's published setting and the
-        compressor that ran (``768-0.8, idf``: the idf stand-in, not LLMLingua-2)."""
-        if self.method != "lightmem":
+        """The part of a method's setting its row must name (``MethodSpec.setting_note``), or "", e.g.
+        LightMem's published setting and the compressor that ran (``768-0.8, idf``)."""
+        spec = find_method(self.method)
+        if spec is None or spec.setting_note is None:
             return ""
-        from baselines.lightmem.config import config_from_dict
-
-        try:
-            return config_from_dict(dict(self.config.get("method") or {})).setting()
-        except ValueError:
-            return ""
+        return spec.setting_note(dict(self.config.get("method") or {}))
 
     def label(self) -> str:
         """``method`` (+ ``(setting)`` when it has one, + ``[ablation]`` when not ``none``), e.g.
@@ -266,15 +266,15 @@ def load_runs(paths: Iterable[str | Path], *, include_old: bool = False) -> list
 
 
 def run_sort_key(run: RunData) -> tuple[Any, ...]:
-    from memcore.report.reference import ABLATION_ORDER, BACKBONE_ORDER, METHOD_ORDER
+    from memcore.report.reference import BACKBONE_ORDER, ablation_order, method_order
 
     def rank(order: Sequence[str], value: str) -> tuple[int, str]:
         return (order.index(value), "") if value in order else (len(order), value)
 
     return (
         rank(BACKBONE_ORDER, run.backbone),
-        rank(METHOD_ORDER, run.method_label),
-        rank(ABLATION_ORDER, run.ablation),
+        rank(method_order(), run.method_label),
+        rank(ablation_order(), run.ablation),
         run.dataset,
         run.protocol,
         str(run.path),

@@ -6,21 +6,22 @@ method needs) and per question (retrieve / answer / judge / memory updates made 
 scaled to LoCoMo's 5,882 turns and 1,986 questions, with the USD those tokens cost at each OpenAI
 preset's list price.
 
-``full_context`` answers from the whole conversation, so its answer prompt does not scale with the
-number of questions alone: its per-question context is replaced by the mean full-conversation size.
+A method that answers from the whole conversation (its spec's ``whole_context_tokens``, e.g. full_context)
+has an answer prompt that does not scale with the number of questions alone: its per-question context is
+replaced by the mean whole-conversation size the spec computes.
 
-``memgpt-full-window`` keeps the conversation in its main context (LoCoMo's conversations fit gpt-4o-mini's
-window, so nothing is evicted): each turn's build prompt and each question's retrieve and answer prompts grow
-with the conversation. (``memgpt`` pages at MemGPT's 8,192-token window, so its prompts stop growing there: its
-tail rate is the estimate, as for any other method.) For such a method (:data:`CONVERSATION_IN_CONTEXT`) the build continues the slice's per-turn
-growth (the upper bound becomes the estimate) and the retrieve / answer prompts per question scale with the
-target conversation's length over the slice's (measured: ×9–10 from the quick slice to all of LoCoMo,
-``results/measured/rehearsal_full.md``).
+A method whose main context holds the conversation (its spec's ``conversation_in_context`` for the run's
+config, e.g. memgpt-full-window, whose window fits LoCoMo's conversations so nothing is evicted) has build and
+retrieve / answer prompts that grow with the conversation. (A method that pages at a fixed window stops growing
+there: its tail rate is the estimate, as for any other method.) For such a method the build continues the
+slice's per-turn growth (the upper bound becomes the estimate) and the retrieve / answer prompts per question
+scale with the target conversation's length over the slice's (measured: ×9–10 from the quick slice to all of
+LoCoMo, ``results/measured/rehearsal_full.md``).
 
 A method's build cost per turn can grow with its memory (MemCoRe's gate and merge prompts carry candidate notes,
 which get more and longer as the conversation goes on; A-MEM's evolution, Mem0's update likewise), so a slice's
 mean cost per turn underestimates a long conversation. When the run recorded its per-turn build usage
-(``ingest_trace``, written since issue 29), each conversation of LoCoMo is estimated as the slice's measured
+(``ingest_trace``), each conversation of LoCoMo is estimated as the slice's measured
 prefix plus its remaining turns at the slice's *tail* rate (the mean over the last third of its turns: the
 rate the memory has grown to); the upper bound also continues the per-turn growth the slice shows (a
 least-squares slope over its turns), which is what a memory that never saturates would cost. Runs without a
@@ -33,20 +34,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from memcore.methods import find_method
 from memcore.report.collect import ReportInputError, RunData, load_runs, qa_stage_usage, qa_time_ingest
-
-if TYPE_CHECKING:
-    from memcore.types import Conversation
 
 LOCOMO_TURNS = 5882
 LOCOMO_QUESTIONS = 1986
 #: Turns per conversation of locomo10.json, in file order (conv-26 … conv-50); they sum to :data:`LOCOMO_TURNS`.
 LOCOMO_CONVERSATION_TURNS: tuple[int, ...] = (419, 369, 663, 629, 680, 675, 689, 681, 509, 568)
 QA_STAGES: tuple[str, ...] = ("retrieve", "answer", "judge")
-#: Methods whose main context holds the conversation: their per-turn and per-question prompts grow with it.
-CONVERSATION_IN_CONTEXT: frozenset[str] = frozenset({"memgpt-full-window"})
 #: The QA stages whose prompts carry that context (the judge sees only the question and the answers).
 CONTEXT_STAGES: tuple[str, ...] = ("retrieve", "answer")
 #: The share of a slice's last turns whose mean cost is the rate a longer conversation continues at.
@@ -120,7 +117,7 @@ def _spread_final_flush(per_turn: tuple[Usage3, ...], fin: Usage3) -> tuple[tupl
 def build_curves(run: RunData, totals: Usage3) -> tuple[BuildCurve, ...]:
     """The run's per-conversation :class:`BuildCurve` from ``stats.json``'s ``ingest_trace``, each scaled so the
     curves sum to ``totals`` (the build usage after ``measured_rates``' adjustments); empty when a conversation
-    has no trace (a run from before issue 29, or a reused snapshot built before it)."""
+    has no trace (a run recorded before builds were traced, or a reused snapshot built before then)."""
     convs = (run.stats.get("conversations") or {}).values()
     curves = []
     raw = [0.0, 0.0, 0.0]
@@ -237,63 +234,43 @@ def measured_rates(
     )
 
 
-def full_conversation_tokens(
-    budget: int | None = None, conversations: Sequence[Conversation] | None = None, image_captions: str = "none"
-) -> float:
-    """Mean size (approximate tokens, ``memcore.text.count_tokens``, the unit of items' ``context_tokens``)
-    of the context ``full_context`` builds for a whole conversation under ``budget``: each of ``conversations``
-    (default: all of LoCoMo), with its ``image_captions`` setting."""
-    from baselines.full_context import FullContext, FullContextConfig
-    from memcore.datasets.locomo.loader import load_locomo
-    from memcore.datasets.locomo.paths import resolve_locomo_path
-    from memcore.text import count_tokens
-
-    if conversations is None:
-        conversations = load_locomo(resolve_locomo_path(None)).conversations
-    sizes = []
-    for conv in conversations:
-        fc = FullContext(FullContextConfig(image_captions=image_captions), budget or 10**9)
-        for turn in conv.turns:
-            fc.ingest(turn)
-        fc.finalize()
-        sizes.append(count_tokens(fc.retrieve("").render()))
-    return sum(sizes) / len(sizes)
+def conversation_in_context(run: RunData) -> bool:
+    """Whether the run's method kept the whole conversation in its prompts (``MethodSpec.conversation_in_context``
+    for the run's recorded method section); False for a method no longer registered."""
+    spec = find_method(run.method)
+    return bool(spec and spec.conversation_in_context(dict(run.config.get("method") or {})))
 
 
-def estimated_as(method: str, config: dict[str, Any]) -> str:
-    """The method whose estimate rule a run follows: a ``memgpt`` run recorded before MemGPT paged at its own
-    window (its config has no ``context_window``: its main context was the backbone's) held the whole
-    conversation, as ``memgpt-full-window`` does."""
-    if method == "memgpt" and (config.get("method") or {}).get("context_window", "backbone") == "backbone":
-        return "memgpt-full-window"
-    return method
-
-
-def run_image_captions(config: dict[str, Any]) -> str:
-    """A full_context run's ``image_captions``; runs recorded before the knob existed wrote ``[shares …]`` lines."""
-    return str((config.get("method") or {}).get("image_captions", "shares"))
+def whole_context_tokens(run: RunData, budget: int | None) -> float | None:
+    """The mean context the run's method hands the answerer over whole LoCoMo conversations under ``budget``
+    (``MethodSpec.whole_context_tokens``), or None for a method whose context does not depend on it."""
+    spec = find_method(run.method)
+    if spec is None or spec.whole_context_tokens is None:
+        return None
+    return spec.whole_context_tokens(dict(run.config.get("method") or {}), budget, None)
 
 
 def estimate(
     rates: Rates,
     *,
-    method: str,
-    full_context_tokens: float | None = None,
+    in_context: bool = False,
+    context_tokens: float | None = None,
     conversation_turns: Sequence[int] = LOCOMO_CONVERSATION_TURNS,
     questions: int = LOCOMO_QUESTIONS,
 ) -> dict[str, float]:
     """Totals for conversations of ``conversation_turns`` turns and ``questions`` questions (default: all of
     LoCoMo): calls and prompt / completion tokens for build and QA, and ``*_upper`` tokens with the build's
     per-turn growth continued (equal to the point estimate without a trace or without growth).
-    ``full_context_tokens``: ``full_context``'s mean context over a whole target conversation. A method of
-    :data:`CONVERSATION_IN_CONTEXT` gets the upper build as its estimate and its :data:`CONTEXT_STAGES` prompts
-    scaled by the mean target conversation's turns over the slice's."""
+    ``context_tokens``: the method's mean answer context over a whole target conversation
+    (:func:`whole_context_tokens`; None: the measured one). ``in_context`` (:func:`conversation_in_context`):
+    the upper build becomes the estimate and the :data:`CONTEXT_STAGES` prompts are scaled by the mean target
+    conversation's turns over the slice's."""
     prompt_q = rates.prompt_per_question
-    if method == "full_context" and full_context_tokens is not None:
-        prompt_q += full_context_tokens - rates.mean_context_tokens
+    if context_tokens is not None:
+        prompt_q += context_tokens - rates.mean_context_tokens
     build = rates.build_usage(conversation_turns)
     upper = rates.build_usage(conversation_turns, upper=True)
-    if method in CONVERSATION_IN_CONTEXT and rates.turns and conversation_turns:
+    if in_context and rates.turns and conversation_turns:
         growth = (sum(conversation_turns) / len(conversation_turns)) / (rates.turns / rates.conversations)
         carried = sum(rates.prompt_per_question_by_stage.get(s, 0.0) for s in CONTEXT_STAGES)
         prompt_q += carried * (growth - 1.0)
@@ -338,7 +315,7 @@ def estimate_table(
     from memcore.eval.judge import load_backbone_preset
 
     prices = {b: load_backbone_preset(b) for b in backbones}
-    fc_cache: dict[str, float] = {}
+    context_cache: dict[str, float | None] = {}
     head = (
         "| method | measured on | calls/turn (build) | calls/question (retrieve + answer + judge + memory update) | "
         "tokens/turn | tokens/question | full LoCoMo: LLM calls | full LoCoMo: tokens in / out (M) | "
@@ -353,13 +330,11 @@ def estimate_table(
             completion_per_call=completion_per_call,
             answer_completion=answer_completion,
         )
-        fc = None
-        if run.method == "full_context":
-            budget = int(prices[backbones[0]].context_budget_tokens) if backbones else None
-            captions = run_image_captions(run.config)
-            key = f"{budget}/{captions}"
-            fc = fc_cache.get(key) or fc_cache.setdefault(key, full_conversation_tokens(budget, None, captions))
-        t = estimate(r, method=estimated_as(run.method, run.config), full_context_tokens=fc)
+        budget = int(prices[backbones[0]].context_budget_tokens) if backbones else None
+        key = f"{run.method}/{budget}/{sorted((run.config.get('method') or {}).items())}"
+        if key not in context_cache:  # the whole-conversation context is computed once per method config
+            context_cache[key] = whole_context_tokens(run, budget)
+        t = estimate(r, in_context=conversation_in_context(run), context_tokens=context_cache[key])
         q = r.calls_per_question
         tail = tail_tokens_per_turn(r)
         per_turn = f"{r.prompt_per_turn + r.completion_per_turn:,.0f}" + (f" (tail {tail:,.0f})" if tail else "")

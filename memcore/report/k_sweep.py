@@ -1,5 +1,6 @@
-"""A-MEM's k sweep (``experiment=amem_k_sweep``): F1 / BLEU-1 / recall by k and category, the chosen k per
-backbone, and writing that k into the map ``experiment=paper_main`` reads.
+"""A k sweep (``experiment=amem_k_sweep`` for A-MEM): F1 / BLEU-1 / recall by k and category, the chosen k per
+backbone, and writing that k into the map ``experiment=paper_main`` reads. The runs swept are those of a method
+whose spec names the knob a sweep varies (``MethodSpec.sweep_knob``: A-MEM's ``retrieve_k``).
 
 The authors (WujiangXu/A-mem ``run_k_sweep.sh``) re-run the QA step for k = 10, 15, ..., 50 and keep, per model,
 the k with the best F1. :func:`chosen_k` does the same over the sweep's runs: per backbone, the k with the highest
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memcore.eval.aggregate import category_name
+from memcore.methods import find_method, method_specs
 from memcore.report.collect import ReportInputError, display_path
 from memcore.report.summary import RunSummary
 from memcore.report.tables import CATEGORIES, Table, fmt
@@ -24,26 +26,32 @@ from memcore.report.tables import CATEGORIES, Table, fmt
 SWEEP_METRICS: tuple[tuple[str, str], ...] = (("f1", "F1"), ("bleu1", "BLEU-1"), ("recall", "Recall"))
 
 
+def _swept_k(s: RunSummary) -> int | None:
+    """The k an answered run of a method with a sweep knob recorded, else None."""
+    spec = find_method(s.run.method)
+    method = s.run.config.get("method") or {}
+    if spec is None or not spec.sweep_knob or method.get(spec.sweep_knob) is None or not s.run.answered:
+        return None
+    return int(method[spec.sweep_knob])
+
+
 def sweep_runs(summaries: Sequence[RunSummary]) -> list[tuple[str, int, RunSummary]]:
-    """``(backbone, k, summary)`` of every answered A-MEM run (method ``amem``), sorted by backbone then k;
-    a report input error when there is none or two runs share a backbone and k (mixed sweeps)."""
-    out: list[tuple[str, int, RunSummary]] = []
-    for s in summaries:
-        method = s.run.config.get("method") or {}
-        if s.run.method != "amem" or method.get("retrieve_k") is None or not s.run.answered:
-            continue
-        out.append((s.run.backbone, int(method["retrieve_k"]), s))
+    """``(backbone, k, summary)`` of every answered run of a method with a sweep knob, sorted by backbone then
+    k; a report input error when there is none or two runs share a backbone and k (mixed sweeps)."""
+    out = [(s.run.backbone, k, s) for s in summaries if (k := _swept_k(s)) is not None]
     if not out:
+        swept = " / ".join(s.name for s in method_specs() if s.sweep_knob) or "k-sweep"
         raise ReportInputError(
-            "--layout k_sweep: no answered amem runs among the inputs (run experiment=amem_k_sweep)."
+            f"--layout k_sweep: no answered {swept} runs among the inputs (run a k-sweep experiment,"
+            " configs/experiment/*k_sweep.yaml)."
         )
     seen: dict[tuple[str, int], str] = {}
     for backbone, k, s in out:
         where = display_path(s.run.path)
         if (backbone, k) in seen:
             raise ReportInputError(
-                f"--layout k_sweep: two amem runs with backbone {backbone} and k={k} ({seen[(backbone, k)]}, {where});"
-                " give one sweep's runs."
+                f"--layout k_sweep: two {s.run.method} runs with backbone {backbone} and k={k}"
+                f" ({seen[(backbone, k)]}, {where}); give one sweep's runs."
             )
         seen[(backbone, k)] = where
     return sorted(out, key=lambda t: (t[0], t[1]))

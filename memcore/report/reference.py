@@ -1,34 +1,64 @@
-"""The paper's numbers (``results/reference/*.csv``), keyed the way our runs are named.
+"""The paper's numbers (``results/reference/*.csv``), keyed the way our runs are named, and the order tables
+list methods and ablations in.
 
-The main table's method column uses the paper's names; ``locomo`` (the LoCoMo full-context
-baseline) is our ``full_context``. All values are percentages.
+The main table's method column uses the paper's names; each method's spec says which row is its
+(``MethodSpec.paper_row``: e.g. the paper's ``locomo`` row is our ``full_context``). All values are percentages.
 """
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memcore.memory.ablations import ABLATIONS
+from memcore.interfaces import MethodSpec
+from memcore.methods import method_specs
 
 MAIN_CSV = "memcore_paper_main_table.csv"
 ABLATION_CSV = "memcore_paper_ablation_table.csv"
 
-# paper method name -> our method name
-PAPER_METHOD_NAMES: dict[str, str] = {
-    "locomo": "full_context",
-    "memgpt": "memgpt",
-    "amem": "amem",
-    "mem0": "mem0-two-phase",  # the two-phase pipeline behind Mem0's published numbers
-    "lightmem": "lightmem",
-    "memcore": "memcore",
-}
-# Paper methods whose rows run this harness's own reimplementation, not the authors' code: the tables say so.
-REIMPLEMENTED: dict[str, str] = {"memgpt": "cpacker/MemGPT 0.2.6, baselines/memgpt/README.md"}
+
+class SpecView(Mapping[str, str]):
+    """A read-only map built from the registered specs each time it is read: ``entry(spec)`` gives a spec's
+    ``(key, value)`` or None. A view rather than a table, so no method is listed here and reading the module
+    imports none."""
+
+    def __init__(self, entry: Callable[[MethodSpec], tuple[str, str] | None]) -> None:
+        self._entry = entry
+
+    def _items(self) -> dict[str, str]:
+        return dict(e for spec in method_specs() if (e := self._entry(spec)) is not None)
+
+    def __getitem__(self, key: str) -> str:
+        return self._items()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items())
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+
+#: paper method name -> our method name (``MethodSpec.paper_row``).
+PAPER_METHOD_NAMES: Mapping[str, str] = SpecView(lambda s: (s.paper_row, s.name) if s.paper_row else None)
+#: Paper methods whose rows run this harness's own reimplementation, not the authors' code: the tables say so
+#: (``MethodSpec.reimplemented``).
+REIMPLEMENTED: Mapping[str, str] = SpecView(lambda s: (s.name, s.reimplemented) if s.reimplemented else None)
 BACKBONE_ORDER: tuple[str, ...] = ("gpt-4o-mini", "gpt-4o", "qwen3-8b", "qwen3-14b", "local", "local-small")
-METHOD_ORDER: tuple[str, ...] = ("full_context", "memgpt", "amem", "mem0-two-phase", "mem0", "lightmem", "memcore")
-ABLATION_ORDER: tuple[str, ...] = ABLATIONS  # MemCoRe's, in DESIGN §4's order
+
+
+def method_order() -> tuple[str, ...]:
+    """The methods tables list first, in order (``MethodSpec.report_rank``); the others follow by name."""
+    ranked = sorted((s.report_rank, s.name) for s in method_specs() if s.report_rank is not None)
+    return tuple(name for _, name in ranked)
+
+
+def ablation_order() -> tuple[str, ...]:
+    """Every ablation name, in the order tables list them: each ranked method's ``ablations`` in method order."""
+    specs = {s.name: s for s in method_specs()}
+    return tuple(dict.fromkeys(a for name in method_order() for a in specs[name].ablations))
+
 
 # The setting the paper's numbers were measured in; other runs are flagged as not comparable.
 PAPER_DATASET = "locomo"

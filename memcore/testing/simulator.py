@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from memcore.interfaces import Message
+from memcore.testing.sim_replies import method_responders
 from memcore.testing.sim_replies import reply as default_reply
 
 #: The models the backbone presets name (configs/backbone/*.yaml of kind openai_compatible); a test keeps them in
@@ -330,6 +331,8 @@ class SimulatorServer(ThreadingHTTPServer):
     def __init__(self, config: SimulatorConfig, *, port: int = 0, replier: Replier = default_reply) -> None:
         self.config = config.validate()
         self.replier = replier
+        if replier is default_reply:
+            method_responders()  # import every method's responder now: the first request must not wait for it
         self.stats = SimulatorStats()
         self.lock = threading.Lock()
         self.stopped = threading.Event()
