@@ -1,4 +1,4 @@
-"""Issue 29: rehearse the paper's sweep against the simulator before spending money on it.
+"""Rehearse the paper's sweep against the simulator before spending money on it.
 
 ``python -m experiments.rehearsal --scale quick|full`` starts ``memcore-simulate`` (a free port, injected faults,
 a time-scaled latency model), runs ``experiment=paper_main`` (every method of the main table) and

@@ -1,5 +1,5 @@
-"""Every knob checked before any work (issue 16): the method section of every method, the backbone and
-embedder presets, ``dataset.*``, ``protocol.*``, ``eval.*`` and the run-level switches.
+"""Every knob checked before any work, so a bad value is one line, not a failure an hour in: the method section of
+every method, the backbone and embedder presets, ``dataset.*``, ``protocol.*``, ``eval.*`` and the run-level switches.
 
 :func:`validate_run` is called by the runner before it starts a server, loads data or builds anything. Each
 problem is one :class:`memcore.config.ConfigError` whose message is one line naming the key, the bad value and

@@ -1,4 +1,4 @@
-"""memcore-batched (issue 7): chunked ingestion + one gate call per chunk, with hand-counted LLM calls."""
+"""memcore-batched: chunked ingestion + one gate call per chunk, with hand-counted LLM calls."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from memcore.llm.scripted import ScriptedBackbone
 from memcore.memory.batched import SPEC_BATCHED, BatchSettings, MemCoReBatched, salvage_list_items, split_config
 from memcore.memory.config import ConfigError, MemCoReConfig, Switches
 from memcore.memory.persistence import SnapshotMismatchError
-from memcore.memory.system import MemCoRe
 from memcore.memory.prompts import batch as BATCH_PROMPT
 from memcore.memory.prompts import gate as GATE_PROMPT
+from memcore.memory.system import MemCoRe
 from tests.fakes import BatchedLLM
 from tests.support import method_context, story_conversation
 
@@ -54,7 +54,7 @@ def test_chunk_costs_two_calls_and_in_chunk_merges_resolve_to_the_holder() -> No
 
 
 def test_the_batched_gate_shows_every_notes_date_and_the_single_gates_scale() -> None:
-    """Without dates the same kind of event on another day looks redundant and merges (issue 14); the batched
+    """Without dates the same kind of event on another day looks redundant and merges; the batched
     gate shows existing notes with their session date(s) and each new note with its own, like the single gate."""
     llm = BatchedLLM()
     build(llm=llm)
@@ -70,7 +70,7 @@ def test_a_chunk_without_a_usable_reply_is_split_down_to_per_turn_calls() -> Non
     # per chunk of 3: batch (2 attempts) -> [1 turn: per-turn call] + [2 turns: batch (2 attempts) -> 2 per-turn]
     assert backbone.calls_by_stage() == {"ingest": 14}
     assert len(mem.store) == 6
-    # the relative date resolved in code (issue 28); the fake echoes the annotated turn
+    # the relative date resolved in code; the fake echoes the annotated turn
     assert (
         mem.store.notes[0].context
         == "Alice: I adopted a puppy named Rex last week [= the week of 24 April 2023]. (single)"

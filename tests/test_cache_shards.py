@@ -1,4 +1,4 @@
-"""Issue 29 D4: a response cache that survives a real cluster. ``cache_mode`` (auto | shared | sharded), the
+"""A response cache that survives a real cluster. ``cache_mode`` (auto | shared | sharded), the
 network-file-system check, per-job shards reading through to the shared file, and ``memcore-cache merge``, with
 real SQLite files and real (spawned) processes."""
 

@@ -1,4 +1,4 @@
-"""Committed tables follow from committed items (issue 28): each table listed is regenerated from its committed
+"""Committed tables follow from committed items: each table listed is regenerated from its committed
 per-item runs with the command its note gives and must match byte for byte; archived runs re-derive; the index of
 results/measured says for every note what its numbers can be re-derived from; the notes whose items were never kept
 are in results/history, which lists them."""

@@ -20,7 +20,7 @@ from memcore.types import Category, QAItem
 from tests.fakes import FluxMemLLM
 from tests.support import method_context, story_conversation
 
-# Stage 1 as it was before the upstream alignment (issue 15): pool by dense + BM25, layer-wide normalisation,
+# Stage 1 as it was before the upstream alignment: pool by dense + BM25, layer-wide normalisation,
 # weights 0.4 / 0.3 / 0.3. Tests of that arithmetic pin it explicitly; the upstream defaults are tested below.
 OLD_STAGE1: dict[str, Any] = {
     "pool_by": "hybrid",

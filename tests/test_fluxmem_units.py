@@ -224,7 +224,7 @@ def test_yaml_configs_mirror_the_dataclass() -> None:
         assert set(variant) == {"defaults", "name", key}
 
 
-# ---------------------------------------------------------------- upstream alignment (issue 15)
+# ---------------------------------------------------------------- upstream alignment
 def test_upstream_pems_formula() -> None:
     """metrics/pems.py: S / (|V_proc| · ln(words)) · (1 − drift); a one-word skill scores 0."""
     from baselines.fluxmem.consolidate import pems_upstream

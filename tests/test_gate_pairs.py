@@ -1,4 +1,4 @@
-"""The gate's labelled candidate pairs (tests/data/gate_pairs.jsonl; issue 14.5): shape, label counts, and
+"""The gate's labelled candidate pairs (tests/data/gate_pairs.jsonl): shape, label counts, and
 every reference resolving to a real LoCoMo turn (skipped when the data file is absent)."""
 
 from __future__ import annotations

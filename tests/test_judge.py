@@ -135,7 +135,7 @@ def test_bad_judge_preset_fails_before_any_work(tmp_path, compose) -> None:
     assert not (tmp_path / "run" / "items.jsonl").exists()
 
 
-# --------------------------------------------------------------------------- issue 15: mem0-judge preset
+# --------------------------------------------------------------------------- mem0-judge preset
 MEM0_PHRASES = (
     "Your task is to label an answer to a question as ’CORRECT’ or ’WRONG’.",
     "    (1) a question (posed by one user to another user), \n",

@@ -1,4 +1,4 @@
-"""Issue 15: the judge leniency probe (cases with a known verdict, rates with n), the gold-error ceiling
+"""The judge leniency probe (cases with a known verdict, rates with n), the gold-error ceiling
 and the answer disclosure."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Evidence packing (issue 27): MemCoRe's ranked notes as an index of raw turns, and the context-token budget
+"""Evidence packing: MemCoRe's ranked notes as an index of raw turns, and the context-token budget
 every method's evidence is cut by (``eval.context_tokens``)."""
 
 from __future__ import annotations

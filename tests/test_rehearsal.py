@@ -1,4 +1,4 @@
-"""The rehearsal of the paper sweep (``experiments/rehearsal.py``, issue 29): its plan and checks on hand-made run
+"""The rehearsal of the paper sweep (``experiments/rehearsal.py``): its plan and checks on hand-made run
 dirs, a real rehearsal at the tiny scale (real simulator, submitit_local, memcore-run) with the kill -9 / resume
 check, and ``memcore-run`` against an endpoint that turns bad mid-run: one line, exit 2, nothing written lost."""
 

@@ -1,4 +1,4 @@
-"""Relative date expressions resolved against the session date (issue 28), on expressions taken from LoCoMo
+"""Relative date expressions resolved against the session date, on expressions taken from LoCoMo
 turns: each row names the turn (conversation, dia_id), its session date, the expression and its reading. The
 table pins the rules; ``test_the_table_matches_locomo`` checks each row against the LoCoMo file when present
 (no LoCoMo text is committed: only the expression, which the turn must contain)."""

@@ -451,7 +451,7 @@ def _set_config(path: Path, *, experiment: str, budget: int, ier: bool, ablation
 
 
 def test_ablation_rows_pair_with_the_full_model_of_their_experiment_ier_switch_and_k(tmp_path: Path) -> None:
-    """Issue 28: the IER-off rows of the K = 5 table were paired with the IER-on full model. Now a row's full
+    """An IER-off row of the K = 5 table is not paired with the IER-on full model: a row's full
     model shares its experiment, K and every switch but the ablated one."""
     rows = [  # (root, experiment, K, ier, ablation, F1 = recall)
         ("k5", "abl_k5", 5, True, "none", 0.5),

@@ -1,4 +1,4 @@
-"""Committed runs (issue 28): an archived run names no machine path, is byte-stable, reads like a live run in the
+"""Committed runs: an archived run names no machine path, is byte-stable, reads like a live run in the
 report, and its metrics re-derive from its items; a changed item is caught."""
 
 from __future__ import annotations

@@ -373,7 +373,7 @@ def test_a_buffered_build_reports_each_turn_as_it_enters_the_memory(batched: boo
 
 @pytest.mark.usefixtures("locomo_path")
 def test_quickstart_table_says_it_is_a_demonstration(tmp_path, compose) -> None:
-    """make run's experiment prints (and writes) its footnote: a demonstration, not a benchmark (issue 16)."""
+    """make run's experiment prints (and writes) its footnote: a demonstration, not a benchmark."""
     cfg = compose(["experiment=quickstart", "backbone=scripted", "embedder=hashing"])
     assert (cfg.method.name, cfg.dataset.name) == ("memcore", "locomo-quick") and cfg.method.judge == "llm"
     result = run_config(cfg, tmp_path / "run")

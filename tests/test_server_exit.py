@@ -1,4 +1,4 @@
-"""A server the run owns that dies is reported as dead at once (issue 26): how it died, where its log is, no
+"""A server the run owns that dies is reported as dead at once: how it died, where its log is, no
 retries against its closed port. A stand-in server process for the transport path, and the real llama.cpp server
 under ``memcore-run`` for the whole run."""
 

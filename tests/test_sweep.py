@@ -57,7 +57,7 @@ def test_paper_main_sweeps_backbones_by_methods() -> None:
 @pytest.mark.parametrize("experiment", ["paper_main", "paper_ablation"])
 def test_every_job_of_the_paper_sweeps_composes_and_validates(experiment: str) -> None:
     """What Hydra's validate_batch_is_legal does before launching: each job's config composes (every
-    method / ablation / backbone file exists) and passes the run schema and every knob check (issue 16)."""
+    method / ablation / backbone file exists) and passes the run schema and every knob check."""
     from memcore.config import validate
     from memcore.validation import validate_run
 
@@ -264,7 +264,7 @@ def test_sweep_two_methods_two_ablations_then_report(
 @pytest.mark.filterwarnings("ignore:(?s).*validated against ConfigStore schema with the same name")
 @pytest.mark.usefixtures("locomo_path")
 def test_submitit_local_sweep_runs_both_jobs_through_submitit(tmp_path: Path) -> None:
-    """The cluster path for real (issue 16): submitit's local executor pickles each job, starts it in its own
+    """The cluster path for real: submitit's local executor pickles each job, starts it in its own
     process and collects its result exactly as on SLURM, minus sbatch. Both runs' items and metrics must be
     complete, and submitit's own records (submitted job, result pickle) must exist for each job."""
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")

@@ -1,4 +1,5 @@
-"""Issue 15 item 7: before/after numbers of the baseline alignment that need no LLM, on all of LoCoMo.
+"""Before/after numbers of the baselines' alignment with their upstream code, those that need no LLM, on all of
+LoCoMo.
 
     python -m experiments.benchmarks.baseline_alignment --out results/measured/baseline_alignment_retrieval.json
 

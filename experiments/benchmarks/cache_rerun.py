@@ -1,4 +1,4 @@
-"""Issue 7.3: rerunning a finished sweep with a warm cache spends no LLM call and takes < 5% of the cold time.
+"""Rerunning a finished sweep with a warm cache spends no LLM call and takes < 5% of the cold time.
 
 The sweep is MemCoRe (LLM mode) over the nine ablations. The backbone is a local fake OpenAI-compatible
 server with a fixed latency per request (``fake_openai``), reached through the real client, so the real

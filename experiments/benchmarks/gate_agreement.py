@@ -1,4 +1,4 @@
-"""Issue 14.5: agreement of MemCoRe's construction gate with the labelled pairs in ``tests/data/gate_pairs.jsonl``.
+"""Agreement of MemCoRe's construction gate with the labelled pairs in ``tests/data/gate_pairs.jsonl``.
 
 For every pair the gate is asked exactly one question: the new note against a candidate list of one note,
 with the gate's own prompt module (``memcore.memory.prompts.gate``), its own reply validation and its own decision
@@ -207,7 +207,7 @@ def md_row(payload: dict[str, Any]) -> str:
     )
 
 
-MD_HEAD = """# Gate agreement with the labelled pairs (issue 14.5)
+MD_HEAD = """# Gate agreement with the labelled pairs
 
 Pairs: `tests/data/gate_pairs.jsonl` (how they were drawn and labelled: `tests/data/gate_pairs.md`). Gate
 decision mapped merge ↔ redundant, link ↔ complementary, append ↔ novel; *relation acc* scores the gate's own

@@ -1,4 +1,4 @@
-"""Issue 14.5: draw candidate pairs for the gate's labelled set from the gate's real pre-screen.
+"""Draw candidate pairs for the gate's labelled set from the gate's real pre-screen.
 
 For each turn of the chosen sessions (in conversation order) the turn's cleaned raw context
 (``clean_text(turn.render())``, the note context of the wo_denoise / memcore-cheap path, where c = r) is

@@ -1,4 +1,4 @@
-"""Issue 7.5: LLM calls and tokens per ingested turn (real runs, ``backbone=local``, locomo-mini).
+"""LLM calls and tokens per ingested turn (real runs, ``backbone=local``, locomo-mini).
 
 ``run`` makes the MemCoRe runs (sequentially; each queues for the machine's one local llama.cpp server and
 resumes if interrupted): the full model and ``memcore-batched`` answer all 25 questions (F1 / recall kept);
@@ -40,7 +40,7 @@ RUNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 BASELINES: tuple[tuple[str, str, tuple[str, ...]], ...] = (("amem", "none", ()), ("mem0", "none", ()))
 #: Methods whose memory build calls the LLM (their rows join the table when runs exist) …
 INGEST_METHODS = ("memcore", "memcore-batched", "amem", "mem0", "lightmem", "memgpt", "fluxmem-facts")
-#: … and the ones issue 7 asks for.
+#: … and the ones whose per-turn cost the table must have (their published anchors below).
 REQUIRED = ("memcore", "memcore-batched", "amem", "mem0")
 #: Published anchors (LLM calls per ingested turn on LoCoMo), for the table.
 ANCHORS = {"A-MEM": 2.0, "Mem0": 3.2, "LightMem": 0.05}

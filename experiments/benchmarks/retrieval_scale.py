@@ -1,4 +1,4 @@
-"""Issue 7.4: MemCoRe's retrieval, construction and topics on synthetic memories of 10k / 100k / 1M notes.
+"""MemCoRe's retrieval, construction and topics on synthetic memories of 10k / 100k / 1M notes.
 
 Each size runs in its own process (clean resident-memory numbers). Per size:
 
