@@ -210,7 +210,7 @@ def test_the_rehearsal_checks_re_derive_from_the_committed_runs() -> None:
     from experiments import rehearsal as R
 
     def plan(note: str, scale: str, *extra: str) -> R.Plan:
-        args = R._parser().parse_args(["--scale", scale, *extra])
+        args = R.build_parser().parse_args(["--scale", scale, *extra])
         spec = R.SCALES[scale]
         if spec.methods is None:  # the main table's method list when the archive was made (Mem0 was then mem0)
             method_dirs = (MEASURED / note / "root" / "runs" / "paper_main").glob("*/*/amem/*")

@@ -1,4 +1,4 @@
-"""The rehearsal of the paper sweep (``experiments/rehearsal.py``): its plan and checks on hand-made run
+"""The rehearsal of the paper sweep (``experiments/rehearsal/``): its plan and checks on hand-made run
 dirs, a real rehearsal at the tiny scale (real simulator, submitit_local, memcore-run) with the kill -9 / resume
 check, and ``memcore-run`` against an endpoint that turns bad mid-run: one line, exit 2, nothing written lost."""
 
@@ -25,7 +25,7 @@ PAPER_METHODS = ("full_context", "memgpt", "amem", "mem0-two-phase", "lightmem",
 
 
 def plan_for(scale: str, tmp_path: Path, *extra: str) -> R.Plan:
-    args = R._parser().parse_args(["--scale", scale, *extra])
+    args = R.build_parser().parse_args(["--scale", scale, *extra])
     return R.make_plan(R.SCALES[scale], tmp_path / "root", args)
 
 
@@ -282,7 +282,7 @@ def test_endpoint_turning_bad_mid_run_is_one_line_exit_2_and_keeps_every_item(tm
 
 
 def test_parser_defaults_are_the_issue_s() -> None:
-    args = R._parser().parse_args([])
+    args = R.build_parser().parse_args([])
     assert isinstance(args, argparse.Namespace)
     assert (args.scale, args.jobs, args.kill_at) == ("quick", 2, None)
     assert args.results == R.DEFAULT_RESULTS
