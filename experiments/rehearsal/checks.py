@@ -170,6 +170,8 @@ def compare_runs(plan: Plan, reference_root: Path) -> dict[str, Any]:
 
 
 def finish_checks(summary: dict[str, Any]) -> dict[str, Any]:
+    """Set ``summary['checks']`` (each check's pass / fail / None) and ``summary['ok']`` (no :data:`FATAL_CHECKS`
+    failed); returns the same dict."""
     items = summary["items"]
     checks = {
         "jobs": all(r["finished"] for r in items),

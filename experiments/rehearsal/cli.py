@@ -21,6 +21,7 @@ from experiments.rehearsal.sweep import RehearsalError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line's options (``--help`` prints them with their defaults)."""
     p = argparse.ArgumentParser(prog="python -m experiments.rehearsal", description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", choices=sorted(SCALES), default="quick", help="tiny (tests), quick, conv or full")
     p.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help=f"results dir (default {DEFAULT_RESULTS})")
@@ -57,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the rehearsal ``argv`` asks for and write ``summary.json`` / ``summary.md``; exit 0 when the fatal checks
+    pass, 1 when one fails, 2 on a bad option or a sweep that cannot run."""
     args = build_parser().parse_args(argv)
     out: Callable[[str], None] = (lambda _: None) if args.quiet else (lambda line: print(line, flush=True))
     if args.jobs < 2 or args.concurrency < 1:

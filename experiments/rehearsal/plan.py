@@ -84,6 +84,7 @@ SCALES: dict[str, Scale] = {
 
 
 def _hydra_value(v: Any) -> str:
+    """``v`` as a Hydra override value (booleans lower case, sequences as ``[a,b]``)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, list | tuple):
@@ -145,6 +146,9 @@ def load_scale_slice(scale: Scale) -> Any:
 
 
 def make_plan(scale: Scale, root: Path, args: argparse.Namespace) -> Plan:
+    """The plan of a rehearsal at ``scale`` into ``root``: both sweeps' jobs over the scale's slice, with the fault
+    rates, time scale, concurrency, jobs at once and timeout of ``args`` (the CLI's options). Raises ValueError on a
+    bad ``--fault``."""
     data = load_scale_slice(scale)
     ids = tuple(q.item_id for c in data.conversations for q in c.qa)
     ds_name = str(scale.dataset.get("name", "locomo"))
@@ -190,4 +194,5 @@ def default_timeout_s(time_scale: float, ttft_s: float = 0.4, tokens_per_s: floa
 
 
 def rebase(job: Job, old: Path, new: Path) -> Job:
+    """``job`` with its run dir moved from under ``old`` to the same place under ``new``."""
     return Job(job.experiment, job.method, job.ablation, new / job.run_dir.relative_to(old), job.expected_ids)

@@ -26,6 +26,7 @@ def write_reports(plan: Plan, work: Path) -> dict[str, str]:
 
 
 def summary_markdown(s: dict[str, Any]) -> str:
+    """``summary.md``: the checks with their numbers, then one row per run (answered, lost, calls, list-price USD)."""
     mark = lambda ok: "pass" if ok else ("n/a" if ok is None else "FAIL")  # noqa: E731
     lines = [f"# Rehearsal of the paper sweep, scale `{s['scale']}`", ""]
     lines += [f"Command: `{s['command']}`", ""]

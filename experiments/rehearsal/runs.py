@@ -12,6 +12,7 @@ from memcore.report.estimate import usd
 
 
 def count_lines(path: Path) -> int:
+    """Lines in ``path`` (items written so far), 0 when it does not exist yet."""
     try:
         return path.read_bytes().count(b"\n")
     except FileNotFoundError:
@@ -19,6 +20,7 @@ def count_lines(path: Path) -> int:
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``, or None when it is missing or not (yet) complete JSON."""
     try:
         return json.loads(path.read_text())
     except (FileNotFoundError, json.JSONDecodeError):

@@ -34,6 +34,8 @@ def child_env() -> dict[str, str]:
 
 
 def simulator_command(plan: Plan, port_file: Path, stats_file: Path) -> list[str]:
+    """``memcore-simulate`` with the plan's latency model and fault rates, writing its port and final stats to these
+    files."""
     s = plan.sim
     cmd = [sys.executable, "-m", "memcore.testing.simulator", "--port-file", str(port_file)]
     cmd += ["--stats-out", str(stats_file), "--time-scale", str(plan.time_scale)]
@@ -64,6 +66,8 @@ class RehearsalError(RuntimeError):
 
 
 def start_simulator(plan: Plan, work: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
+    """Start the simulator; returns the process, its base URL and its stats file once it listens. Raises
+    :class:`RehearsalError` when it exits or does not listen within 60 s."""
     port_file, stats_file = work / "simulator.port", work / "simulator_stats.json"
     port_file.unlink(missing_ok=True)
     log = open(work / "logs" / "simulator.log", "ab")  # noqa: SIM115 (closed with the process)
@@ -83,6 +87,7 @@ def start_simulator(plan: Plan, work: Path) -> tuple[subprocess.Popen[bytes], st
 
 
 def stop_simulator(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the simulator (SIGTERM, then SIGKILL after 30 s); it writes its final stats on the way out."""
     stop_process(proc, timeout_s=30)
 
 
