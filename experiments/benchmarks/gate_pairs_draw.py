@@ -22,7 +22,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from memcore.data import load_locomo, resolve_locomo_path
+from memcore.llm.embedders import MiniLMEmbedder
 from memcore.memory.ingestion import clean_text
+from memcore.memory.notes import NoteStore, RawTurn
 from memcore.types import Turn
 
 #: Conversations and sessions drawn from: the first sessions of three conversations, plus later sessions so
@@ -47,8 +49,6 @@ def turns_of(conv_id: str, sessions: tuple[int, ...], path: Path | None = None) 
 
 def prescreen(turns: list[Turn], k: int, embedder: object) -> list[dict[str, object]]:
     """Top-``k`` earlier turns per turn by cosine, with the store's own exact search."""
-    from memcore.memory.notes import NoteStore, RawTurn
-
     vecs = embedder.encode([clean_text(t.render()) for t in turns])  # type: ignore[attr-defined]
     store = NoteStore(dim=vecs.shape[1])
     out: list[dict[str, object]] = []
@@ -98,8 +98,6 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--show", action="store_true", help="print the sampled pairs with text (for labelling)")
     args = ap.parse_args(argv)
-
-    from memcore.llm.embedders import MiniLMEmbedder
 
     emb = MiniLMEmbedder()
     rows: list[dict[str, object]] = []

@@ -19,11 +19,13 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.common import RESULTS_DIR, command_line, machine_state, md_table, write_result
+from experiments.benchmarks.common import RESULTS_DIR, command_line, machine_state, md_table, run_scripted, write_result
+from experiments.benchmarks.responders import structured_responder
 
 EXPERIMENT = "ingest_cost"
 #: (method, ablation, extra overrides): the memcore variants this benchmark runs itself.
@@ -177,11 +179,6 @@ def report(args: argparse.Namespace) -> None:
 def batch_sizes(args: argparse.Namespace) -> None:
     """LLM calls per turn of memcore and memcore-batched at several batch sizes, on the scripted structured
     responder (well-formed replies, so merges and links happen; call counts only — no quality)."""
-    import tempfile
-
-    from experiments.benchmarks.common import run_scripted
-    from experiments.benchmarks.responders import structured_responder
-
     rows = []
     for method, size in [("memcore", None), *[("memcore-batched", b) for b in args.sizes]]:
         overrides = [f"method={method}", f"dataset={args.dataset}", "embedder=hashing", "dataset.max_qa=1"]
