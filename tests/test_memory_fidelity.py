@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memcore.llm.embedders import HashingEmbedder
-from memcore.memory.config import MemCoReConfig, Switches
+from memcore.memory.config import CONSTRUCTION_KEYS, MemCoReConfig, Switches
 from memcore.memory.construction import Judgement, resolve_label
 from memcore.memory.ier import fuse_rounds, fuse_rounds_detail, subquery_key
 from memcore.memory.judge_view import MIN_NOTE_TOKENS, note_view, per_note_budget, rank_turns
@@ -283,8 +283,6 @@ def test_judgement_dataclass_keeps_the_flag() -> None:
 
 
 def test_dead_topic_recompute_key_is_gone() -> None:
-    from memcore.memory.config import CONSTRUCTION_KEYS
-
     assert "topic_recompute_every" not in CONSTRUCTION_KEYS
     with pytest.raises(ValueError, match="topic_recompute_every"):
         MemCoReConfig.from_dict({"topic_recompute_every": 100})

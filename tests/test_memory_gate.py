@@ -12,7 +12,7 @@ from memcore.llm.embedders import HashingEmbedder
 from memcore.memory.config import MemCoReConfig, Switches
 from memcore.memory.construction import Constructor, Judgement
 from memcore.memory.keywords import KeywordIndex
-from memcore.memory.notes import NoteStore
+from memcore.memory.notes import NoteStore, RawTurn
 from tests.fakes import MemCoReLLM
 from tests.support import build, conversation_of
 
@@ -93,7 +93,6 @@ def _constructor(**cfg: object) -> Constructor:
 
 def test_decide_rule_on_hand_made_judgements() -> None:
     cons = _constructor()
-    from memcore.memory.notes import RawTurn
 
     for i in range(3):
         cons.store.add([RawTurn(f"D1:{i}", "A", "x", "t")], "x", [], np.eye(64, dtype=np.float32)[i], denoised=False)
@@ -114,7 +113,6 @@ def test_tied_strengths_merge_into_the_nearest_candidate_and_other_duplicates_st
     pre-screen cosine breaks the tie (then the id). The other redundant candidate's edge is a ``duplicate`` edge,
     which neighbour expansion ignores, as it ignores ``merge_cap`` edges."""
     cons = _constructor()
-    from memcore.memory.notes import RawTurn
 
     for i in range(3):
         cons.store.add([RawTurn(f"D1:{i}", "A", "x", "t")], "x", [], np.eye(64, dtype=np.float32)[i], denoised=False)

@@ -19,7 +19,8 @@ import pytest
 from experiments import rehearsal as R
 from memcore.itemlog import read_items
 from memcore.testing.simulator import SimulatorConfig, running_simulator
-from tests.support import CHILD_OF_TEST, REPO
+from tests.support import CHILD_OF_TEST, REPO, run_item
+from tests.support import write_run as write_report_run
 
 PAPER_METHODS = ("full_context", "memgpt", "amem", "mem0-two-phase", "lightmem", "memcore")
 
@@ -299,9 +300,6 @@ def test_the_client_timeout_outlasts_the_simulated_latency_at_any_time_scale(tmp
 def _traced_memcore_run(runs: Path, dataset: str, turns: int, questions: int) -> None:
     """A memcore run whose build costs 100 · min(turn, 6) prompt tokens a turn (a memory that grows, then
     saturates) and whose questions cost 500 prompt tokens each."""
-    from tests.support import run_item
-    from tests.support import write_run as write_report_run
-
     prompt = [100 * min(t, 6) for t in range(1, turns + 1)]
     ingest = {"calls": turns, "prompt_tokens": sum(prompt), "completion_tokens": 0}
     trace = {"calls": [1] * turns, "prompt_tokens": prompt, "completion_tokens": [0] * turns}

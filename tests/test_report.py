@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
+from memcore.eval import probe
+from memcore.eval.bootstrap import paired_delta_ci
 from memcore.report import ReportInputError, find_run_dirs, load_paper_numbers, load_runs, summarize_run
 from memcore.report.cli import main as report_main
+from memcore.report.plots import make_plots, recall_budget_curve
 from memcore.report.reference import default_reference_dir
-from memcore.report.tables import ablation_table, cost_summary, full_model_of, main_table, run_k
+from memcore.report.tables import ablation_table, cost_summary, detail_table, full_model_of, main_table, run_k
 from tests.support import run_item, write_run
 
 COST = {
@@ -302,8 +305,6 @@ def test_judge_column_appears_when_items_were_judged(tmp_path: Path, paper) -> N
 def test_plots_from_synthetic_runs(tmp_path: Path, paper) -> None:
     import matplotlib.image as mpimg
 
-    from memcore.report.plots import make_plots, recall_budget_curve
-
     notes = [
         {"dia_ids": ["D1:1"], "tokens": 200},
         {"dia_ids": ["D1:5"], "tokens": 300},
@@ -348,8 +349,6 @@ def test_plots_from_synthetic_runs(tmp_path: Path, paper) -> None:
 
 
 def test_detail_table_per_category_and_unit_costs(tmp_path: Path) -> None:
-    from memcore.report.tables import detail_table
-
     stats = {
         "conversations": {
             "c1": {
@@ -396,8 +395,6 @@ def test_detail_table_per_category_and_unit_costs(tmp_path: Path) -> None:
 
 
 def test_report_prints_the_judge_probe_beside_j(tmp_path: Path, capsys) -> None:
-    from memcore.eval import probe
-
     rows = main_items()
     for r, j in zip(rows, (1.0, 1.0, 0.0, 1.0, 0.0)):
         r["scores"]["judge"] = j
@@ -417,8 +414,6 @@ def test_report_prints_the_judge_probe_beside_j(tmp_path: Path, capsys) -> None:
 
 
 def test_paired_delta_interval_by_hand() -> None:
-    from memcore.eval.bootstrap import paired_delta_ci
-
     def item(qid: str, f1: float, cat: int = 4) -> dict[str, Any]:
         return {"item_id": qid, "category": cat, "scores": {"f1": f1}}
 

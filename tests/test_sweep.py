@@ -17,7 +17,9 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import open_dict
 
 from memcore.cli import CONFIG_PATH
+from memcore.config import validate
 from memcore.report.cli import main as report_main
+from memcore.validation import validate_run
 from tests.support import CHILD_OF_TEST, compose_config
 
 PAPER_BACKBONES = ["gpt-4o-mini", "gpt-4o", "qwen3-8b", "qwen3-14b"]
@@ -58,9 +60,6 @@ def test_paper_main_sweeps_backbones_by_methods() -> None:
 def test_every_job_of_the_paper_sweeps_composes_and_validates(experiment: str) -> None:
     """What Hydra's validate_batch_is_legal does before launching: each job's config composes (every
     method / ablation / backbone file exists) and passes the run schema and every knob check."""
-    from memcore.config import validate
-    from memcore.validation import validate_run
-
     jobs = sweep_jobs(experiment, [])
     for job in jobs:
         cfg = compose_config([f"{k}={v}" for k, v in job.items()])
