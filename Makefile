@@ -9,7 +9,7 @@ ARGS    ?=
 # llama-cpp-python is compiled from source (PyPI has no CPU wheel). Pinned to the version verified on this kind of
 # machine, and built portably: a native build (-march=native) enables the AMX / AVX-512 kernels a CPU reports, and
 # on virtualized Intel CPUs with AMX its worker threads die with a general protection fault on the first forward
-# pass (issue 26). AVX2/FMA/F16C run on every x86-64 machine of the last decade. --no-cache-dir: a wheel cached by
+# pass. AVX2/FMA/F16C run on every x86-64 machine of the last decade. --no-cache-dir: a wheel cached by
 # an earlier native build would otherwise be reused whatever CMAKE_ARGS say.
 LLAMA_CPP_VERSION ?= 0.3.36
 LLAMA_CMAKE_ARGS  ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF

@@ -1,4 +1,4 @@
-"""The one configuration error (issue 17), in a module of its own so every layer can raise it without imports."""
+"""The one configuration error, in a module of its own so every layer can raise it without imports."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Method config schemas: a method's config is a dataclass whose fields carry their own metadata (issue 17).
+"""Method config schemas: a method's config is a dataclass whose fields carry their own metadata, the one
+source that validation and the snapshot key read.
 
 ``knob(default, build=True, rule=UNIT)`` marks a field as changing the built memory (it is then part of the
 snapshot key: :func:`build_keys`) and gives its allowed range (:func:`rules_of`); :func:`check_fields` checks a

@@ -4,7 +4,7 @@ Why not a plain ``threading.Event`` set in the ``except KeyboardInterrupt`` of t
 signal handlers only in the main thread, and only once that thread holds the GIL again. While a build thread
 works (an instant backbone, CPU-bound ingestion) the main thread waits up to the 5 ms switch interval for the
 GIL, then unwinds the ``KeyboardInterrupt`` and logs a warning (which releases the GIL again) before it could
-set the event: the build thread meanwhile ran on for several turns (18 calls where a turn is 2, issue 16).
+set the event: the build thread meanwhile ran on for several turns (18 calls where a turn is 2).
 
 ``StopFlag`` closes that gap: while :meth:`StopFlag.watch_signals` is active (main thread only), the
 interpreter's C-level signal handler writes the signal number into a pipe the moment the kernel delivers the

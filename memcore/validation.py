@@ -1,5 +1,5 @@
-"""Every knob checked before any work: the method section of every method, the backbone and
-embedder presets, ``dataset.*``, ``protocol.*``, ``eval.*`` and the run-level switches.
+"""Every knob checked before any work, so a bad value is one line, not a failure an hour in: the method section of
+every method, the backbone and embedder presets, ``dataset.*``, ``protocol.*``, ``eval.*`` and the run-level switches.
 
 :func:`validate_run` is called by the runner before it starts a server, loads data or builds anything. Each
 problem is one :class:`memcore.config.ConfigError` whose message is one line naming the key, the bad value and
@@ -17,8 +17,14 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from memcore.config import ConfigError
+from memcore.config import BackboneConfig, ConfigError, DatasetConfig, EmbedderConfig, EvalConfig, ProtocolConfig
 from memcore.datasets.registry import DATASETS, DEFAULT_DATASET_KIND, get_dataset
+from memcore.eval.protocols import PROTOCOLS
+from memcore.eval.upstream import check_answer_prompt, upstream_answer
+from memcore.llm.cache_shards import check_cache_mode
+from memcore.llm.factory import BACKBONE_KINDS, EMBEDDER_KINDS
+from memcore.methods import METHODS, get_method, method_names
+from memcore.registry import unknown_name_message
 from memcore.schema import NONNEG, POS, TEMPERATURE, MethodCheck, Rule, bad_value, check_fields
 
 __all__ = [
@@ -37,16 +43,12 @@ class _MethodValidators(Mapping[str, MethodCheck]):
     """method name → its ``MethodSpec.validate_config`` (read from the method registry; a view, not a table)."""
 
     def __getitem__(self, name: str) -> MethodCheck:
-        from memcore.methods import get_method
-
         check = get_method(name).validate_config
         if check is None:
             raise KeyError(name)
         return check
 
     def __iter__(self) -> Iterator[str]:
-        from memcore.methods import get_method, method_names
-
         return iter([n for n in method_names() if get_method(n).validate_config is not None])
 
     def __len__(self) -> int:
@@ -59,16 +61,12 @@ METHOD_VALIDATORS: Mapping[str, MethodCheck] = _MethodValidators()
 
 def method_config_keys(name: str) -> list[str]:
     """The keys ``method=<name>`` accepts (for error messages), or [] for an unknown method."""
-    from memcore.methods import METHODS
-
     return METHODS.get(name).config_keys() if name in METHODS else []
 
 
 def validate_method(name: str, method_cfg: dict[str, Any], ablation: dict[str, Any]) -> None:
     """Check ``method=<name>``'s section (and the ablation it runs with) with the method's own
     ``validate_config``; raises ConfigError."""
-    from memcore.methods import get_method
-
     check = get_method(name).validate_config
     if check is None:
         raise ConfigError(f"method {name!r} has no config validator (MethodSpec.validate_config)")
@@ -130,14 +128,8 @@ def check_dataset(c: Mapping[str, Any]) -> None:
 def validate_run(cfg: DictConfig) -> None:
     """Check every knob of a schema-validated run config (``memcore.config.validate``) before any work:
     ranges of the backbone / embedder / dataset / protocol / eval sections and the method section."""
-    from memcore.config import BackboneConfig, DatasetConfig, EmbedderConfig, EvalConfig, ProtocolConfig
-    from memcore.eval.protocols import PROTOCOLS
-    from memcore.llm.factory import BACKBONE_KINDS, EMBEDDER_KINDS
-
     c = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(c, dict)
-    from memcore.registry import unknown_name_message
-
     for section, kinds in (("backbone", BACKBONE_KINDS), ("embedder", EMBEDDER_KINDS)):
         kind = c[section].get("kind")
         if kind not in kinds:
@@ -169,11 +161,6 @@ def validate_run(cfg: DictConfig) -> None:
         if not POS.ok(budget):
             raise bad_value("eval.token_budgets", c["eval"]["token_budgets"], "a list of integers >= 1", "eval")
     check_dataset(c)
-    from memcore.llm.cache_shards import check_cache_mode
-
     check_cache_mode(c.get("cache_mode"))
     validate_method(str(c["method"]["name"]), c["method"], c["ablation"])
-    from memcore.eval.upstream import check_answer_prompt, upstream_answer
-    from memcore.methods import get_method
-
     check_answer_prompt(c, upstream_answer(get_method(str(c["method"]["name"])).upstream_answer))

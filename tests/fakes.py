@@ -25,9 +25,9 @@ from memcore.interfaces import Completion, Message
 from memcore.llm.scripted import Responder, ScriptedBackbone
 from memcore.memory.prompts import batch as BATCH_PROMPT
 from memcore.memory.prompts import ingest as INGEST_PROMPT
+from memcore.memory.prompts import merge as MERGE_PROMPT
 from memcore.prompts import judge as JUDGE_PROMPT
 from memcore.prompts import judge_mem0
-from memcore.memory.prompts import merge as MERGE_PROMPT
 
 #: The system prompt of the A-MEM-protocol answerer (and of A-MEM's own prompts).
 JSON_SYSTEM = "You must respond with a JSON object"

@@ -12,12 +12,17 @@ import pytest
 from baselines.lightmem.answer_prompt import UPSTREAM as LIGHTMEM
 from baselines.lightmem.answer_prompt import speaker_blocks
 from baselines.mem0.answer_prompt import ANSWER_PROMPT, UPSTREAM, render
+from experiments.measure.answer_prompt_effect import compare, to_markdown
 from memcore.datasets.locomo.categories import Category
 from memcore.eval.answerer import Answerer
 from memcore.interfaces import Message
-from memcore.llm.scripted import ScriptedBackbone
+from memcore.itemlog import read_items
+from memcore.llm.scripted import ScriptedBackbone, echo_responder
 from memcore.methods import get_method
 from memcore.pipeline.rundir import RunConflictError, result_fields
+from memcore.rescore import main as rescore_main
+from memcore.rescore import rescore
+from memcore.runner import run_config
 from memcore.types import Evidence, QAItem
 from tests.fakes import Mem0TwoPhaseLLM
 
@@ -96,11 +101,6 @@ class _Mem0AnswerLLM(Mem0TwoPhaseLLM):
 
 @pytest.mark.usefixtures("locomo_path")
 def test_an_upstream_run_answers_with_mem0s_prompt_discloses_it_and_is_keyed(tmp_path: Path, compose) -> None:
-    from memcore.itemlog import read_items
-    from memcore.rescore import main as rescore_main
-    from memcore.rescore import rescore
-    from memcore.runner import run_config
-
     base = ["dataset=locomo-tiny", "dataset.max_qa=3", "embedder=hashing", "backbone=scripted", "method=mem0-two-phase"]
     script = _Mem0AnswerLLM(answer="a guess")
     run_config(
@@ -142,9 +142,6 @@ def test_harness_is_the_default_and_leaves_run_keys_as_they_were(compose) -> Non
 
 @pytest.mark.usefixtures("locomo_path")
 def test_a_method_without_one_keeps_the_harness_prompt_and_says_so(tmp_path: Path, compose) -> None:
-    from memcore.llm.scripted import echo_responder
-    from memcore.runner import run_config
-
     base = ["dataset=locomo-tiny", "dataset.max_qa=2", "embedder=hashing", "backbone=scripted", "method=rag_dense"]
     run_config(
         compose([*base, "eval.answer_prompt=upstream"]),
@@ -157,8 +154,6 @@ def test_a_method_without_one_keeps_the_harness_prompt_and_says_so(tmp_path: Pat
 
 
 def test_the_effect_table_pairs_items_and_counts_words() -> None:
-    from experiments.measure.answer_prompt_effect import compare, to_markdown
-
     def rec(i: int, cat: int, f1: float, answer: str) -> dict:
         return {"item_id": f"c#{i}", "category": cat, "answer": answer, "scores": {"f1": f1, "bleu1": f1 / 2}}
 

@@ -11,11 +11,12 @@ import pytest
 
 from baselines.amem import SPEC, AMem, AMemConfig, AMemNote
 from baselines.amem.system import parse_analysis, parse_evolution
+from memcore.datasets.locomo.loader import load_locomo
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.types import Conversation, Turn
 from tests.fakes import AMemLLM
-from tests.support import conversation, method_context
+from tests.support import conversation, data_file_or_skip, method_context
 
 T1 = datetime(2023, 5, 8, 13, 56)
 T2 = datetime(2023, 5, 25, 13, 14)
@@ -248,9 +249,6 @@ def test_image_turns_are_ingested_as_their_loader_writes_them() -> None:
 
 @pytest.mark.usefixtures("locomo_path")
 def test_the_loader_records_img_url_and_counts_captions_amem_leaves_out() -> None:
-    from memcore.datasets.locomo.loader import load_locomo
-    from tests.support import data_file_or_skip
-
     ds = load_locomo(data_file_or_skip())
     turns = [t for c in ds.conversations for t in c.turns]
     assert sum(t.has_img_url for t in turns) == 910

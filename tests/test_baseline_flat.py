@@ -14,8 +14,11 @@ from baselines.full_context import (
     session_header,
     turn_line,
 )
+from baselines.rag import RAG, RAG_LOCOMO, RAGConfig
+from memcore.llm.embedders import HashingEmbedder
 from memcore.text import count_tokens
 from memcore.types import Turn
+from tests.support import method_context
 
 
 def _turns() -> list[Turn]:
@@ -125,9 +128,6 @@ def test_turns_not_sessions_are_dropped_and_the_partial_session_keeps_its_date()
 
 
 def test_rag_locomo_is_top5_dense_in_the_official_line_format(tmp_path, tiny_conversation) -> None:
-    from baselines.rag import RAG_LOCOMO
-    from tests.support import method_context
-
     conv = tiny_conversation
     ctx = method_context(
         {"name": "rag_locomo", "retriever": "dense", "top_k": 5, "context_format": "locomo"}, conv, tmp_path
@@ -146,9 +146,6 @@ def test_rag_locomo_is_top5_dense_in_the_official_line_format(tmp_path, tiny_con
 
 
 def test_rag_locomo_leaves_the_caption_out_as_the_official_dialog_database(tmp_path) -> None:
-    from baselines.rag import RAG, RAGConfig
-    from memcore.llm.embedders import HashingEmbedder
-
     emb = HashingEmbedder(64)
     lines = {}
     for captions in ("none", "inline"):

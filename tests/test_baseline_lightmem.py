@@ -12,12 +12,16 @@ import pytest
 
 from baselines.lightmem import SPEC, LightMem, LightMemConfig
 from baselines.lightmem import prompt_extract as LIGHT_EXTRACT
+from baselines.lightmem import prompt_update as U
 from baselines.lightmem.compress import IdfCompressor
 from baselines.lightmem.config import config_from_dict
+from baselines.lightmem.llmlingua import llmlingua_unavailable
 from baselines.lightmem.segment import coarse_boundaries, fine_boundaries, propose_boundaries
-from baselines.lightmem.system import parse_facts, parse_update
+from baselines.lightmem.system import _check_compressor, make_compressor, parse_facts, parse_update
+from memcore.errors import ConfigError
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
+from memcore.runner import run_config
 from memcore.types import Turn
 from tests.fakes import LightMemLLM
 from tests.support import method_context, story_conversation
@@ -312,8 +316,6 @@ def test_spec_and_config_validation(tmp_path) -> None:
 
 @pytest.mark.usefixtures("locomo_path")
 def test_runner_builds_once_and_reuses_the_snapshot(tmp_path, compose) -> None:
-    from memcore.runner import run_config
-
     base = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=lightmem"]
     bb = ScriptedBackbone(LightMemLLM(answer="an answer"))  # the runner's answerer gets "an answer"
     first = run_config(compose(base), tmp_path / "run", backbone_override=bb)
@@ -394,8 +396,6 @@ def test_extraction_reply_budget_is_upstreams_capped_by_the_backbone() -> None:
 
 
 def test_update_prompt_user_message_is_upstreams_layout() -> None:
-    from baselines.lightmem import prompt_update as U
-
     assert U.USER_TEMPLATE.format(target="A", candidates="- B\n- C") == "Target memory:A\nCandidate memories:\n- B\n- C"
 
 
@@ -405,10 +405,6 @@ def test_bare_list_reply_parses_like_upstreams_clean_response() -> None:
 
 def test_llmlingua2_unavailable_is_one_line_and_names_the_fix(monkeypatch, tmp_path) -> None:
     import importlib.util
-
-    from baselines.lightmem.llmlingua import llmlingua_unavailable
-    from baselines.lightmem.system import _check_compressor
-    from memcore.errors import ConfigError
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "llmlingua" else real(n, *a))
@@ -428,8 +424,6 @@ def test_llmlingua2_unavailable_is_one_line_and_names_the_fix(monkeypatch, tmp_p
 def test_llmlingua2_compressor_calls_compress_prompt_as_upstream(monkeypatch) -> None:
     import sys
     import types
-
-    from baselines.lightmem.system import make_compressor
 
     seen: list[dict] = []
 

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from baselines.mem0 import SPEC, Mem0Config, Mem0Memory
-from baselines.mem0.system import _bridge, user_id
-from memcore.llm.embedders import HashingEmbedder
+from baselines.mem0.custom_instructions import CUSTOM_INSTRUCTIONS
+from baselines.mem0.system import _bridge, cap_per_speaker_results, user_id
+from memcore.llm.cache import ResponseCache
+from memcore.llm.embedders import HashingEmbedder, MiniLMEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.types import Conversation
 from tests.fakes import Mem0ExtractorLLM, mem0_section
@@ -74,8 +76,6 @@ def test_adds_per_session_and_speaker_with_session_dates(tmp_path: Path) -> None
 
 
 def test_custom_instructions_are_their_evaluation_text_in_the_extraction_prompt(tmp_path: Path) -> None:
-    from baselines.mem0.custom_instructions import CUSTOM_INSTRUCTIONS
-
     script = Mem0ExtractorLLM()
     _memory(tmp_path, script)
     assert CUSTOM_INSTRUCTIONS.startswith("\nGenerate personal memories that follow these guidelines:\n")
@@ -122,8 +122,6 @@ def test_retrieve_searches_each_speaker_in_their_layout(tmp_path: Path) -> None:
 
 def test_budget_counts_both_speakers(tmp_path: Path) -> None:
     """eval.budget=B: B notes in all (the B best by score over both speakers), not B per speaker."""
-    from baselines.mem0.system import cap_per_speaker_results
-
     mem, _ = _memory(tmp_path, Mem0ExtractorLLM())
     per_speaker = mem.retrieve("What did Caroline do at the LGBTQ support group?")
     ev = mem.retrieve("What did Caroline do at the LGBTQ support group?", budget=3)
@@ -207,8 +205,6 @@ def test_factory_spec_and_config_errors(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_real_minilm_through_mem0_huggingface_embedder(tmp_path: Path) -> None:
-    from memcore.llm.embedders import MiniLMEmbedder
-
     backbone = ScriptedBackbone(Mem0ExtractorLLM())
     run_embedder = MiniLMEmbedder()
     mem = Mem0Memory(Mem0Config(), _conversation(), tmp_path, lambda: backbone, lambda: run_embedder, seed=0)
@@ -240,8 +236,6 @@ def test_top_p_reaches_every_call(tmp_path: Path) -> None:
 
 
 def test_backbone_cache_key_holds_top_p_only_when_given(tmp_path: Path) -> None:
-    from memcore.llm.cache import ResponseCache
-
     base = {
         "model": "m",
         "messages": [],

@@ -12,6 +12,7 @@ from baselines.mem0 import prompts_v1 as P
 from baselines.mem0.two_phase import SPEC, Mem0TwoPhase, Mem0TwoPhaseConfig, parse_facts, parse_messages
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
+from memcore.runner import run_config
 from memcore.types import Conversation
 from tests.fakes import Mem0TwoPhaseLLM
 from tests.support import conversation
@@ -147,8 +148,6 @@ def test_save_load_and_spec(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("locomo_path")
 def test_runs_through_the_runner(tmp_path: Path, compose) -> None:
-    from memcore.runner import run_config
-
     responder = Mem0TwoPhaseLLM(answer="a guess")  # the protocol's answerer gets "a guess"
     base = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=mem0-two-phase"]
     result = run_config(compose(base), tmp_path / "run", backbone_override=ScriptedBackbone(responder))

@@ -10,14 +10,18 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from baselines.memgpt import SPEC, MemGPT, MemGPTConfig, parse_action
-from baselines.memgpt.agent import INGEST_FUNCTIONS, QA_FUNCTIONS
-from baselines.memgpt.config import config_from_dict
+from baselines.memgpt import SPEC, MemGPT, MemGPTConfig, framing, parse_action
+from baselines.memgpt import prompts as P
+from baselines.memgpt.agent import INGEST_FUNCTIONS, QA_FUNCTIONS, FifoMessage, cap_evidence
+from baselines.memgpt.config import config_from_dict, min_window_tokens, resolve_window
 from baselines.memgpt.stores import ArchivalMemory, CoreLine, CoreMemory, FunctionError, RecallMemory, RecallMessage
+from baselines.memgpt.system_prompt import MEMGPT_CHAT, system_text
 from memcore.interfaces import MethodContext
+from memcore.itemlog import read_items
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
-from memcore.types import Turn
+from memcore.runner import run_config
+from memcore.types import Evidence, EvidenceNote, Turn
 from tests.support import method_context, story_conversation
 
 Msgs = Sequence[dict[str, str]]
@@ -310,8 +314,6 @@ def test_spec_and_config_validation(tmp_path) -> None:
 
 @pytest.mark.usefixtures("locomo_path")
 def test_runner_end_to_end_with_scripted_agent(tmp_path, compose) -> None:
-    from memcore.runner import run_config
-
     def responder(messages: Msgs) -> str:
         if not messages[0]["content"].startswith("You are MemGPT"):
             return json.dumps({"answer": "a short answer"})  # the runner's answerer
@@ -326,7 +328,6 @@ def test_runner_end_to_end_with_scripted_agent(tmp_path, compose) -> None:
     assert result.n_items == 8
     assert result.cost["memory_build"]["llm_calls_per_turn"] == 1.0  # one agent step per turn, no eviction
     assert bb.calls_by_stage() == {"ingest": 35, "retrieve": 8, "answer": 8}  # one search step per question
-    from memcore.itemlog import read_items
 
     items = read_items(tmp_path / "run" / "items.jsonl")
     assert all(r["extra"]["searches"][0]["function"] == "conversation_search" for r in items)
@@ -334,8 +335,6 @@ def test_runner_end_to_end_with_scripted_agent(tmp_path, compose) -> None:
 
 
 def test_eviction_cut_prefers_a_turn_boundary_and_keeps_the_last_messages() -> None:
-    from baselines.memgpt.agent import FifoMessage
-
     def fifo() -> list[FifoMessage]:
         kinds = ["turn", "action", "result", "turn", "action", "result", "turn", "action"]
         out, n = [], 0
@@ -370,8 +369,6 @@ def test_context_window_is_memgpts_own_sizing(tmp_path, compose) -> None:
     backbone's prompt budget; memgpt-full-window keeps the backbone's whole budget; an explicit value wins."""
     from omegaconf import OmegaConf
 
-    from baselines.memgpt.config import resolve_window
-
     def window(overrides: list[str]) -> int:
         cfg = compose(overrides)
         raw = OmegaConf.to_container(cfg.method, resolve=True)
@@ -403,8 +400,6 @@ def test_context_window_is_memgpts_own_sizing(tmp_path, compose) -> None:
 
 
 def test_a_window_too_small_for_the_system_message_and_core_memory_is_refused() -> None:
-    from baselines.memgpt.config import min_window_tokens
-
     need = min_window_tokens(MemGPTConfig())
     assert 2000 < need < 8192
     with pytest.raises(ValueError, match=f"cannot hold MemGPT's system message and a full core memory .{need} tokens"):
@@ -416,10 +411,6 @@ def test_a_window_too_small_for_the_system_message_and_core_memory_is_refused() 
 
 def test_system_prompt_is_memgpt_chat_verbatim_then_the_framing() -> None:
     import hashlib
-
-    from baselines.memgpt import framing
-    from baselines.memgpt import prompts as P
-    from baselines.memgpt.system_prompt import MEMGPT_CHAT, system_text
 
     # sha256 of cpacker/MemGPT memgpt/prompts/system/memgpt_chat.txt @ 0.2.6 (the file's bytes, CRLF lines included)
     assert hashlib.sha256(MEMGPT_CHAT.encode()).hexdigest() == (
@@ -445,9 +436,6 @@ def test_system_prompt_is_memgpt_chat_verbatim_then_the_framing() -> None:
 
 def test_budget_caps_all_notes_hits_first() -> None:
     """eval.budget=B: B notes in all, main context included: hits, then the newest FIFO turns, then core."""
-    from baselines.memgpt.agent import cap_evidence
-    from memcore.types import Evidence, EvidenceNote
-
     notes = [
         EvidenceNote("core:Alice:0", "Alice: has a dog", ("D1:1",), 1.0, ("core",)),
         EvidenceNote("summary", "earlier things", (), 1.0, ("summary",)),

@@ -15,13 +15,20 @@ import pytest
 from omegaconf import open_dict
 
 from experiments.benchmarks import build_once, harness_overhead, ingest_cost, synthetic
+from experiments.benchmarks.cache_rerun import sweep
 from experiments.benchmarks.common import compose, md_table, run_scripted
-from experiments.benchmarks.fake_openai import fake_openai_server
+from experiments.benchmarks.fake_openai import backbone_overrides, fake_openai_server
 from experiments.benchmarks.responders import structured_responder
+from experiments.benchmarks.retrieval_scale import run_size
+from memcore.config import EmbedderConfig, validate
 from memcore.interfaces import Completion, Message
 from memcore.llm.limiter import RequestLimiter
 from memcore.memory.prompts import gate as GATE_PROMPT
 from memcore.memory.prompts import ingest as INGEST_PROMPT
+from memcore.methods import get_method
+from memcore.pipeline.build import BackboneInBuildWorkerError, BuildJob, build_in_worker
+from memcore.runner import Runner, run_config
+from memcore.snapshots import construction_fields
 
 
 # ---------------------------------------------------------------- helpers
@@ -95,8 +102,6 @@ def test_synthetic_memory_shapes_and_word_codes() -> None:
 
 
 def test_retrieval_scale_one_tiny_size() -> None:
-    from experiments.benchmarks.retrieval_scale import run_size
-
     row = run_size(1500, n_queries=5, n_ingest=5, kinds=("flat", "ivf"))
     assert row["notes"] == 1500 and row["topics"] > 0 and row["graph_edges"] > 0
     flat, ivf = row["retrieval"]["flat"], row["retrieval"]["ivf"]
@@ -188,8 +193,6 @@ def test_scripted_run_counts_answer_calls(tmp_path: Path) -> None:
 
 def _memcore_on(server: Any, *, max_qa: int) -> list[str]:
     """Overrides for LLM-mode memcore on locomo-tiny against the fake OpenAI ``server``."""
-    from experiments.benchmarks.fake_openai import backbone_overrides
-
     return [
         "method=memcore",
         "dataset=locomo-tiny",
@@ -201,8 +204,6 @@ def _memcore_on(server: Any, *, max_qa: int) -> list[str]:
 
 @pytest.mark.usefixtures("locomo_path")
 def test_fake_openai_server_and_response_cache(tmp_path: Path) -> None:
-    from experiments.benchmarks.cache_rerun import sweep
-
     with fake_openai_server(structured_responder, latency_s=0.0) as server:
         base = _memcore_on(server, max_qa=2)
         cold = sweep(tmp_path, tmp_path / "runs" / "cold", base, server, ("none", "wo_ier"))
@@ -216,8 +217,6 @@ def test_fake_openai_server_and_response_cache(tmp_path: Path) -> None:
 @pytest.mark.e2e  # processes / sweeps / plots: make test, not make test-fast
 @pytest.mark.usefixtures("locomo_path")
 def test_cpu_bound_builds_run_in_worker_processes(tmp_path: Path) -> None:
-    from memcore.runner import Runner
-
     overrides = [
         "method=memcore-cheap",
         "dataset=locomo",
@@ -228,7 +227,6 @@ def test_cpu_bound_builds_run_in_worker_processes(tmp_path: Path) -> None:
         "backbone=scripted",
         "concurrency=2",
     ]
-    from memcore.config import validate
 
     runner = Runner(validate(compose(overrides, tmp_path)), tmp_path / "run")
     assert runner._build_pool(2) is not None or (__import__("os").cpu_count() or 1) < 2
@@ -243,11 +241,6 @@ def test_cpu_bound_builds_run_in_worker_processes(tmp_path: Path) -> None:
 
 
 def test_build_worker_refuses_a_build_that_touches_the_backbone(tmp_path: Path, tiny_conversation) -> None:
-    from memcore.config import EmbedderConfig
-    from memcore.methods import get_method
-    from memcore.pipeline.build import BackboneInBuildWorkerError, BuildJob, build_in_worker
-    from memcore.snapshots import construction_fields
-
     conv = tiny_conversation
 
     def job(method: str, cfg: dict) -> BuildJob:
@@ -268,9 +261,6 @@ def test_build_worker_refuses_a_build_that_touches_the_backbone(tmp_path: Path, 
 def test_memory_build_counts_cached_calls_too(tmp_path: Path) -> None:
     """A rebuild served from the response cache costs the method the same calls per turn; only
     ``llm_calls_uncached`` (what this run sent) drops to zero."""
-    from experiments.benchmarks.common import compose
-    from memcore.runner import run_config
-
     with fake_openai_server(structured_responder, latency_s=0.0) as server:
         base = _memcore_on(server, max_qa=1)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from experiments.benchmarks.responders import structured_responder
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.memory.batched import SPEC_BATCHED, BatchSettings, MemCoReBatched, salvage_list_items, split_config
@@ -114,8 +115,6 @@ def test_salvage_keeps_the_complete_items_of_a_cut_list() -> None:
 
 
 def test_batch_size_one_builds_what_memcore_builds(tmp_path: Path) -> None:
-    from experiments.benchmarks.responders import structured_responder
-
     def run(mem: MemCoRe) -> list[tuple]:
         for t in CONV.turns:
             mem.ingest(t)

@@ -1,4 +1,4 @@
-"""Issue 7 fixes in MemCoRe's memory code: the keyword index knob (flat / ivf / hnsw / auto), block ``extend``,
+"""MemCoRe's memory code at scale: the keyword index knob (flat / ivf / hnsw / auto), block ``extend``,
 no note index at freeze, the per-community edge buckets in topic splitting, and blocked keyword vectors."""
 
 from __future__ import annotations

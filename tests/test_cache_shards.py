@@ -1,4 +1,4 @@
-"""Issue 29 D4: a response cache that survives a real cluster. ``cache_mode`` (auto | shared | sharded), the
+"""A response cache that survives a real cluster. ``cache_mode`` (auto | shared | sharded), the
 network-file-system check, per-job shards reading through to the shared file, and ``memcore-cache merge``, with
 real SQLite files and real (spawned) processes."""
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from memcore.cache_cli import main as cache_main
+from memcore.cli import run_main
 from memcore.config import ConfigError
 from memcore.llm.cache import RESPONSE_CACHE_FILE, RESPONSE_TABLE, ResponseCache
 from memcore.llm.cache_shards import (
@@ -285,8 +286,6 @@ def test_merge_needs_a_cache_dir(tmp_path: Path, capsys) -> None:
 
 # ---------------------------------------------------------------------------------------------- through a run
 def _run_cli(tmp_path: Path, overrides: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
-    from memcore.cli import run_main
-
     argv = [
         "memcore-run", "progress=false", "print_table=false", "dataset=locomo-tiny", "backbone=scripted",
         "embedder=hashing", f"hydra.run.dir={tmp_path / 'run'}", *overrides,

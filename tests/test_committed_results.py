@@ -1,4 +1,4 @@
-"""Committed tables follow from committed items (issue 28): each table listed is regenerated from its committed
+"""Committed tables follow from committed items: each table listed is regenerated from its committed
 per-item runs with the command its note gives and must match byte for byte; archived runs re-derive; the index of
 results/measured says for every note what its numbers can be re-derived from; the notes whose items were never kept
 are in results/history, which lists them."""
@@ -12,8 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from experiments import rehearsal as R
+from experiments.measure.answer_prompt_effect import main as effect_main
+from experiments.measure.link_provenance import main as provenance_main
+from experiments.measure.oracle_runs import main as oracle_main
+from memcore.report.archive import rederive
 from memcore.report.cli import main as report_main
-from tests.support import REPO
+from memcore.report.collect import find_run_dirs
+from tests.support import REPO, data_file_or_skip
 
 MEASURED = REPO / "results" / "measured"
 HISTORY = REPO / "results" / "history"
@@ -111,10 +117,6 @@ VERIFIED_ARCHIVES = [
 
 @pytest.mark.parametrize("archive", VERIFIED_ARCHIVES)
 def test_every_committed_run_re_derives_from_its_items(archive: str) -> None:
-    from memcore.report.archive import rederive
-    from memcore.report.collect import find_run_dirs
-    from tests.support import data_file_or_skip
-
     assert (MEASURED / archive).is_dir(), f"results/measured/{archive} is listed but not committed"
     data_file_or_skip()
     runs = [r for r in find_run_dirs([MEASURED / archive]) if "oracle" not in r.parts]  # checked below
@@ -128,9 +130,6 @@ def test_committed_oracle_runs_regenerate_from_the_data(note: str, tmp_path: Pat
     """An oracle run (the gold turns packed smallest first) is no method's run: it is rewritten from the data and
     its neighbours' questions by experiments/measure/oracle_runs.py, byte for byte."""
     import shutil
-
-    from experiments.measure.oracle_runs import main as oracle_main
-    from tests.support import data_file_or_skip
 
     oracles = sorted((MEASURED / note).glob("runs/*/*/*/*/oracle/none"))
     if not oracles:
@@ -160,8 +159,6 @@ def _index_rows(index: Path = MEASURED / "README.md") -> dict[str, str]:
 @pytest.mark.parametrize("run", ["link15", "link15_packed"])
 def test_link_provenance_re_derives_from_the_committed_items_and_notes(run: str, tmp_path: Path) -> None:
     """link_provenance.md's credit-rule table: recall under each rule, from the run's items and the build's notes."""
-    from experiments.measure.link_provenance import main as provenance_main
-
     where = MEASURED / "link_provenance"
     run_dir = where / "runs" / run / "locomo-mini" / "local" / "amem" / "memcore" / "none"
     out = tmp_path / f"{run}.json"
@@ -207,10 +204,8 @@ def test_the_rehearsal_checks_re_derive_from_the_committed_runs() -> None:
     archived runs alone to the numbers of the committed summaries."""
     import json
 
-    from experiments import rehearsal as R
-
     def plan(note: str, scale: str, *extra: str) -> R.Plan:
-        args = R._parser().parse_args(["--scale", scale, *extra])
+        args = R.build_parser().parse_args(["--scale", scale, *extra])
         spec = R.SCALES[scale]
         if spec.methods is None:  # the main table's method list when the archive was made (Mem0 was then mem0)
             method_dirs = (MEASURED / note / "root" / "runs" / "paper_main").glob("*/*/amem/*")
@@ -271,8 +266,6 @@ def test_memcore_cheap_k20_recall_floor_holds_on_the_committed_items(run: str) -
 
 
 def test_the_answer_prompt_effect_table_follows_from_the_committed_items(tmp_path: Path) -> None:
-    from experiments.measure.answer_prompt_effect import main as effect_main
-
     run = "locomo-mini/local-small/amem/mem0/none"
     harness = MEASURED / "provenance_rule" / "runs" / "prov_source" / run
     upstream = MEASURED / "answer_prompt_effect" / "runs" / "prov_upstream" / run

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.itemlog import read_items
+from memcore.llm.local_model import ModelNotFoundError, resolve_gguf
 from tests.support import CHILD_OF_TEST, data_file_or_skip
 
 # slow: the local LLM server. The e2e mark puts a test in make test too; without it only make test-all runs it.
@@ -24,8 +26,6 @@ SMALL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 
 
 def _require_env() -> None:
-    from memcore.llm.local_model import ModelNotFoundError, resolve_gguf
-
     data_file_or_skip()
     try:
         resolve_gguf(SMALL)
@@ -103,8 +103,6 @@ def test_end_to_end_local_backbone(tmp_path: Path, method: str) -> None:
 def _first_turns_of_conv26(n_turns: int, path: Path) -> Path:
     """A LoCoMo file holding conv-26's first ``n_turns`` turns of session 1 and its QA items whose evidence lies
     inside them (real data, cut so that MemCoRe's LLM gate fits CI's time on a 2-core CPU)."""
-    from memcore.datasets.locomo.paths import resolve_locomo_path
-
     conv = next(c for c in json.loads(resolve_locomo_path(None).read_text()) if c["sample_id"] == "conv-26")
     body = conv["conversation"]
     keep = body["session_1"][:n_turns]

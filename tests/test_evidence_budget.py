@@ -1,5 +1,5 @@
 """``eval.budget`` means the same number of notes for every method, and every run says how much evidence its
-questions got (issue 15: methods compared at their own defaults read very different amounts)."""
+questions got (methods compared at their own defaults read very different amounts)."""
 
 from __future__ import annotations
 

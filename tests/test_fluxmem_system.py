@@ -11,6 +11,9 @@ import numpy as np
 import pytest
 
 from baselines.fluxmem import SPEC, SPEC_FACTS, SPEC_NO_CONSOLIDATE, SPEC_NO_REFINE, FluxMem, FluxMemConfig
+from baselines.fluxmem import prompt_verify as V
+from baselines.fluxmem.chunking import session_chunks
+from baselines.fluxmem.relevance import minmax
 from memcore.config import ConfigError
 from memcore.datasets.locomo.categories import Category
 from memcore.interfaces import SelfAnsweringMemory
@@ -441,8 +444,6 @@ def test_specs_and_variants(tmp_path: Path) -> None:
 def test_stage1_upstream_fusion_over_the_dense_pool(tmp_path: Path) -> None:
     """Upstream semantic_retriever: the pool is the dense top candidates, dense and BM25 are min-max
     normalised over the pool, fused 1.0 / 0.5 / 0.3 with the LLM term; verification runs at 0.1, seeded."""
-    from baselines.fluxmem.relevance import minmax
-
     script = FluxMemLLM(relevant=[2])
     mem, backbone = build(script, tmp_path, unit="turn", k=2, verify_pool=4)
     q = "What breed is Rex?"
@@ -502,8 +503,6 @@ def test_default_units_are_512_character_chunks_of_each_session_without_an_llm(t
 
 
 def test_long_sessions_split_at_turn_boundaries_and_keep_overlapping_turns(tmp_path: Path) -> None:
-    from baselines.fluxmem.chunking import session_chunks
-
     conv = story_conversation(n_sessions=1)
     turns = list(conv.turns)
     lines = [t.render() for t in turns]
@@ -517,8 +516,6 @@ def test_long_sessions_split_at_turn_boundaries_and_keep_overlapping_turns(tmp_p
 
 
 def test_graded_verification_is_one_upstream_call_per_candidate(tmp_path: Path) -> None:
-    from baselines.fluxmem import prompt_verify as V
-
     flat, _ = build(
         FluxMemLLM(grade=lambda evidence: "0.5"),
         tmp_path / "flat",

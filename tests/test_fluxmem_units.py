@@ -9,8 +9,17 @@ import pytest
 import yaml
 
 from baselines.fluxmem.bm25 import BM25, tokenize
+from baselines.fluxmem.chunking import split_spans, split_text
 from baselines.fluxmem.config import FluxMemConfig
-from baselines.fluxmem.consolidate import PEMSWeights, VersionScore, cluster_by_similarity, pems, refine_skill
+from baselines.fluxmem.consolidate import (
+    PEMSWeights,
+    VersionScore,
+    cluster_by_similarity,
+    pems,
+    pems_upstream,
+    refine_skill,
+    refine_until_converged,
+)
 from baselines.fluxmem.refine import (
     GRANULARITY,
     OVER,
@@ -21,6 +30,7 @@ from baselines.fluxmem.refine import (
     reshape_choice,
 )
 from baselines.fluxmem.relevance import StepSubgraph, fuse, max_scale, minmax, top_indices
+from experiments.benchmarks.fluxmem_units import summarize
 from memcore.config import ConfigError
 from tests.support import REPO
 
@@ -224,11 +234,9 @@ def test_yaml_configs_mirror_the_dataclass() -> None:
         assert set(variant) == {"defaults", "name", key}
 
 
-# ---------------------------------------------------------------- upstream alignment (issue 15)
+# ---------------------------------------------------------------- upstream alignment
 def test_upstream_pems_formula() -> None:
     """metrics/pems.py: S / (|V_proc| · ln(words)) · (1 − drift); a one-word skill scores 0."""
-    from baselines.fluxmem.consolidate import pems_upstream
-
     assert pems_upstream(1.0, 1, 100, 0.0) == pytest.approx(1.0 / math.log(100))
     assert pems_upstream(0.5, 2, 20, 0.1) == pytest.approx(0.5 / (2 * math.log(20)) * 0.9)
     assert pems_upstream(1.0, 0, 20, 0.0) == pytest.approx(1.0 / math.log(20))  # |V_proc| at least 1
@@ -237,8 +245,6 @@ def test_upstream_pems_formula() -> None:
 
 def test_refine_until_converged_follows_upstreams_loop() -> None:
     """Round k scores version k; stop at |ΔPEMS| < ε or after `rounds` scores; a rewrite always replaces."""
-    from baselines.fluxmem.consolidate import refine_until_converged
-
     scores = {"v1": 0.2, "v2": 0.205, "v3": 0.9}
     texts = iter(["v1", "v2", "v3"])
     out = refine_until_converged(
@@ -287,8 +293,6 @@ def test_defaults_follow_upstream_fluxmemconfig() -> None:
 
 
 def test_split_text_follows_upstreams_rules_by_hand() -> None:
-    from baselines.fluxmem.chunking import split_spans, split_text
-
     assert split_text("  short  ", 512) == ["  short  "]  # a text that fits is one chunk, as is
     assert split_text("", 512) == []
     # window 10, boundaries searched in [7, 10): "\n\n" is preferred to a later "." ...
@@ -309,8 +313,6 @@ def test_committed_fluxmem_units_numbers_re_derive_from_their_items() -> None:
     import json
     import re
     from pathlib import Path
-
-    from experiments.benchmarks.fluxmem_units import summarize
 
     where = Path(__file__).resolve().parents[1] / "results" / "measured" / "fluxmem_units"
     summary = json.loads((where / "summary.json").read_text())

@@ -14,8 +14,10 @@ from baselines.full_context import SPEC, BatchedFullContext, FullContext, FullCo
 from baselines.locomo_batch_prompt import QA_PROMPT_BATCH
 from memcore.datasets.locomo.categories import Category
 from memcore.interfaces import SelfAnsweringMemory
+from memcore.itemlog import read_items
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.prompts import answer as answer_prompts
+from memcore.runner import run_config
 from tests.support import method_context, story_conversation
 
 
@@ -135,9 +137,6 @@ def test_batch_size_one_is_the_per_question_path_and_batching_needs_the_locomo_p
 
 @pytest.mark.usefixtures("locomo_path")
 def test_runner_scores_each_batched_item(tmp_path, compose) -> None:
-    from memcore.itemlog import read_items
-    from memcore.runner import run_config
-
     def responder(messages) -> str:
         query = messages[-1]["content"]
         assert QA_PROMPT_BATCH in query  # every answer comes from a batch

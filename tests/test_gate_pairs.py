@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from experiments.benchmarks import gate_agreement as ga
 from memcore.datasets.locomo.loader import LoCoMoDataset
+from memcore.llm.scripted import ScriptedBackbone
 from memcore.types import Turn
 
 PAIRS = Path(__file__).parent / "data" / "gate_pairs.jsonl"
@@ -79,9 +81,6 @@ def test_rationales_do_not_copy_turn_text(
 def test_agreement_script_runs_the_current_gate(turns: dict[tuple[str, str], tuple[int, Turn]]) -> None:
     """experiments/benchmarks/gate_agreement.py drives the importable gate (judge + decide) end to end; a
     scripted reply stands in for the model, so this checks the plumbing and the scores, not a model."""
-    from experiments.benchmarks import gate_agreement as ga
-    from memcore.llm.scripted import ScriptedBackbone
-
     seen: list[str] = []
 
     def reply(messages: Any) -> str:
@@ -99,8 +98,6 @@ def test_agreement_script_runs_the_current_gate(turns: dict[tuple[str, str], tup
 
 
 def test_agreement_scores() -> None:
-    from experiments.benchmarks import gate_agreement as ga
-
     gold = ["redundant", "complementary", "novel", "novel"]
     s = ga.scores(gold, ["redundant", "novel", "novel", "novel"])
     assert s["accuracy"] == 0.75 and s["recall"]["complementary"] == 0.0
@@ -113,8 +110,6 @@ def test_agreement_scores() -> None:
 def test_agreement_script_takes_a_backbone_preset(tmp_path: Path, locomo_path: Path, capsys) -> None:
     """``--backbone <preset>`` composes the preset like ``backbone=<name>`` and names the files by its model; the
     scripted preset answers no gate JSON, so every pair takes the counted append fallback."""
-    from experiments.benchmarks import gate_agreement as ga
-
     ckpt = tmp_path / "rows.jsonl"
     ga.main(["--backbone", "scripted", "--limit", "3", "--out-dir", str(tmp_path), "--checkpoint", str(ckpt)])
     payload = json.loads(next(tmp_path.glob("gate_agreement_scripted_*.json")).read_text())

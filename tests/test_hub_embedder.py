@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from baselines.rag import RAG, RAGConfig
 from memcore.errors import ConfigError
 from memcore.llm import hub_embedder
 from memcore.llm.embedders import CachedEmbedder
+from tests.support import story_conversation
 from tests.test_config_errors import _run_cli
 
 
@@ -83,9 +85,6 @@ class _Dual:
 
 
 def test_questions_go_through_the_query_encoder() -> None:
-    from baselines.rag import RAG, RAGConfig
-    from tests.support import story_conversation
-
     cached = CachedEmbedder(_Dual())
     assert cached.encode(["q"])[0][0] == 1.0 and cached.encode_queries(["q"])[0][0] == 2.0
     single = CachedEmbedder(_Encoder("one", 3.0))

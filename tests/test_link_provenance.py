@@ -1,4 +1,4 @@
-"""The link-provenance measurement (issue 28, deliverable 3): the three credit rules on a hand-built memory."""
+"""The link-provenance measurement: the three credit rules on a hand-built memory."""
 
 from __future__ import annotations
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from memcore.config import CONFIG_DIR, ConfigError, backbone_presets, load_backbone_preset
+from memcore.config import CONFIG_DIR, BackboneConfig, ConfigError, backbone_presets, load_backbone_preset
 from memcore.interfaces import Completion, Message
 from memcore.llm.cache import CachedBackbone, ResponseCache, response_key
+from memcore.llm.factory import DeferredTransport, extra_body_of
 from memcore.llm.json_reply import complete_json
 from memcore.llm.limiter import RequestLimiter
 from memcore.llm.scoped import ScopedBackbone
@@ -238,9 +239,6 @@ def test_a_stopping_run_starts_no_new_call_and_no_fallback_swallows_the_refusal(
 
 
 def test_a_deferred_transport_starts_on_the_first_request_the_cache_cannot_serve(tmp_path: Path) -> None:
-    from memcore.config import BackboneConfig
-    from memcore.llm.factory import DeferredTransport, extra_body_of
-
     cfg = BackboneConfig(name="", model="m-1", thinking=False)
     assert extra_body_of(cfg) == EXTRA  # so the keys below are the ones a FakeTransport's stack writes
     cache = ResponseCache(tmp_path / "llm.sqlite")

@@ -47,6 +47,7 @@ def test_bounded_cache_counts_logits_and_token_ids() -> None:
     pytest.importorskip("llama_cpp")
     from types import SimpleNamespace
 
+    # llama_server_main imports llama_cpp (the optional local-server extra), skipped above when it is missing
     from memcore.llm.llama_server_main import bounded_ram_cache_class, state_bytes
 
     def state(kv: int) -> SimpleNamespace:

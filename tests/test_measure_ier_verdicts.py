@@ -54,7 +54,7 @@ def test_the_command_writes_markdown_and_json(tmp_path: Path, capsys: Any) -> No
 
 
 def test_an_unparsed_judge_reply_is_no_verdict() -> None:
-    """Issue 28: an unparseable reply is logged ``judge: "unparsed"`` with ``sufficient`` false (the coverage rule
+    """An unparseable reply is logged ``judge: "unparsed"`` with ``sufficient`` false (the coverage rule
     stood in); it is neither a "sufficient" nor an "insufficient" verdict of the judge."""
     unparsed = {"extra": {"rounds_log": [{"round": 1, "judge": "unparsed", "sufficient": False}]}}
     assert round1_verdict(unparsed) is None

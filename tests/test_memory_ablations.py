@@ -1,4 +1,4 @@
-"""One test per ablation switch: it removes its component and nothing else (DESIGN §4 table)."""
+"""One test per ablation switch: it removes its component and nothing else."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_wo_denoise_context_is_raw(tmp_path: Path) -> None:
     mem, _, _ = build(CONV, tmp_path, abl="wo_denoise")
     assert counts(mem) == (1, 2, 4)  # the gate works as before
     merged = mem.store.notes[0]
-    # c = r, with the relative dates resolved in code (resolve_dates, issue 28): "last week [= the week of …]"
+    # c = r, with the relative dates resolved in code (resolve_dates): "last week [= the week of …]"
     assert "last week [= the week of 24 April 2023]" in merged.context
     assert _unannotated(merged.context) == "\n".join(clean_text(r.render()) for r in merged.raws)
     for note in mem.store.notes[1:]:

@@ -1,4 +1,4 @@
-"""Relative dates resolved in code at ingestion (issue 28): the ingestion, gate and merge prompts see
+"""Relative dates resolved in code at ingestion: the ingestion, gate and merge prompts see
 "yesterday [= 30 April 2023]", the note's raw turn stays verbatim, and ``resolve_dates=false`` is the old text."""
 
 from __future__ import annotations

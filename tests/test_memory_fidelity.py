@@ -1,4 +1,4 @@
-"""MemCoRe as the paper describes it (issue 14): IER evidence can enter the final pool, sub-queries are not
+"""MemCoRe as the paper describes it: IER evidence can enter the final pool, sub-queries are not
 repeated, the gate's label and strength agree, notes keep their dates, neighbour expansion cannot push out
 anchors both channels found, near-duplicate edges stay out of it, and link updates carry provenance."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memcore.llm.embedders import HashingEmbedder
-from memcore.memory.config import MemCoReConfig, Switches
+from memcore.memory.config import CONSTRUCTION_KEYS, MemCoReConfig, Switches
 from memcore.memory.construction import Judgement, resolve_label
 from memcore.memory.ier import fuse_rounds, fuse_rounds_detail, subquery_key
 from memcore.memory.judge_view import MIN_NOTE_TOKENS, note_view, per_note_budget, rank_turns
@@ -196,8 +196,7 @@ def test_merge_min_cosine_turns_a_low_cosine_redundant_verdict_into_a_link(tmp_p
 
 def test_a_link_update_after_a_merge_credits_only_the_new_turn(tmp_path: Path) -> None:
     """Turn 3 merges into note 0 (turns 1 and 3) and strongly links note 1. The rewrite of note 1 sees only turn 3
-    and credits only D1:3: before issue 28 it saw the merged note and credited D1:1 as well, a turn whose facts
-    it never carried into note 1."""
+    and credits only D1:3, not D1:1 of the merged note, a turn whose facts it never carried into note 1."""
 
     def strength(new: str, cand: str) -> float:
         if "dup" not in new:
@@ -284,8 +283,6 @@ def test_judgement_dataclass_keeps_the_flag() -> None:
 
 
 def test_dead_topic_recompute_key_is_gone() -> None:
-    from memcore.memory.config import CONSTRUCTION_KEYS
-
     assert "topic_recompute_every" not in CONSTRUCTION_KEYS
     with pytest.raises(ValueError, match="topic_recompute_every"):
         MemCoReConfig.from_dict({"topic_recompute_every": 100})
@@ -318,14 +315,14 @@ def test_resolve_label_without_a_strength_takes_the_middle_of_the_range() -> Non
     assert resolve_label(None, "unrelated", 0.7, 0.5) == (pytest.approx(0.25), "unrelated", False)
 
 
-# ------------------------------------------------------------------ IER fusion: reservations (issue 28)
+# ------------------------------------------------------------------ IER fusion: reservations
 def _top(ranked: list[tuple[int, float]], k: int) -> list[int]:
     return [n for n, _ in ranked[:k]]
 
 
 def test_fusion_at_k5_three_subqueries_keeps_the_questions_protected_notes() -> None:
-    """K = 5, one judge reply with three sub-queries, 2 reserved slots each. Before issue 28 the six reservations
-    filled the whole top 5 (note 1, the question's best, evicted). Now: notes 1 (best) and 2 (both channels) stay,
+    """K = 5, one judge reply with three sub-queries, 2 reserved slots each. Unconditional, the six reservations
+    would fill the whole top 5 (note 1, the question's best, evicted). Here: notes 1 (best) and 2 (both channels) stay,
     at most K // 2 = 2 slots are reserved (round-robin: each sub-query's best first), the fused rest fills one."""
     lists = {
         "q": list(range(1, 31)),
@@ -344,7 +341,7 @@ def test_fusion_at_k5_three_subqueries_keeps_the_questions_protected_notes() -> 
 
 def test_fusion_at_k20_two_rounds_of_three_subqueries_reserves_at_most_half() -> None:
     """K = 20, two refinement rounds of three sub-queries each (six lists), 2 reserved slots each: twelve
-    reservations before issue 28 (12 of 20 slots forced); now at most 10, and the question's eight
+    reservations if unconditional (12 of 20 slots forced); here at most 10, and the question's eight
     dual-channel notes are never among the evicted."""
     lists: dict[str, list[int]] = {"q": list(range(1, 61))}
     for r in (2, 3):
@@ -375,7 +372,7 @@ def test_fusion_keeps_protected_notes_that_plain_rrf_would_push_out() -> None:
     assert _top(detail.ranked, 4) == [1, 11, 21, 4] and detail.kept == (4,) and detail.lifted == ()
 
 
-# ------------------------------------------------------------------ IER judge view (issue 28)
+# ------------------------------------------------------------------ IER judge view
 def _merged_note(n_turns: int = 6) -> Note:
     raws = [
         RawTurn(f"D1:{i}", "Alice", f"turn {i}: " + " ".join(f"filler{i}x{j}" for j in range(50)), "1 May, 2023")

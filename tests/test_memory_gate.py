@@ -12,7 +12,7 @@ from memcore.llm.embedders import HashingEmbedder
 from memcore.memory.config import MemCoReConfig, Switches
 from memcore.memory.construction import Constructor, Judgement
 from memcore.memory.keywords import KeywordIndex
-from memcore.memory.notes import NoteStore
+from memcore.memory.notes import NoteStore, RawTurn
 from tests.fakes import MemCoReLLM
 from tests.support import build, conversation_of
 
@@ -93,7 +93,6 @@ def _constructor(**cfg: object) -> Constructor:
 
 def test_decide_rule_on_hand_made_judgements() -> None:
     cons = _constructor()
-    from memcore.memory.notes import RawTurn
 
     for i in range(3):
         cons.store.add([RawTurn(f"D1:{i}", "A", "x", "t")], "x", [], np.eye(64, dtype=np.float32)[i], denoised=False)
@@ -110,11 +109,10 @@ def test_decide_rule_on_hand_made_judgements() -> None:
 
 
 def test_tied_strengths_merge_into_the_nearest_candidate_and_other_duplicates_stay_out_of_expansion() -> None:
-    """Issue 28: on tied strengths the merge went to the oldest candidate (lowest id), not the nearest; now the
+    """On tied strengths the merge goes to the nearest candidate, not the oldest (lowest id): the
     pre-screen cosine breaks the tie (then the id). The other redundant candidate's edge is a ``duplicate`` edge,
     which neighbour expansion ignores, as it ignores ``merge_cap`` edges."""
     cons = _constructor()
-    from memcore.memory.notes import RawTurn
 
     for i in range(3):
         cons.store.add([RawTurn(f"D1:{i}", "A", "x", "t")], "x", [], np.eye(64, dtype=np.float32)[i], denoised=False)
@@ -137,8 +135,8 @@ def test_tied_strengths_merge_into_the_nearest_candidate_and_other_duplicates_st
 
 def test_a_duplicate_edge_from_the_gate_is_marked_and_never_rewrites_the_neighbour(tmp_path: Path) -> None:
     """Turn 3 is judged redundant (0.9) with both notes: it merges into the nearest (note 0, the same fact) and
-    note 1 gets a ``duplicate`` edge. Before issue 28 that edge was a ``gate`` edge, fed neighbour expansion, and
-    as the strongest link it rewrote note 1's context with turn 3's facts."""
+    note 1 gets a ``duplicate`` edge. As a ``gate`` edge it would feed neighbour expansion and,
+    as the strongest link, rewrite note 1's context with turn 3's facts."""
     texts = ["same fact about Rex [s=0.90]", "different topic [s=0.10]", "same fact about Rex [s=0.90] again"]
     mem, _, _ = build(conversation_of(texts), tmp_path, llm=MemCoReLLM(strength=marker_strength))
     assert mem.store.notes[0].dia_ids == ("D1:1", "D1:3")

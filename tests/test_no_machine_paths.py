@@ -1,4 +1,4 @@
-"""No committed result, note or doc names a machine's paths (issue 28): a reader's machine has none of them."""
+"""No committed result, note or doc names a machine's paths: a reader's machine has none of them."""
 
 from __future__ import annotations
 

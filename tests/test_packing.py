@@ -1,4 +1,4 @@
-"""Evidence packing (issue 27): MemCoRe's ranked notes as an index of raw turns, and the context-token budget
+"""Evidence packing: MemCoRe's ranked notes as an index of raw turns, and the context-token budget
 every method's evidence is cut by (``eval.context_tokens``)."""
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ import pytest
 
 from memcore.budget import ContextBudgeted, fill_units, fit_evidence, retrieve_within
 from memcore.itemlog import read_items
+from memcore.report.collect import load_runs
+from memcore.report.equal_tokens import category_table, equal_token_table, plot_recall_vs_context_tokens
 from memcore.runner import run_config
 from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote
-from tests.support import REPO, build, conversation_of, story_conversation
+from tests.support import REPO, build, compose_run, conversation_of, run_item, story_conversation, write_run
 
 METHODS = sorted(p.stem for p in (REPO / "configs" / "method").glob("*.yaml"))
 
@@ -123,8 +125,6 @@ def test_the_summary_line_is_charged_and_carries_no_dia_ids(tmp_path: Path) -> N
 @pytest.mark.usefixtures("locomo_path")
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_hands_over_at_most_context_tokens(method: str, tmp_path: Path) -> None:
-    from tests.support import compose_run
-
     overrides = [
         f"method={method}",
         "dataset=locomo-tiny",
@@ -147,10 +147,6 @@ def test_every_method_hands_over_at_most_context_tokens(method: str, tmp_path: P
 # ------------------------------------------------------------------ the equal-token report
 def test_equal_token_tables_pair_each_method_with_the_reference_at_its_budget(tmp_path: Path) -> None:
     import yaml
-
-    from memcore.report.collect import load_runs
-    from memcore.report.equal_tokens import category_table, equal_token_table, plot_recall_vs_context_tokens
-    from tests.support import run_item, write_run
 
     def items(recalls: list[float]) -> list[dict]:
         return [

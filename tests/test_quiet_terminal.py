@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from memcore.cli import SCHEMA_MATCH_WARNING, _backbone_dir, hide_schema_match_warning, quiet_handlers
+from memcore.cli import (
+    SCHEMA_MATCH_WARNING,
+    _backbone_dir,
+    earlier_run_dir,
+    hide_schema_match_warning,
+    point_to_earlier_run,
+    quiet_handlers,
+)
 from memcore.llm.backbone import RetryLog
 from memcore.methods import backbone_label, run_uses_llm
 from memcore.pipeline.progress import StageBars
@@ -138,8 +145,6 @@ def test_a_retrieval_only_run_dir_and_title_name_no_backbone(tmp_path: Path) -> 
 
 
 def test_a_run_filed_under_its_backbone_before_is_pointed_to(compose, tmp_path: Path, caplog) -> None:
-    from memcore.cli import earlier_run_dir, point_to_earlier_run
-
     cfg = compose(["backbone=local", "method=rag_hybrid", "eval.answer=false"])
     new = tmp_path / "runs" / "default" / "locomo" / "none" / "amem" / "rag_hybrid" / "none"
     old = tmp_path / "runs" / "default" / "locomo" / "local" / "amem" / "rag_hybrid" / "none"

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import CHILD_OF_TEST, REPO
+from memcore.methods import run_uses_llm
+from tests.support import CHILD_OF_TEST, REPO, compose_config
 
 README = REPO / "README.md"
 
@@ -69,9 +70,6 @@ def _overrides(args: list[str]) -> list[str]:
 
 def _uses_llm(overrides: list[str]) -> bool:
     """Whether any run of these overrides (every combination of a sweep's comma lists) calls the LLM."""
-    from memcore.methods import run_uses_llm
-    from tests.support import compose_config
-
     choices = [[f"{k}={v}" for v in val.split(",")] for k, _, val in (o.partition("=") for o in overrides)]
     return any(run_uses_llm(compose_config(list(combo))) for combo in itertools.product(*choices))
 

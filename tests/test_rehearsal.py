@@ -1,4 +1,4 @@
-"""The rehearsal of the paper sweep (``experiments/rehearsal.py``, issue 29): its plan and checks on hand-made run
+"""The rehearsal of the paper sweep (``experiments/rehearsal/``): its plan and checks on hand-made run
 dirs, a real rehearsal at the tiny scale (real simulator, submitit_local, memcore-run) with the kill -9 / resume
 check, and ``memcore-run`` against an endpoint that turns bad mid-run: one line, exit 2, nothing written lost."""
 
@@ -19,13 +19,14 @@ import pytest
 from experiments import rehearsal as R
 from memcore.itemlog import read_items
 from memcore.testing.simulator import SimulatorConfig, running_simulator
-from tests.support import CHILD_OF_TEST, REPO
+from tests.support import CHILD_OF_TEST, REPO, run_item
+from tests.support import write_run as write_report_run
 
 PAPER_METHODS = ("full_context", "memgpt", "amem", "mem0-two-phase", "lightmem", "memcore")
 
 
 def plan_for(scale: str, tmp_path: Path, *extra: str) -> R.Plan:
-    args = R._parser().parse_args(["--scale", scale, *extra])
+    args = R.build_parser().parse_args(["--scale", scale, *extra])
     return R.make_plan(R.SCALES[scale], tmp_path / "root", args)
 
 
@@ -282,7 +283,7 @@ def test_endpoint_turning_bad_mid_run_is_one_line_exit_2_and_keeps_every_item(tm
 
 
 def test_parser_defaults_are_the_issue_s() -> None:
-    args = R._parser().parse_args([])
+    args = R.build_parser().parse_args([])
     assert isinstance(args, argparse.Namespace)
     assert (args.scale, args.jobs, args.kill_at) == ("quick", 2, None)
     assert args.results == R.DEFAULT_RESULTS
@@ -299,9 +300,6 @@ def test_the_client_timeout_outlasts_the_simulated_latency_at_any_time_scale(tmp
 def _traced_memcore_run(runs: Path, dataset: str, turns: int, questions: int) -> None:
     """A memcore run whose build costs 100 · min(turn, 6) prompt tokens a turn (a memory that grows, then
     saturates) and whose questions cost 500 prompt tokens each."""
-    from tests.support import run_item
-    from tests.support import write_run as write_report_run
-
     prompt = [100 * min(t, 6) for t in range(1, turns + 1)]
     ingest = {"calls": turns, "prompt_tokens": sum(prompt), "completion_tokens": 0}
     trace = {"calls": [1] * turns, "prompt_tokens": prompt, "completion_tokens": [0] * turns}

@@ -16,7 +16,9 @@ import pytest
 
 from memcore.llm import backbone as backbone_mod
 from memcore.llm.backbone import BackboneError, openai_chat
+from memcore.llm.cache import ResponseCache
 from memcore.llm.json_reply import complete_json
+from memcore.llm.scripted import ScriptedBackbone
 from memcore.llm.stack import Metered
 from tests.fault_proxy import GARBAGE, FakeUpstream, FaultProxy, unused_port
 
@@ -201,8 +203,6 @@ def test_complete_json_counted_fallback_after_retries(upstream: FakeUpstream, ca
 
 def test_garbage_reply_is_not_served_again_from_cache(upstream: FakeUpstream, tmp_path) -> None:
     """The bad first reply is cached under the first prompt version; the retry asks afresh."""
-    from memcore.llm.cache import ResponseCache
-
     cache = ResponseCache(tmp_path / "llm.sqlite")
     with FaultProxy(upstream.base_url, ["garbage_content"], lifetime_s=60) as proxy:
         c = openai_chat(
@@ -222,8 +222,6 @@ def test_garbage_reply_is_not_served_again_from_cache(upstream: FakeUpstream, tm
 
 
 def test_a_reply_cut_at_max_tokens_is_retried_unless_the_caller_asks_not_to() -> None:
-    from memcore.llm.scripted import ScriptedBackbone
-
     cut = '{"answer": "' + "word " * 100  # ~128 scripted tokens, over max_tokens = 64
     for retry_truncated, attempts in ((True, 2), (False, 1)):
         b = ScriptedBackbone(lambda messages: cut)

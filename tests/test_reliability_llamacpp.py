@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from memcore.itemlog import read_items
+from memcore.llm.local_model import ModelNotFoundError, resolve_gguf
 from memcore.llm.local_server import LlamaCppServer, free_port
 from tests.support import CHILD_OF_TEST, REPO, data_file_or_skip
 
@@ -25,8 +26,6 @@ N_ITEMS = 4  # a short slice: on 2 shared cores each answer takes seconds to min
 
 
 def _gguf_or_skip() -> Path:
-    from memcore.llm.local_model import ModelNotFoundError, resolve_gguf
-
     data_file_or_skip()
     try:
         return resolve_gguf(SMALL)

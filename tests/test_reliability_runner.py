@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from memcore.eval.aggregate import aggregate
 from memcore.itemlog import read_items
 from memcore.llm.backbone import BackboneError
 from memcore.runner import RunResult, run_config
@@ -188,8 +189,6 @@ def test_server_killed_and_restarted_mid_run(tmp_path, reference) -> None:
 def test_metrics_do_not_depend_on_the_order_items_finished(tmp_path, upstream, compose) -> None:
     """Threads and resumes change the order of items.jsonl; metrics are summed in dataset order, so they
     stay bit-identical (float addition is not associative: summed in file order they would differ)."""
-    from memcore.eval.aggregate import aggregate
-
     overrides = ["dataset=locomo-mini", "embedder=hashing", "method=rag_bm25", *upstream_backbone(upstream.base_url)]
     first = run_config(compose(overrides), tmp_path / "run")
     path = tmp_path / "run" / "items.jsonl"

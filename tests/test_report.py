@@ -11,10 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
+from memcore.eval import probe
+from memcore.eval.bootstrap import paired_delta_ci
 from memcore.report import ReportInputError, find_run_dirs, load_paper_numbers, load_runs, summarize_run
 from memcore.report.ablation_table import ablation_table, full_model_of, run_k
 from memcore.report.cli import main as report_main
+from memcore.report.detail_table import detail_table
 from memcore.report.main_table import main_table
+from memcore.report.plots import make_plots, recall_budget_curve
 from memcore.report.reference import default_reference_dir
 from memcore.report.summary import cost_summary
 from tests.support import run_item, write_run
@@ -304,8 +308,6 @@ def test_judge_column_appears_when_items_were_judged(tmp_path: Path, paper) -> N
 def test_plots_from_synthetic_runs(tmp_path: Path, paper) -> None:
     import matplotlib.image as mpimg
 
-    from memcore.report.plots import make_plots, recall_budget_curve
-
     notes = [
         {"dia_ids": ["D1:1"], "tokens": 200},
         {"dia_ids": ["D1:5"], "tokens": 300},
@@ -350,8 +352,6 @@ def test_plots_from_synthetic_runs(tmp_path: Path, paper) -> None:
 
 
 def test_detail_table_per_category_and_unit_costs(tmp_path: Path) -> None:
-    from memcore.report.detail_table import detail_table
-
     stats = {
         "conversations": {
             "c1": {
@@ -398,8 +398,6 @@ def test_detail_table_per_category_and_unit_costs(tmp_path: Path) -> None:
 
 
 def test_report_prints_the_judge_probe_beside_j(tmp_path: Path, capsys) -> None:
-    from memcore.eval import probe
-
     rows = main_items()
     for r, j in zip(rows, (1.0, 1.0, 0.0, 1.0, 0.0)):
         r["scores"]["judge"] = j
@@ -419,8 +417,6 @@ def test_report_prints_the_judge_probe_beside_j(tmp_path: Path, capsys) -> None:
 
 
 def test_paired_delta_interval_by_hand() -> None:
-    from memcore.eval.bootstrap import paired_delta_ci
-
     def item(qid: str, f1: float, cat: int = 4) -> dict[str, Any]:
         return {"item_id": qid, "category": cat, "scores": {"f1": f1}}
 

@@ -1,4 +1,4 @@
-"""Committed runs (issue 28): an archived run names no machine path, is byte-stable, reads like a live run in the
+"""Committed runs: an archived run names no machine path, is byte-stable, reads like a live run in the
 report, and its metrics re-derive from its items; a changed item is caught."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from experiments.measure.archive_rehearsal import archive
 from memcore.itemlog import ITEMS_GZ, read_items, read_run_items
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.report.archive import archive_name, archive_run, main, rederive
@@ -101,8 +102,6 @@ def test_a_rehearsal_work_dir_is_archived_with_no_machine_path(finished_run: Pat
     """``experiments.measure.archive_rehearsal``: the summary names ``<results>`` for the results dir, the runs
     re-derive; a dir that is not a finished rehearsal is exit 2 and writes nothing."""
     import shutil
-
-    from experiments.measure.archive_rehearsal import archive
 
     work = tmp_path / "results" / "quick"
     shutil.copytree(finished_run, work / "root" / "runs" / "paper_main" / "run")

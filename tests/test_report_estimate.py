@@ -7,7 +7,20 @@ from pathlib import Path
 import pytest
 
 from memcore.report import load_runs
-from memcore.report.estimate import LOCOMO_QUESTIONS, LOCOMO_TURNS, estimate, estimate_table, measured_rates, usd
+from memcore.report.collect import RunData, qa_time_ingest
+from memcore.report.estimate import (
+    LOCOMO_CONVERSATION_TURNS,
+    LOCOMO_QUESTIONS,
+    LOCOMO_TURNS,
+    BuildCurve,
+    _spread_final_flush,
+    conversation_in_context,
+    estimate,
+    estimate_table,
+    measured_rates,
+    usd,
+)
+from memcore.report.summary import usage_totals
 from tests.support import run_item, write_run
 
 COST = {
@@ -72,9 +85,6 @@ def test_first_attempts_only_and_assumed_completions(tmp_path: Path) -> None:
 def test_memory_updates_made_while_answering_count_per_question(tmp_path: Path, reused: bool) -> None:
     """FluxMem consolidates during QA under the ingest stage: those calls are QA cost, not build cost. A reused
     snapshot's build is not in the run's usage, so only builds made in the run are subtracted."""
-    from memcore.report.collect import qa_time_ingest
-    from memcore.report.summary import usage_totals
-
     updates = {"calls": 8, "prompt_tokens": 800, "completion_tokens": 80}
     built = {k: (0 if reused else INGEST[k]) + updates[k] for k in updates}
     cost = {**COST, "usage": {"by_stage": {**COST["usage"]["by_stage"], "ingest": built}}}
@@ -96,8 +106,6 @@ def test_memory_updates_made_while_answering_count_per_question(tmp_path: Path, 
 def test_build_curve_continues_at_the_tail_rate_and_bounds_with_the_growth() -> None:
     """Per-turn prompt tokens 1..6 (growing by 1 a turn), finalize 10: the tail (last third: 5, 6) gives 5.5 a turn
     past the slice; the upper bound continues the slope: turns 7..10 cost 7 + 8 + 9 + 10."""
-    from memcore.report.estimate import BuildCurve
-
     curve = BuildCurve(tuple((1.0, float(t), 0.0) for t in range(1, 7)), (0.0, 10.0, 0.0))
     assert curve.tail_rate() == (1.0, 5.5, 0.0)
     assert curve.slope() == pytest.approx((0.0, 1.0, 0.0))
@@ -124,8 +132,6 @@ def _traced_run(tmp_path: Path):
 
 
 def test_a_traced_run_is_estimated_at_its_tail_rate(tmp_path: Path) -> None:
-    from memcore.report.estimate import LOCOMO_CONVERSATION_TURNS
-
     run, prompt = _traced_run(tmp_path)
     r = measured_rates(run)
     assert len(r.curves) == 1 and r.prompt_per_turn == sum(prompt) / 20
@@ -158,8 +164,6 @@ def test_a_method_that_keeps_the_conversation_in_context_grows_with_it(tmp_path:
     assert longer["prompt_tokens"] == pytest.approx(other["prompt_tokens_upper"] + (600 + 1000) * 4)
     # the paging MemGPT's window bounds its prompts: estimated like any other method; a memgpt run recorded
     # before it paged (no context_window in its config) held the whole conversation
-    from memcore.report.collect import RunData
-    from memcore.report.estimate import conversation_in_context
 
     def recorded(method: str, section: dict) -> RunData:
         return RunData(tmp_path, metrics={"run": {"method": method}}, config={"method": section})
@@ -184,8 +188,6 @@ def test_a_final_flush_belongs_to_the_turns_it_processed(tmp_path: Path) -> None
     """Mem0-like: each session's adds run when the next session starts, the last session's in ``finalize``: the
     turns after the last one that cost anything share what ``finalize`` made; a trace whose last turn cost
     something keeps ``finalize`` as its own (once per conversation)."""
-    from memcore.report.estimate import _spread_final_flush
-
     per_turn = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (2.0, 200.0, 20.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
     spread, fin = _spread_final_flush(per_turn, (4.0, 400.0, 40.0))
     assert spread == (*per_turn[:3], (2.0, 200.0, 20.0), (2.0, 200.0, 20.0)) and fin == (0.0, 0.0, 0.0)

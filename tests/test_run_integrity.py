@@ -17,10 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from memcore.cli import run_main
+from memcore.data.slice import load_slice
 from memcore.itemlog import ITEMS_GZ, DuplicateItemsError, read_items, read_run_items
 from memcore.itemlog import main as itemlog_main
+from memcore.llm.backbone import BackboneError
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.pipeline import runlock
+from memcore.pipeline.report import run_metrics
 from memcore.pipeline.runlock import LOCK_FILE, Holder, RunDirBusyError, RunDirLock
 from memcore.report.archive import archive_run
 from memcore.report.archive import main as archive_main
@@ -223,9 +227,6 @@ def _forge(archive: Path, edit) -> str:
     re-adding the stored scores finds nothing); the forged item's id."""
     from omegaconf import OmegaConf
 
-    from memcore.data.slice import load_slice
-    from memcore.pipeline.report import run_metrics
-
     items = read_run_items(archive)
     target = next(r for r in items if r["evidence"] and r["answer"])
     edit(target)
@@ -351,8 +352,6 @@ def test_a_run_that_reuses_a_snapshot_reports_the_fallbacks_of_its_build(tmp_pat
 
 @pytest.mark.usefixtures("locomo_path")
 def test_a_failed_invocation_is_recorded_and_the_rerun_adds_its_own(tmp_path: Path, compose) -> None:
-    from memcore.llm.backbone import BackboneError
-
     run_dir, calls = tmp_path / "run", {"n": 0}
 
     def failing_at_the_fourth(messages):  # type: ignore[no-untyped-def]
@@ -371,8 +370,6 @@ def test_a_failed_invocation_is_recorded_and_the_rerun_adds_its_own(tmp_path: Pa
 
 # ---------------------------------------------------------------- 4. every check before any work
 def _run_cli_inprocess(tmp_path: Path, run_dir: Path, overrides: list[str], monkeypatch) -> int:
-    from memcore.cli import run_main
-
     argv = ["memcore-run", *CLI_BASE, f"paths.root={tmp_path / 'results'}", f"hydra.run.dir={run_dir}", *overrides]
     monkeypatch.setattr(sys, "argv", argv)
     try:

@@ -12,12 +12,26 @@ from typing import Any
 
 import pytest
 
+from experiments.benchmarks.responders import structured_responder
+from memcore.cli import stop_on_sigterm
 from memcore.config import ConfigError
+from memcore.eval.aggregate import budget_recall
 from memcore.itemlog import read_items
+from memcore.llm.backbone import BackboneError
 from memcore.llm.cache import stable_hash
+from memcore.llm.embedders import HashingEmbedder
+from memcore.llm.scripted import ScriptedBackbone
+from memcore.llm.usage import UsageTracker
+from memcore.memory.batched import BatchSettings, MemCoReBatched
+from memcore.memory.config import MemCoReConfig, Switches
+from memcore.memory.system import MemCoRe
+from memcore.pipeline.build import build_memory
+from memcore.pipeline.progress import StageBars as _Bars
 from memcore.pipeline.rundir import RUN_STATE, guard_run_dir, without_added_defaults
 from memcore.runner import RunConflictError, run_config
 from memcore.stopflag import StopFlag
+from tests.fakes import AMemMem0RunnerLLM
+from tests.support import story_conversation
 
 BASE = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=rag_bm25"]
 
@@ -42,7 +56,6 @@ def test_run_writes_items_metrics_and_resumes(tmp_path, compose) -> None:
     assert metrics["overall"]["n"] == 8
     assert sum(v["n"] for v in metrics["by_category"].values()) == 8
     # recall at the configured token budgets (eval.token_budgets), recomputed here from the items
-    from memcore.eval.aggregate import budget_recall
 
     assert list(metrics["recall_at_budget"]) == ["500", "1000", "2000"]
     assert metrics["recall_at_budget"] == json.loads(json.dumps(budget_recall(items, [500, 1000, 2000])))
@@ -157,9 +170,6 @@ def test_ctrl_c_stops_the_memory_build_after_the_call_in_flight_and_a_rerun_fini
     kernel may choose for a process-directed signal, the worker thread itself."""
     if delivery == "main-thread" and not Path(f"/proc/self/task/{threading.get_native_id()}/status").exists():
         pytest.skip("needs /proc/self/task to observe signal delivery")
-    from memcore.cli import stop_on_sigterm
-    from memcore.llm.scripted import ScriptedBackbone
-    from tests.fakes import AMemMem0RunnerLLM
 
     responder = AMemMem0RunnerLLM()
 
@@ -209,8 +219,6 @@ def test_ctrl_c_stops_the_memory_build_after_the_call_in_flight_and_a_rerun_fini
 def test_with_progress_bars_off_counts_are_logged_at_most_every_interval(caplog) -> None:
     import logging
 
-    from memcore.pipeline.progress import StageBars as _Bars
-
     with caplog.at_level(logging.INFO, logger="memcore.pipeline.progress"):
         every = _Bars(False, turns=10, items=4, log_every_s=0.0)
         every.build(3)
@@ -229,10 +237,6 @@ def test_with_progress_bars_off_counts_are_logged_at_most_every_interval(caplog)
 def test_the_build_traces_what_each_turn_cost() -> None:
     """``ingest_trace``: per turn, the calls and tokens its ``ingest`` added; ``finalize``'s are the rest of the
     total (``memcore.report.estimate`` reads the trace to see a cost per turn that grows with the memory)."""
-    from memcore.llm.usage import UsageTracker
-    from memcore.pipeline.build import build_memory
-    from tests.support import story_conversation
-
     conv = story_conversation(n_sessions=2)
     scope = UsageTracker()
 
@@ -267,10 +271,6 @@ def test_a_buffered_staged_build_traces_each_turn_with_its_own_gate_calls() -> N
     turn flushes the buffer through the gate, one call per turn costing 100 x its position. The trace puts every
     gate call on its own turn, not on the turn that filled the buffer (nor on ``finalize``, which flushes the
     rest)."""
-    from memcore.llm.usage import UsageTracker
-    from memcore.pipeline.build import build_memory
-    from tests.support import story_conversation
-
     conv = story_conversation(n_sessions=2)
     scope = UsageTracker()
 
@@ -315,16 +315,6 @@ def test_a_buffered_staged_build_traces_each_turn_with_its_own_gate_calls() -> N
 def test_a_buffered_build_reports_each_turn_as_it_enters_the_memory(batched: bool) -> None:
     """MemCoRe buffers turns (32 per flush): progress and a stop request must follow the gate, turn by turn,
     not the buffering (a real-model flush of 32 turns takes minutes)."""
-    from experiments.benchmarks.responders import structured_responder
-    from memcore.llm.embedders import HashingEmbedder
-    from memcore.llm.scripted import ScriptedBackbone
-    from memcore.llm.usage import UsageTracker
-    from memcore.memory.batched import BatchSettings, MemCoReBatched
-    from memcore.memory.config import MemCoReConfig, Switches
-    from memcore.memory.system import MemCoRe
-    from memcore.pipeline.build import build_memory
-    from tests.support import story_conversation
-
     conv = story_conversation(n_sessions=2)  # 6 turns, all in one buffer
 
     def system(backbone: ScriptedBackbone) -> MemCoRe:
@@ -373,7 +363,7 @@ def test_a_buffered_build_reports_each_turn_as_it_enters_the_memory(batched: boo
 
 @pytest.mark.usefixtures("locomo_path")
 def test_quickstart_table_says_it_is_a_demonstration(tmp_path, compose) -> None:
-    """make run's experiment prints (and writes) its footnote: a demonstration, not a benchmark (issue 16)."""
+    """make run's experiment prints (and writes) its footnote: a demonstration, not a benchmark."""
     cfg = compose(["experiment=quickstart", "backbone=scripted", "embedder=hashing"])
     assert (cfg.method.name, cfg.dataset.name) == ("memcore", "locomo-quick") and cfg.method.judge == "llm"
     result = run_config(cfg, tmp_path / "run")
@@ -387,9 +377,6 @@ def test_a_failure_stops_the_other_items_calls_and_the_run_reports_the_failure(t
     """With items answered concurrently, one item's backbone failure stops the run: the calls running beside it
     finish (and their items are kept), no call starts after it, and the error raised is that failure, not one
     of the refusals it set off."""
-    from memcore.llm.backbone import BackboneError
-    from memcore.llm.scripted import ScriptedBackbone
-
     stop = StopFlag()
     calls = 0
     lock = threading.Lock()

@@ -1,4 +1,4 @@
-"""A server the run owns that dies is reported as dead at once (issue 26): how it died, where its log is, no
+"""A server the run owns that dies is reported as dead at once: how it died, where its log is, no
 retries against its closed port. A stand-in server process for the transport path, and the real llama.cpp server
 under ``memcore-run`` for the whole run."""
 
@@ -15,6 +15,7 @@ import pytest
 
 from memcore.itemlog import read_items
 from memcore.llm.backbone import OpenAITransport, ServerExitedError
+from memcore.llm.local_model import ModelNotFoundError, resolve_gguf
 from memcore.llm.local_server import LlamaCppServer, describe_exit, log_tail
 from memcore.llm.usage import UsageTracker
 from tests.support import CHILD_OF_TEST, REPO, data_file_or_skip
@@ -124,8 +125,6 @@ def test_a_run_whose_llama_server_segfaults_stops_with_one_line_and_keeps_its_it
     """The real server of ``backbone=local-small``, owned by the run, killed with SIGSEGV after the first answered
     item of locomo-mini's 25 (answers take about a second each, so most are still to come): the run exits 2 within seconds, saying the server was killed by SIGSEGV and where its log is; the items
     already written stay, and nothing is half-written."""
-    from memcore.llm.local_model import ModelNotFoundError, resolve_gguf
-
     data_file_or_skip()
     try:
         resolve_gguf("qwen2.5-coder-0.5b-instruct-q4_k_m")

@@ -17,7 +17,9 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import open_dict
 
 from memcore.cli import CONFIG_PATH
+from memcore.config import validate
 from memcore.report.cli import main as report_main
+from memcore.validation import validate_run
 from tests.support import CHILD_OF_TEST, compose_config
 
 PAPER_BACKBONES = ["gpt-4o-mini", "gpt-4o", "qwen3-8b", "qwen3-14b"]
@@ -57,10 +59,7 @@ def test_paper_main_sweeps_backbones_by_methods() -> None:
 @pytest.mark.parametrize("experiment", ["paper_main", "paper_ablation"])
 def test_every_job_of_the_paper_sweeps_composes_and_validates(experiment: str) -> None:
     """What Hydra's validate_batch_is_legal does before launching: each job's config composes (every
-    method / ablation / backbone file exists) and passes the run schema and every knob check (issue 16)."""
-    from memcore.config import validate
-    from memcore.validation import validate_run
-
+    method / ablation / backbone file exists) and passes the run schema and every knob check."""
     jobs = sweep_jobs(experiment, [])
     for job in jobs:
         cfg = compose_config([f"{k}={v}" for k, v in job.items()])
@@ -264,7 +263,7 @@ def test_sweep_two_methods_two_ablations_then_report(
 @pytest.mark.filterwarnings("ignore:(?s).*validated against ConfigStore schema with the same name")
 @pytest.mark.usefixtures("locomo_path")
 def test_submitit_local_sweep_runs_both_jobs_through_submitit(tmp_path: Path) -> None:
-    """The cluster path for real (issue 16): submitit's local executor pickles each job, starts it in its own
+    """The cluster path for real: submitit's local executor pickles each job, starts it in its own
     process and collects its result exactly as on SLURM, minus sbatch. Both runs' items and metrics must be
     complete, and submitit's own records (submitted job, result pickle) must exist for each job."""
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")

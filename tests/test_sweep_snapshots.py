@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from memcore.snapshots import SnapshotStore
+
 
 class _SlowMemory:
     """A stand-in memory whose build takes long enough for two processes to overlap."""
@@ -27,8 +29,6 @@ class _SlowMemory:
 
 def _build_snapshot(root: str, log: str, start: float) -> None:
     import time
-
-    from memcore.snapshots import SnapshotStore
 
     time.sleep(max(0.0, start - time.time()))  # both processes enter build_or_load together
 

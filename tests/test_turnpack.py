@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from baselines.rag import RAG, RAGConfig
 from memcore.eval.bootstrap import metric_value
 from memcore.eval.metrics import session_hit
 from memcore.eval.oracle import oracle_fill, oracle_items, turn_line
+from memcore.llm.embedders import HashingEmbedder
+from memcore.memory.config import ConfigError, MemCoReConfig
 from memcore.text import count_tokens
 from memcore.turnpack import Cues, TurnMeta, content_words, fill_framed, named_speaker, render_framed, rerank
 from tests.support import build, conversation_of, story_conversation
@@ -123,9 +126,6 @@ def test_memcore_packing_writes_the_session_frame_within_the_budget(frame: str, 
 
 
 def test_rag_takes_the_same_frame_and_cues(tmp_path: Path) -> None:
-    from baselines.rag import RAG, RAGConfig
-    from memcore.llm.embedders import HashingEmbedder
-
     emb = HashingEmbedder(dim=64)
     conv = conversation_of(MERGED, per_session=5)
     plain = RAG(RAGConfig(), lambda: emb)
@@ -142,8 +142,6 @@ def test_rag_takes_the_same_frame_and_cues(tmp_path: Path) -> None:
 
 
 def test_a_summary_line_with_the_session_frame_is_a_config_error() -> None:
-    from memcore.memory.config import ConfigError, MemCoReConfig
-
     with pytest.raises(ConfigError, match="pack_summary"):
         MemCoReConfig(pack=True, pack_summary=True, pack_frame="session")
     with pytest.raises(ConfigError, match="pack_frame"):

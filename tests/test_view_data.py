@@ -11,9 +11,11 @@ import pytest
 
 from memcore.eval.aggregate import format_table
 from memcore.eval.bootstrap import paired_delta_ci
+from memcore.report.cli import main as report_main
 from memcore.view.data import (
     INDEX_COLUMNS,
     build_site_data,
+    dataset_config,
     decode_ids,
     encode_ids,
     encode_ints,
@@ -21,7 +23,8 @@ from memcore.view.data import (
     load_view_run,
     run_lengths,
 )
-from memcore.view.site import MARKER, main, view_command, viewer_hint
+from memcore.view.site import MARKER, _js, find_plots, main, view_command, viewer_hint
+from tests.support import CHILD_OF_TEST
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "results/measured/first_run/runs/quickstart/locomo-quick/local-small/amem/memcore/none"
@@ -194,8 +197,6 @@ def test_viewer_hint_names_the_runs_or_the_form() -> None:
 
 
 def test_memcore_report_closes_with_the_viewer_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from memcore.report.cli import main as report_main
-
     out = tmp_path / "report"
     assert report_main([str(QUICKSTART), "--out", str(out), "--no-plots", "--no-reference", "--n-boot", "10"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
@@ -208,8 +209,6 @@ def test_memcore_run_closes_with_the_viewer_command_that_works(tmp_path: Path, l
     import os
     import subprocess
     import sys
-
-    from tests.support import CHILD_OF_TEST
 
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     cmd = [
@@ -230,8 +229,6 @@ def test_memcore_run_closes_with_the_viewer_command_that_works(tmp_path: Path, l
 def test_dataset_config_fills_an_old_archives_sparse_block() -> None:
     from omegaconf import OmegaConf
 
-    from memcore.view.data import dataset_config
-
     merged = dataset_config(OmegaConf.create({"dataset": {"name": "locomo-quick", "max_qa": 3}}))
     assert merged.name == "locomo-quick" and merged.max_qa == 3
     assert merged.path is None and merged.max_sessions == 1 and list(merged.conversations) == ["conv-26"]
@@ -243,8 +240,6 @@ def test_serve_answers_on_localhost(tmp_path: Path, locomo_path: Path) -> None:
     import subprocess
     import sys
     import urllib.request
-
-    from tests.support import CHILD_OF_TEST
 
     cmd = [sys.executable, "-u", "-m", "memcore.view.site", str(QUICKSTART), "--out", str(tmp_path / "s"), "--serve"]
     proc = subprocess.Popen(
@@ -266,8 +261,6 @@ def test_serve_answers_on_localhost(tmp_path: Path, locomo_path: Path) -> None:
 
 
 def test_data_files_hold_no_nan() -> None:
-    from memcore.view.site import _js
-
     assert _js("MV.x", {"a": [float("nan"), 1.5, float("inf")], "b": "t"}) == 'MV.x({"a":[null,1.5,null],"b":"t"});\n'
 
 
@@ -299,8 +292,6 @@ def test_missing_dataset_is_one_line(
 
 
 def test_plots_come_from_a_report_that_names_the_run(tmp_path: Path) -> None:
-    from memcore.view.site import find_plots
-
     run = tmp_path / "exp/runs/a/locomo/m/none"
     run.mkdir(parents=True)
     plots = tmp_path / "exp/report/plots"

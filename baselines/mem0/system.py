@@ -22,7 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from baselines.amem.system import config_from_dict
+from baselines.attribution import source_turn
+from baselines.mem0.custom_instructions import CUSTOM_INSTRUCTIONS as EVALUATION_INSTRUCTIONS
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
+from memcore.llm.embedders import minilm_model_dir
 from memcore.schema import POS, TEMPERATURE, UNIT, Rule, check_rules, knob, method_validator
 from memcore.types import Conversation, Evidence, EvidenceNote, Turn
 
@@ -36,9 +39,7 @@ CUSTOM_INSTRUCTIONS = ("evaluation", "none")
 
 def custom_instructions_text(choice: str) -> str | None:
     """The ``MemoryConfig.custom_instructions`` for ``choice`` (None: mem0ai's extraction prompt alone)."""
-    from baselines.mem0.custom_instructions import CUSTOM_INSTRUCTIONS as TEXT
-
-    return TEXT if choice == "evaluation" else None
+    return EVALUATION_INSTRUCTIONS if choice == "evaluation" else None
 
 
 def cap_per_speaker_results(results: dict[str, list[dict[str, Any]]], budget: int) -> dict[str, list[dict[str, Any]]]:
@@ -91,6 +92,7 @@ def _bridge() -> Any:
     """Import mem0ai (through our bridge) with telemetry off; a clear error when the extra is missing."""
     os.environ["MEM0_TELEMETRY"] = "False"
     try:
+        # mem0ai is an optional extra, heavy to import: loaded only when a memory is built
         from baselines.mem0 import bridge
     except ImportError as exc:
         raise ImportError(
@@ -160,7 +162,6 @@ class Mem0Memory:
                     f"mem0: embedder_route=mem0 loads all-MiniLM-L6-v2, but the run's embedder is {emb.name!r}; "
                     "use embedder_route=auto or run so both sides embed with the same model."
                 )
-            from memcore.llm.embedders import minilm_model_dir
 
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             model = bridge.huggingface_embedder(str(minilm_model_dir()), int(emb.dim))
@@ -272,8 +273,6 @@ class Mem0Memory:
         """Provenance of the memories one ``add()`` returned: the batch's dia_ids (``provenance: batch``) and the
         one batch turn each memory's text is attributed to (:func:`baselines.attribution.source_turn`; a memory
         attributed to none is counted in ``memories_unattributed`` and cites no turn)."""
-        from baselines.attribution import source_turn
-
         dia_ids = [t.dia_id for t in batch]
         turns = [(t.dia_id, t.text) for t in batch]
         with self._lock:

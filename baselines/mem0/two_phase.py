@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 
 from baselines.amem.system import config_from_dict
+from baselines.attribution import kept_turns, source_turn
 from baselines.mem0 import prompts_v1 as P
+from baselines.mem0.system import cap_per_speaker_results
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.json_reply import complete_json
 from memcore.schema import POS, TEMPERATURE, UNIT, Rule, check_rules, knob, method_validator
@@ -284,8 +286,6 @@ class Mem0TwoPhase:
         (counted as invalid; their code logs and skips it). Provenance (:mod:`baselines.attribution`): an ADD
         cites the batch turn its text came from; an UPDATE the turns (previous ones and the batch's) whose
         content the new text keeps; an event attributed to no turn is counted (``events_unattributed``)."""
-        from baselines.attribution import kept_turns, source_turn
-
         dia_ids = [t.dia_id for t in batch]
         batch_turns = [(t.dia_id, t.text) for t in batch]
         applied = []
@@ -332,8 +332,6 @@ class Mem0TwoPhase:
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """Each speaker's top_k memories (cosine); ``budget`` (``eval.budget``): the ``budget`` best over both
         speakers. Context = their ``search.py`` layout; each note cites ``provenance``'s turns."""
-        from baselines.mem0.system import cap_per_speaker_results
-
         k = budget or self.cfg.top_k
         q = self.embedder.encode([query])[0]
         results: dict[str, list[dict[str, Any]]] = {}

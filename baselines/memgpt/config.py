@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baselines.lightmem.config import build_config
+from baselines.memgpt.framing import system_message, worst_case_state
 from memcore.schema import POS, TEMPERATURE, Rule, build_keys, check_rules, knob
 from memcore.text import count_tokens
 
@@ -108,8 +109,6 @@ def resolve_window(cfg: MemGPTConfig) -> tuple[int, str]:
 def min_window_tokens(cfg: MemGPTConfig) -> int:
     """The smallest main context that holds the system message, the state message with every core memory block
     full (three blocks: persona and one per speaker; about 4 characters a token) and one reply."""
-    from baselines.memgpt.framing import system_message, worst_case_state
-
     names = ("Speaker A", "Speaker B")
     core_tokens = 3 * cfg.core_block_chars // 4
     return (

@@ -1,1 +1,1 @@
-"""Throughput and scale benchmarks (issue 7). Each module is a script: ``python -m experiments.benchmarks.<name>``."""
+"""Throughput and scale benchmarks. Each module is a script: ``python -m experiments.benchmarks.<name>``."""

@@ -1,4 +1,5 @@
-"""Issue 15 item 7: before/after numbers of the baseline alignment that need no LLM, on all of LoCoMo.
+"""Before/after numbers of the baselines' alignment with their upstream code, those that need no LLM, on all of
+LoCoMo.
 
     python -m experiments.benchmarks.baseline_alignment --out results/measured/baseline_alignment_retrieval.json
 
@@ -19,6 +20,7 @@ Embeddings: MiniLM (the default run embedder). No LLM is called: a backbone call
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
@@ -27,9 +29,17 @@ import types
 from pathlib import Path
 from typing import Any
 
+import baselines.full_context as full_context_now
+from baselines.fluxmem.config import FluxMemConfig
+from baselines.fluxmem.system import FluxMem
+from baselines.mem0.two_phase import Mem0TwoPhase, Mem0TwoPhaseConfig
+from baselines.rag import RAG, RAGConfig
+from memcore.config import BackboneConfig, EmbedderConfig
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.eval.metrics import evidence_scores
+from memcore.llm.factory import build_backbone, build_embedder
+from memcore.llm.usage import UsageTracker
 from memcore.text import count_tokens
 from memcore.types import Conversation
 
@@ -62,8 +72,6 @@ def _score(rows: list[dict[str, float | None]]) -> dict[str, float | int]:
 
 
 def full_context(convs: list[Conversation], before: str) -> dict[str, Any]:
-    import baselines.full_context as now
-
     old = _old_full_context(before)
     out: dict[str, Any] = {}
     for backbone, budget in BUDGETS.items():
@@ -74,7 +82,9 @@ def full_context(convs: list[Conversation], before: str) -> dict[str, Any]:
                 if label == "before":
                     fc = old.FullContext(old.FullContextConfig(), budget)
                 else:
-                    fc = now.FullContext(now.FullContextConfig(), budget, (conv.speaker_a, conv.speaker_b))
+                    fc = full_context_now.FullContext(
+                        full_context_now.FullContextConfig(), budget, (conv.speaker_a, conv.speaker_b)
+                    )
                 for t in conv.turns:
                     fc.ingest(t)
                 fc.finalize()
@@ -95,9 +105,6 @@ def full_context(convs: list[Conversation], before: str) -> dict[str, Any]:
 
 
 def _fluxmem_recall(convs: list[Conversation], embedder: Any, knobs: dict[str, Any]) -> dict[str, Any]:
-    from baselines.fluxmem.config import FluxMemConfig
-    from baselines.fluxmem.system import FluxMem
-
     cfg = FluxMemConfig.from_dict({"unit": "turn", "llm_verify": False, **knobs})
     rows, notes = [], 0
     for conv in convs:
@@ -130,8 +137,6 @@ def fluxmem(convs: list[Conversation], embedder: Any) -> dict[str, Any]:
 
 
 def _rag_recall(convs: list[Conversation], embedder: Any, **cfg: Any) -> dict[str, Any]:
-    from baselines.rag import RAG, RAGConfig
-
     rows, tokens = [], 0
     for conv in convs:
         rag = RAG(RAGConfig(**cfg), lambda: embedder)
@@ -168,13 +173,6 @@ def memgpt(convs: list[Conversation]) -> dict[str, Any]:
 def mem0_two_phase_llm(convs: list[Conversation], adds: int, max_tokens: int, log_dir: Path) -> dict[str, Any]:
     """The first ``adds`` two-phase adds of conv-26 session 1 (alternating speakers) on the local 0.5B model:
     calls, tokens and events per add. A cheap slice of what a full run costs (the CPU is shared)."""
-    import contextlib
-
-    from baselines.mem0.two_phase import Mem0TwoPhase, Mem0TwoPhaseConfig
-    from memcore.config import BackboneConfig, EmbedderConfig
-    from memcore.llm.factory import build_backbone, build_embedder
-    from memcore.llm.usage import UsageTracker
-
     conv = next(c for c in convs if c.conv_id == "conv-26")
     session = conv.sessions[0].turns
     cfg = Mem0TwoPhaseConfig(max_tokens=max_tokens)
@@ -230,9 +228,6 @@ def main(argv: list[str] | None = None) -> int:
     if "memgpt" in parts:
         result["memgpt"] = memgpt(convs)
     if "rag" in parts or "fluxmem" in parts:
-        from memcore.config import EmbedderConfig
-        from memcore.llm.factory import build_embedder
-
         embedder = build_embedder(EmbedderConfig(), cache=None)
         if "rag" in parts:
             result["rag"] = rag(convs, embedder)

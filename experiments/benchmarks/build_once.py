@@ -1,4 +1,4 @@
-"""Issue 7.2: a sweep over the nine ablations builds exactly five memories per conversation (the full model
+"""A sweep over the nine ablations builds exactly five memories per conversation (the full model
 and the four construction ablations: wo_update, wo_merge, wo_link, wo_denoise); the retrieval ablations
 (wo_topic, wo_keyword, wo_neighbor, wo_ier) load the full model's snapshot.
 

@@ -1,4 +1,4 @@
-"""Issue 7.3: rerunning a finished sweep with a warm cache spends no LLM call and takes < 5% of the cold time.
+"""Rerunning a finished sweep with a warm cache spends no LLM call and takes < 5% of the cold time.
 
 The sweep is MemCoRe (LLM mode) over the nine ablations. The backbone is a local fake OpenAI-compatible
 server with a fixed latency per request (``fake_openai``), reached through the real client, so the real
@@ -33,6 +33,7 @@ from experiments.benchmarks.common import (
 )
 from experiments.benchmarks.fake_openai import backbone_overrides, fake_openai_server
 from experiments.benchmarks.responders import structured_responder
+from memcore.runner import run_config
 
 ABLATIONS = (
     "none",
@@ -49,8 +50,6 @@ ABLATIONS = (
 
 def sweep(root: Path, runs_dir: Path, base: list[str], server: Any, ablations: tuple[str, ...]) -> dict[str, Any]:
     """Run every ablation into ``runs_dir/<ablation>``; totals of calls, server requests, wall and CPU."""
-    from memcore.runner import run_config
-
     req0, cpu0, t0 = server.requests, cpu_seconds(), time.perf_counter()
     per_run = []
     for ab in ablations:

@@ -16,7 +16,10 @@ from typing import Any
 
 from omegaconf import DictConfig, open_dict
 
+from memcore.cli import CONFIG_PATH, LIBRARY_THREAD_VARS
+from memcore.config import validate
 from memcore.llm.scripted import Responder, ScriptedBackbone
+from memcore.runner import Runner
 
 RESULTS_DIR = Path("results/benchmarks")
 
@@ -24,8 +27,6 @@ RESULTS_DIR = Path("results/benchmarks")
 def pin_threads_or_reexec() -> None:
     """Give an in-process benchmark the CLI's thread policy (``memcore.cli.pin_library_threads``): the library
     thread variables must be set before numpy loads, so re-execute this command once with them set."""
-    from memcore.cli import LIBRARY_THREAD_VARS
-
     if all(v in os.environ for v in LIBRARY_THREAD_VARS):
         return
     env = dict(os.environ)
@@ -68,8 +69,6 @@ def compose(overrides: Sequence[str], root: Path) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from memcore.cli import CONFIG_PATH
-
     with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
         cfg = hydra_compose(
             config_name="run", overrides=[*overrides, "progress=false", "print_table=false"], return_hydra_config=False
@@ -96,9 +95,6 @@ def run_scripted(
     Without ``responder`` the ``backbone=scripted`` preset is used as configured (echo replies). With one, a
     ``ScriptedBackbone(responder, latency_s)`` recording into the run's own usage tracker replaces it, so
     cost.json counts its calls exactly like a real backbone's."""
-    from memcore.config import validate
-    from memcore.runner import Runner
-
     cfg = validate(compose([*overrides, "backbone=scripted"], root))
     runner = Runner(cfg, run_dir)
     if responder is not None:

@@ -1,4 +1,4 @@
-"""Issue 7.1a: with a scripted backbone of fixed latency, wall time ≈ calls × latency / concurrency.
+"""With a scripted backbone of fixed latency, wall time ≈ calls × latency / concurrency.
 
 For each method and concurrency level the run starts from an empty results root (no snapshot, no cache),
 so every LLM call is made. ``predicted = calls × latency / c``; since one conversation's ingestion is

@@ -20,10 +20,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from baselines.fluxmem.config import FluxMemConfig
+from baselines.fluxmem.system import FluxMem
 from memcore.budget import fill_units, note_line
+from memcore.config import EmbedderConfig
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.eval.metrics import evidence_scores
+from memcore.llm.factory import build_embedder
 from memcore.text import count_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,9 +62,6 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(embedder: Any, convs: list[Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    from baselines.fluxmem.config import FluxMemConfig
-    from baselines.fluxmem.system import FluxMem
-
     summary: dict[str, Any] = {}
     items: list[dict[str, Any]] = []
     for unit in UNITS:
@@ -115,8 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "results/measured/fluxmem_units")
     ap.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     args = ap.parse_args(argv)
-    from memcore.config import EmbedderConfig
-    from memcore.llm.factory import build_embedder
 
     convs = list(load_locomo(resolve_locomo_path(None)).conversations)[: args.conversations]
     embedder = build_embedder(EmbedderConfig(), cache=None)

@@ -1,4 +1,4 @@
-"""Issue 14.5: agreement of MemCoRe's construction gate with the labelled pairs in ``tests/data/gate_pairs.jsonl``.
+"""Agreement of MemCoRe's construction gate with the labelled pairs in ``tests/data/gate_pairs.jsonl``.
 
 For every pair the gate is asked exactly one question: the new note against a candidate list of one note,
 with the gate's own prompt module (``memcore.memory.prompts.gate``), its own reply validation and its own decision
@@ -32,6 +32,7 @@ import inspect
 import json
 import os
 import platform
+import random
 import shlex
 import sys
 import tempfile
@@ -39,6 +40,24 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+
+import memcore
+from memcore.config import BackboneConfig, ConfigError, load_backbone_preset
+from memcore.datasets.locomo.loader import load_locomo
+from memcore.datasets.locomo.paths import resolve_locomo_path
+from memcore.llm.backbone import BackboneError
+from memcore.llm.factory import build_backbone
+from memcore.llm.local_model import ModelNotFoundError
+from memcore.llm.local_server import LocalServerError
+from memcore.llm.usage import UsageTracker
+from memcore.memory.config import MemCoReConfig, Switches
+from memcore.memory.construction import Constructor
+from memcore.memory.ingestion import clean_text
+from memcore.memory.keywords import KeywordIndex
+from memcore.memory.notes import Note, NoteStore, RawTurn
+from memcore.memory.prompts import gate, gate_binary
 
 LABELS = ("redundant", "complementary", "novel")
 ACTION_LABEL = {"merge": "redundant", "link": "complementary", "append": "novel"}
@@ -90,21 +109,14 @@ def load_pairs(path: Path) -> list[dict[str, Any]]:
 
 
 def gate_version(gate_form: str = "scale") -> str:
-    """The version of the gate prompt a build with ``method.gate_form`` uses (older trees: the one prompt)."""
-    from memcore.memory.prompts import gate
-
+    """The version of the gate prompt a build with ``method.gate_form`` uses."""
     if gate_form == "binary":
-        from memcore.memory.prompts import gate_binary
-
         return str(gate_binary.VERSION)
     return str(gate.VERSION)
 
 
 def make_note(turn: Any, nid: int = 0) -> Any:
     """A one-turn, non-denoised note holding ``turn`` (context = cleaned raw text, as with c = r)."""
-    from memcore.memory.ingestion import clean_text
-    from memcore.memory.notes import Note, RawTurn
-
     raw = RawTurn(turn.dia_id, turn.speaker, turn.text, turn.session_time_raw)
     return Note(nid=nid, raws=[raw], context=clean_text(turn.render()), keywords=[turn.speaker.lower()], denoised=False)
 
@@ -112,13 +124,6 @@ def make_note(turn: Any, nid: int = 0) -> Any:
 def build_constructor(backbone: Any, cand: Any, gate_form: str = "scale") -> Any:
     """A Constructor over a store holding only ``cand``: its ``judge`` renders the gate's input and its
     ``decide`` applies the gate's rule (merge cap, merge_min_cosine, thresholds) exactly as in a build."""
-    import numpy as np
-
-    from memcore.memory.config import MemCoReConfig, Switches
-    from memcore.memory.construction import Constructor
-    from memcore.memory.keywords import KeywordIndex
-    from memcore.memory.notes import NoteStore
-
     store = NoteStore(dim=4)
     store.add(cand.raws, cand.context, cand.keywords, np.full(4, 0.5, dtype=np.float32), denoised=False)
     kw = {"store": store, "keywords": KeywordIndex(), "embedder": None, "backbone": backbone}
@@ -130,8 +135,6 @@ def build_constructor(backbone: Any, cand: Any, gate_form: str = "scale") -> Any
 
 def judges_dates() -> bool:
     """Whether this gate shows dates: its ``judge`` takes the new turn's date (v2 on), v1's does not."""
-    from memcore.memory.construction import Constructor
-
     return "date" in inspect.signature(Constructor.judge).parameters
 
 
@@ -156,8 +159,6 @@ def judge_pair(backbone: Any, new: Any, cand: Any, cosine: float, gate_form: str
 # ---------------------------------------------------------------------------------------------- run
 def local_backbone_config(model: str, threads: int | None) -> Any:
     """The ``BackboneConfig`` of a llama.cpp server on the assembled GGUF ``model`` (the ``--model`` path)."""
-    from memcore.config import BackboneConfig
-
     return BackboneConfig(
         name="local",
         kind="llamacpp",
@@ -171,9 +172,6 @@ def local_backbone_config(model: str, threads: int | None) -> Any:
 
 
 def start_backbone(cfg: Any, stack: contextlib.ExitStack, log_dir: Path) -> Any:
-    from memcore.llm.factory import build_backbone
-    from memcore.llm.usage import UsageTracker
-
     return build_backbone(cfg, cache=None, usage=UsageTracker(), resources=stack, log_dir=log_dir)
 
 
@@ -207,7 +205,7 @@ def md_row(payload: dict[str, Any]) -> str:
     )
 
 
-MD_HEAD = """# Gate agreement with the labelled pairs (issue 14.5)
+MD_HEAD = """# Gate agreement with the labelled pairs
 
 Pairs: `tests/data/gate_pairs.jsonl` (how they were drawn and labelled: `tests/data/gate_pairs.md`). Gate
 decision mapped merge ↔ redundant, link ↔ complementary, append ↔ novel; *relation acc* scores the gate's own
@@ -223,8 +221,6 @@ Script: `experiments/benchmarks/gate_agreement.py`.
 def balanced_order(pairs: list[dict[str, Any]], seed: int = 14) -> list[dict[str, Any]]:
     """Pairs interleaved round-robin over the labels (each label's pairs seeded-shuffled), so that any prefix
     of the run (``--limit``, or a run stopped early and resumed) holds the labels about equally."""
-    import random
-
     rng = random.Random(seed)
     by: dict[str, list[dict[str, Any]]] = {lab: [p for p in pairs if p["label"] == lab] for lab in LABELS}
     for v in by.values():
@@ -269,14 +265,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--gate-form", choices=("scale", "binary"), default="scale", help="method.gate_form to measure")
     args = ap.parse_args(argv)
 
-    import memcore
-    from memcore.datasets.locomo.loader import load_locomo
-    from memcore.datasets.locomo.paths import resolve_locomo_path
-
     bcfg = None
     if args.backbone:
-        from memcore.config import ConfigError, load_backbone_preset
-
         try:
             bcfg = load_backbone_preset(args.backbone)
         except ConfigError as exc:
@@ -310,10 +300,6 @@ def main(argv: list[str] | None = None) -> None:
             if cheap:
                 backbone = None
             else:
-                from memcore.llm.backbone import BackboneError
-                from memcore.llm.local_model import ModelNotFoundError
-                from memcore.llm.local_server import LocalServerError
-
                 cfg = bcfg if bcfg is not None else local_backbone_config(args.model, args.threads)
                 try:
                     backbone = start_backbone(cfg, stack, Path(tmp))

@@ -1,4 +1,4 @@
-"""Issue 14.5: draw candidate pairs for the gate's labelled set from the gate's real pre-screen.
+"""Draw candidate pairs for the gate's labelled set from the gate's real pre-screen.
 
 For each turn of the chosen sessions (in conversation order) the turn's cleaned raw context
 (``clean_text(turn.render())``, the note context of the wo_denoise / memcore-cheap path, where c = r) is
@@ -23,7 +23,9 @@ from pathlib import Path
 
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
+from memcore.llm.embedders import MiniLMEmbedder
 from memcore.memory.ingestion import clean_text
+from memcore.memory.notes import NoteStore, RawTurn
 from memcore.types import Turn
 
 #: Conversations and sessions drawn from: the first sessions of three conversations, plus later sessions so
@@ -48,8 +50,6 @@ def turns_of(conv_id: str, sessions: tuple[int, ...], path: Path | None = None) 
 
 def prescreen(turns: list[Turn], k: int, embedder: object) -> list[dict[str, object]]:
     """Top-``k`` earlier turns per turn by cosine, with the store's own exact search."""
-    from memcore.memory.notes import NoteStore, RawTurn
-
     vecs = embedder.encode([clean_text(t.render()) for t in turns])  # type: ignore[attr-defined]
     store = NoteStore(dim=vecs.shape[1])
     out: list[dict[str, object]] = []
@@ -99,8 +99,6 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--show", action="store_true", help="print the sampled pairs with text (for labelling)")
     args = ap.parse_args(argv)
-
-    from memcore.llm.embedders import MiniLMEmbedder
 
     emb = MiniLMEmbedder()
     rows: list[dict[str, object]] = []

@@ -1,4 +1,4 @@
-"""Issue 7.1b: the harness's own time for a full LoCoMo run (10 conversations, 1,986 QA items) with
+"""The harness's own time for a full LoCoMo run (10 conversations, 1,986 QA items) with
 MemCoRe's cheap mode (no LLM in the memory) and a zero-latency scripted backbone answering: whatever
 time this takes is harness + memory CPU, never LLM. Target: under 60 s on 2 cores.
 
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dataset", default="locomo")
     ap.add_argument("--embedder", default="hashing", choices=["hashing", "minilm"])
     ap.add_argument("--concurrency", type=int, default=4)
-    ap.add_argument("--build-processes", type=int, default=None, help="0 = threads only (before issue 7)")
+    ap.add_argument("--build-processes", type=int, default=None, help="0 = threads only (no worker processes)")
     ap.add_argument("--profile", action="store_true", help="record with py-spy (--gil) and keep the top frames")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--name", default=None, help="result file stem (default harness_overhead[_<embedder>])")

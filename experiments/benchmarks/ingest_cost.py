@@ -1,4 +1,4 @@
-"""Issue 7.5: LLM calls and tokens per ingested turn (real runs, ``backbone=local``, locomo-mini).
+"""LLM calls and tokens per ingested turn (real runs, ``backbone=local``, locomo-mini).
 
 ``run`` makes the MemCoRe runs (sequentially; each queues for the machine's one local llama.cpp server and
 resumes if interrupted): the full model and ``memcore-batched`` answer all 25 questions (F1 / recall kept);
@@ -19,11 +19,13 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.common import RESULTS_DIR, command_line, machine_state, md_table, write_result
+from experiments.benchmarks.common import RESULTS_DIR, command_line, machine_state, md_table, run_scripted, write_result
+from experiments.benchmarks.responders import structured_responder
 
 EXPERIMENT = "ingest_cost"
 #: (method, ablation, extra overrides): the memcore variants this benchmark runs itself.
@@ -40,7 +42,7 @@ RUNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 BASELINES: tuple[tuple[str, str, tuple[str, ...]], ...] = (("amem", "none", ()), ("mem0", "none", ()))
 #: Methods whose memory build calls the LLM (their rows join the table when runs exist) …
 INGEST_METHODS = ("memcore", "memcore-batched", "amem", "mem0", "lightmem", "memgpt", "fluxmem-facts")
-#: … and the ones issue 7 asks for.
+#: … and the ones whose per-turn cost the table must have (their published anchors below).
 REQUIRED = ("memcore", "memcore-batched", "amem", "mem0")
 #: Published anchors (LLM calls per ingested turn on LoCoMo), for the table.
 ANCHORS = {"A-MEM": 2.0, "Mem0": 3.2, "LightMem": 0.05}
@@ -177,11 +179,6 @@ def report(args: argparse.Namespace) -> None:
 def batch_sizes(args: argparse.Namespace) -> None:
     """LLM calls per turn of memcore and memcore-batched at several batch sizes, on the scripted structured
     responder (well-formed replies, so merges and links happen; call counts only — no quality)."""
-    import tempfile
-
-    from experiments.benchmarks.common import run_scripted
-    from experiments.benchmarks.responders import structured_responder
-
     rows = []
     for method, size in [("memcore", None), *[("memcore-batched", b) for b in args.sizes]]:
         overrides = [f"method={method}", f"dataset={args.dataset}", "embedder=hashing", "dataset.max_qa=1"]

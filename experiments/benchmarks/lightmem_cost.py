@@ -21,6 +21,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from baselines.lightmem.config import config_from_dict
+from baselines.lightmem.system import LightMem
+from memcore.config import EmbedderConfig
+from memcore.datasets.locomo.loader import load_locomo
+from memcore.datasets.locomo.paths import resolve_locomo_path
+from memcore.llm.factory import build_embedder
+from memcore.llm.scripted import ScriptedBackbone
+from memcore.testing.sim_replies import structured_responder
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -39,15 +48,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conversations", type=int, default=None)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-
-    from baselines.lightmem.config import config_from_dict
-    from baselines.lightmem.system import LightMem
-    from memcore.config import EmbedderConfig
-    from memcore.datasets.locomo.loader import load_locomo
-    from memcore.datasets.locomo.paths import resolve_locomo_path
-    from memcore.llm.factory import build_embedder
-    from memcore.llm.scripted import ScriptedBackbone
-    from memcore.testing.sim_replies import structured_responder
 
     knobs = {k: _value(v) for k, v in (kv.split("=", 1) for kv in args.knob)}
     cfg = config_from_dict(knobs)

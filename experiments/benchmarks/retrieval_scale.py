@@ -1,4 +1,4 @@
-"""Issue 7.4: MemCoRe's retrieval, construction and topics on synthetic memories of 10k / 100k / 1M notes.
+"""MemCoRe's retrieval, construction and topics on synthetic memories of 10k / 100k / 1M notes.
 
 Each size runs in its own process (clean resident-memory numbers). Per size:
 
@@ -42,7 +42,16 @@ from experiments.benchmarks.common import (
     peak_rss_mb,
     rss_mb,
 )
+from experiments.benchmarks.synthetic import LookupEmbedder, make_memory, make_queries
 from memcore.cli import LIBRARY_THREAD_VARS
+from memcore.memory.config import MemCoReConfig, Switches
+from memcore.memory.construction import ConstructionCounters, Constructor
+from memcore.memory.ingestion import IngestResult
+from memcore.memory.notes import RawTurn
+from memcore.memory.persistence import MemoryFiles, save_memory
+from memcore.memory.retrieval import cheap_plan
+from memcore.memory.system import MemCoRe
+from memcore.memory.topics import compute_topics
 
 KINDS = ("flat", "ivf", "hnsw")
 #: Library thread pools (faiss's OpenMP, OpenBLAS) are pinned in the workers with --threads: on a shared,
@@ -69,16 +78,6 @@ def run_size(
     ``keep/notes-<n>`` and reused by the next run of that size (topics and save are then not re-measured)."""
     import igraph  # noqa: F401 - imported up front: igraph's first import (~5 s, cairo drawing) is not Leiden
     import leidenalg  # noqa: F401
-
-    from experiments.benchmarks.synthetic import LookupEmbedder, make_memory, make_queries
-    from memcore.memory.config import MemCoReConfig, Switches
-    from memcore.memory.construction import ConstructionCounters, Constructor
-    from memcore.memory.ingestion import IngestResult
-    from memcore.memory.notes import RawTurn
-    from memcore.memory.persistence import MemoryFiles, save_memory
-    from memcore.memory.retrieval import cheap_plan
-    from memcore.memory.system import MemCoRe
-    from memcore.memory.topics import compute_topics
 
     row: dict[str, Any] = {
         "notes": n,

@@ -1,4 +1,4 @@
-"""Synthetic MemCoRe memories of any size for the scale benchmark (issue 7.4): clustered 384-d embeddings,
+"""Synthetic MemCoRe memories of any size for the scale benchmark (``retrieval_scale``): clustered 384-d embeddings,
 keywords drawn per cluster with Zipf weights plus two speaker hubs, Related edges inside clusters, and
 queries whose text names two keywords of a target note. Shapes follow a real cheap-mode LoCoMo memory
 (about six keywords per note, a few notes per keyword, sparse edges); contents are random."""

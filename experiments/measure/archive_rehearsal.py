@@ -17,6 +17,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from memcore.report.archive import main as memcore_archive
+
 REPO = Path(__file__).resolve().parents[2]
 MEASURED = REPO / "results" / "measured"
 
@@ -37,7 +39,6 @@ def archive(work: Path, name: str, *, slim: bool = False, measured: Path = MEASU
         if (work / f).is_file():
             text = (work / f).read_text().replace(results, "<results>")
             (out / f).write_text(text.replace(f"{REPO}/", ""))  # --estimate-from etc. inside the repository
-    from memcore.report.archive import main as memcore_archive
 
     runs = out / "root" / "runs"
     packed = memcore_archive(

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14: memcore-cheap retrieval only on all of LoCoMo (no LLM), after the fidelity fixes, beside the
+# memcore-cheap retrieval only on all of LoCoMo (no LLM), after the fidelity fixes, beside the
 # numbers before them (results/measured/memcore_cheap_retrieval.md: recall 68.19 / hit 76.11 at K = 20).
 # Variants of the IER fusion and the neighbour weight reuse the full model's snapshots.
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 27: evidence recall and hit at equal context tokens (eval.context_tokens), retrieval only, all of LoCoMo.
+# Evidence recall and hit at equal context tokens (eval.context_tokens), retrieval only, all of LoCoMo.
 # Every method hands over at most N tokens; memcore-cheap with packing on and off and each retrieval ablation,
 # the flat baselines and full_context's truncation. The first memcore-cheap run builds the memories; every other
 # memcore-cheap run reuses that snapshot (packing and the retrieval switches do not change the build).
@@ -25,7 +25,8 @@ for n in $BUDGETS; do
     run method=memcore-cheap method.pack=true ablation=$a eval.context_tokens="$n" experiment_name="eqtok_$n"
   done
 done
-# The runs with their items, slim (no question text, hashes or latencies), re-derived, for results/measured (issue 28)
+# The runs with their items, slim (no question text, hashes or latencies), for results/measured: every committed
+# number re-derives from committed items
 ROOT="${MEMCORE_RESULTS:-results}"
 ARCHIVE=${RUN%memcore-run}memcore-archive
 "$ARCHIVE" "$ROOT"/runs/eqtok_* --slim --out results/measured/equal_tokens/runs

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 41: evidence at equal tokens toward the limit, retrieval only, all of LoCoMo. memcore-cheap's default
+# Evidence at equal tokens toward the limit, retrieval only, all of LoCoMo. memcore-cheap's default
 # (packed, session frame, date / filler / neighbour cues) beside today's packing (line frame, no cue) and
 # rag_hybrid with and without the same frame and cues, at each budget; K = 20 with packing off and on; the
 # oracle rows are added by experiments/measure/oracle_runs.py. One memcore-cheap build (reused by every run).

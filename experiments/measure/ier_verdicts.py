@@ -1,4 +1,4 @@
-"""IER's judge against the gold (issue 14): pair an IER-on run with the same retrieval without IER (``wo_ier`` or
+"""IER's judge against the gold: pair an IER-on run with the same retrieval without IER (``wo_ier`` or
 ``ablation.ier=false``: same memory, same decompositions) and say, per question of categories 1-4 with gold
 evidence, what the judge saw at round 1 (the IER-off pool), what it said, and what refinement added.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15: J for full_context on exactly the items a MemCoRe LLM-mode run answered (same answerer, same judge),
+# J for full_context on exactly the items a MemCoRe LLM-mode run answered (same answerer, same judge),
 # both judge presets x 3 runs, judged by the 1.5B model on its own one-thread server.
 #
 #   MEMCORE_RESULTS=<root> experiments/measure/judge_full_context.sh <memcore run dir> [overrides...]

@@ -1,11 +1,11 @@
-"""Issue 28, deliverable 3: what link-update provenance does to evidence recall, on one LLM-mode build.
+"""What link-update provenance does to evidence recall, on one LLM-mode build.
 
 A link update rewrites a neighbour note's context with a new turn's facts. The neighbour is credited with
 ``linked_sources`` (its recall counts them). Three rules are scored over the same retrieved notes of a run:
 
 - ``none``: a note is credited with its own turns only;
-- ``causing turn`` (the harness since issue 28): plus the one turn that caused each update;
-- ``holder's turns`` (before issue 28, as an upper bound): plus every turn of the note that holds the causing turn
+- ``causing turn`` (the harness's rule): plus the one turn that caused each update;
+- ``holder's turns`` (the earlier rule, as an upper bound): plus every turn of the note that holds the causing turn
   at the end of the build. The old rule credited the turns that note held at update time, a subset of these, so
   this bounds the old recall from above.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14: MemCoRe's ablation table in LLM mode on the locomo-llm slice (conv-26 + conv-30, sessions 1-4:
+# MemCoRe's ablation table in LLM mode on the locomo-llm slice (conv-26 + conv-30, sessions 1-4:
 # 153 turns, 85 QA), local backbone, A-MEM protocol.
 #
 #   experiments/measure/llm_ablation.sh [backbone] [overrides...]   # default local-small (Qwen2.5-Coder-0.5B)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14: MemCoRe's LLM-mode rows at K_final = 5 (eval.budget=5) on conv-26 of locomo-llm, answers included,
+# MemCoRe's LLM-mode rows at K_final = 5 (eval.budget=5) on conv-26 of locomo-llm, answers included,
 # over the memory llm_ablation.sh built with the 0.5B model. At K = 20 every conv-26 note (16) is retrieved, so the
 # retrieval ablations differ only in note order; at K = 5 they differ in what the answerer reads, and IER's
 # judge sees 5 notes. Then IER with a judge that can say "insufficient": the 1.5B model retrieves over the
@@ -40,7 +40,7 @@ IDS='["conv-26#0","conv-26#1","conv-26#2","conv-26#3","conv-26#4","conv-26#5","c
 for a in none wo_ier; do
   run backbone=local memory_backbone=$SMALL eval.answer=false "dataset.item_ids=$IDS" experiment_name=${TAG/llm_ablation_k5/ier_strong_judge_k5} ablation=$a
 done
-# What a reader needs to re-derive the tables (issue 28): every run's items, and the replies that replay it.
+# What a reader needs to re-derive the tables: every run's items, and the replies that replay it.
 ROOT="${MEMCORE_RESULTS:-results}"
 .venv/bin/memcore-archive "$ROOT/runs/$TAG" "$ROOT/runs/${TAG}_noier" "$ROOT/runs/${TAG}_ref" --out results/measured/llm_ablation_k5/runs
 .venv/bin/memcore-archive --verify results/measured/llm_ablation_k5/runs

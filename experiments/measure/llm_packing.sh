@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Issue 27 (deliverable 5): evidence packing in LLM mode, answers included, at one equal context budget.
+# Evidence packing in LLM mode, answers included, at one equal context budget.
 # conv-26 of locomo-llm, the local 0.5B model, K_final = 5 as in the K = 5 table (llm_ablation_k5.sh), and
 # eval.context_tokens=$TOKENS (default 500) for every method: memcore with packing off (its 5 whole notes cut to the
 # budget) and on (the raw turns of its ranked notes fill the budget), memcore-cheap packed, rag_hybrid at K = 5
 # turns (as in the K = 5 table) and ranking as deep as the budget holds (eval.budget=null: the equal-token row). The first memcore run builds the memory; the second reuses that snapshot (packing does
-# not change the build). Then the retrieval ablations over the same build (issue 28, deliverable 4: the IER-off
+# not change the build). Then the retrieval ablations over the same build (the IER-off
 # rows are paired with the IER-off full model), the runs archived with their items, and the response cache
 # exported so the tables re-derive without a server.
 #

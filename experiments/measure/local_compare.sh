@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 28 (deliverable 1): remeasure the local_compare table with its items. Every method of
+# Remeasure the local_compare table with its items. Every method of
 # configs/experiment/local_compare.yaml on locomo-mini (conv-26 sessions 1-3: 58 turns, 25 QA), A-MEM protocol, the
 # local 0.5B model (backbone=local-small, n_ctx 16384), one run at a time, as the commands of the old note
 # (results/history/local_compare.md, sessions 2-4, items not kept) ran them. Then the runs archived with their items,

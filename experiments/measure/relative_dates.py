@@ -1,5 +1,5 @@
 """How many LoCoMo turns carry a relative date expression, and how many of those expressions the code resolves
-(issue 28; :mod:`memcore.data.relative_dates`). Counts only: no LoCoMo text is written.
+(:mod:`memcore.data.relative_dates`). Counts only: no LoCoMo text is written.
 
     python -m experiments.measure.relative_dates [--data locomo10.json] [--out results/measured/relative_dates.md]
 
@@ -55,7 +55,7 @@ def count(turns: Sequence[Turn]) -> dict[str, Any]:
 def to_markdown(c: dict[str, Any], data_name: str) -> str:
     pct = 100 * c["turns_with_relative_expression"] / c["turns"] if c["turns"] else 0.0
     lines = [
-        "# Relative date expressions in LoCoMo (issue 28)",
+        "# Relative date expressions in LoCoMo",
         "",
         f"Data: `{data_name}`, every turn of every session (image captions included, as the methods ingest them).",
         "Command: `python -m experiments.measure.relative_dates --out results/measured/relative_dates.md`",

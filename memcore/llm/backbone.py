@@ -18,6 +18,7 @@ from json import JSONDecodeError
 from typing import TYPE_CHECKING, Any
 
 from memcore.interfaces import Completion, Message
+from memcore.llm.stack import build_stack
 from memcore.llm.usage import UsageSink, UsageTracker
 
 if TYPE_CHECKING:
@@ -310,7 +311,5 @@ def _message_text(resp: Any) -> str | None:
 def openai_chat(*, cache: ResponseCache | None = None, usage: UsageTracker | None = None, **transport: Any) -> Metered:
     """The usual stack over one OpenAI-compatible server: :class:`OpenAITransport` (``transport`` keyword
     arguments) → response cache (when ``cache``) → usage metering into ``usage`` (a new tracker by default)."""
-    from memcore.llm.stack import build_stack
-
     tracker = usage if usage is not None else UsageTracker()
     return build_stack(OpenAITransport(usage=tracker, **transport), tracker=tracker, cache=cache)

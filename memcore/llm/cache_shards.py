@@ -1,5 +1,4 @@
-"""Where a run's caches live and how they are written, so that jobs on several nodes can share one cache directory
-(issue 29).
+"""Where a run's caches live and how they are written, so that jobs on several nodes can share one cache directory.
 
 ``cache_mode`` (a run-level knob) picks the layout of ``paths.cache``:
 

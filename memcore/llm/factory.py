@@ -17,8 +17,10 @@ from memcore.llm.backbone import MissingKeyError, OpenAITransport
 from memcore.llm.cache import EMBEDDINGS_FILE, EMBEDDINGS_TABLE, ResponseCache
 from memcore.llm.cache_shards import CacheLayout
 from memcore.llm.embedders import CachedEmbedder, HashingEmbedder, MiniLMEmbedder, OpenAIEmbedder
+from memcore.llm.hub_embedder import HubEmbedder, precheck
 from memcore.llm.local_model import models_dir, resolve_gguf
 from memcore.llm.local_server import LlamaCppServer
+from memcore.llm.scripted import ScriptedBackbone, echo_responder
 from memcore.llm.stack import Metered, build_stack
 from memcore.llm.usage import UsageTracker
 from memcore.registry import Registry
@@ -89,8 +91,6 @@ def _openai_compatible(
 
 
 def _scripted(cfg: BackboneConfig, usage: UsageTracker) -> ChatBackbone:
-    from memcore.llm.scripted import ScriptedBackbone, echo_responder
-
     return ScriptedBackbone(echo_responder, latency_s=cfg.scripted_latency_s, usage=usage, model="scripted")
 
 
@@ -212,16 +212,12 @@ def _hashing(cfg: EmbedderConfig) -> Embedder:
 
 
 def _hub(cfg: EmbedderConfig) -> Embedder:
-    from memcore.llm.hub_embedder import HubEmbedder
-
     return HubEmbedder(cfg.model, cfg.query_model, cfg.pooling, cfg.batch_size)
 
 
 def precheck_embedder(cfg: EmbedderConfig) -> None:
     """Before any work: a hub embedder's weights must be in the local cache or the hub reachable (ConfigError)."""
     if cfg.kind == "hub":
-        from memcore.llm.hub_embedder import precheck
-
         precheck(cfg.name, [m for m in (cfg.model, cfg.query_model) if m])
 
 

@@ -2,7 +2,7 @@
 
 The runner overlaps conversation builds and, inside each conversation, QA items; without a shared bound
 the number of requests in flight would be conversations x items. With it, wall time of an LLM-bound run
-is about calls x latency / concurrency once there is enough independent work (issue 7).
+is about calls x latency / concurrency once there is enough independent work.
 
 It is also where a stopping run stops calling: once ``stop_requested()`` is true, a call that has not started is
 refused (:class:`~memcore.stopflag.StopRequested`), so Ctrl-C waits for the calls running, not for every call

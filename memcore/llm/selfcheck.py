@@ -2,7 +2,7 @@
 
 ``python -m memcore.llm.selfcheck --model qwen2.5-coder-0.5b-instruct-q4_k_m``. ``make install`` runs it right
 after building llama-cpp-python and CI runs it before the end-to-end tests, so a build that crashes on its first
-forward pass (issue 26: AMX kernels on a virtualized CPU) is one clear line, not a chain of connection errors.
+forward pass (AMX kernels on a virtualized CPU do that) is one clear line, not a chain of connection errors.
 Exit 0 when the server answered, 1 when it crashed or did not answer (the line says how and where its log is),
 2 for bad arguments or a missing model.
 """

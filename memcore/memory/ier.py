@@ -35,9 +35,9 @@ from memcore.llm.json_reply import complete_json
 from memcore.memory.config import MemCoReConfig, Switches
 from memcore.memory.judge_view import per_note_budget
 from memcore.memory.keywords import KeywordIndex, normalise_keywords
-from memcore.memory.retrieval import Decomposer, QueryPlan, Retriever, RoundResult, cheap_plan
 from memcore.memory.prompts import ier as IER_PROMPT
 from memcore.memory.prompts import ier_answer_first as IER_ANSWER_FIRST_PROMPT
+from memcore.memory.retrieval import Decomposer, QueryPlan, Retriever, RoundResult, cheap_plan
 from memcore.text import count_tokens
 
 

@@ -1,5 +1,5 @@
 """What the IER judge sees of one note: its dates, its context and its turns that best match the question, in a
-per-note token budget, so that all K_final notes of the pool fit the judge's prompt (issue 28).
+per-note token budget, so that all K_final notes of the pool fit the judge's prompt.
 
 Whole notes (context + every raw turn, ≈ 340 tokens for a merged note) let a 3,000-token budget show about 8
 of 20 notes; the judge then called the pool "insufficient" for evidence it was never shown. Here each note

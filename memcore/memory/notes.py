@@ -15,7 +15,7 @@ NUMPY_EXACT_LIMIT = 20_000
 #: Similarities one exact-search chunk may hold (float32: 128 MB).
 EXACT_CHUNK_CELLS = 32 * 1024 * 1024
 #: ``index`` knob: ``flat`` = exact faiss inner product; ``ivf`` / ``hnsw`` = approximate; ``auto`` = flat below
-#: ``ann_threshold`` rows, IVF from there on (issue 7: IVF builds in seconds where HNSW takes minutes, at
+#: ``ann_threshold`` rows, IVF from there on (IVF builds in seconds where HNSW takes minutes, at
 #: recall@20 >= 0.99 on the benchmark's synthetic memories; results/benchmarks/retrieval_scale.md).
 INDEX_KINDS = ("auto", "flat", "ivf", "hnsw")
 IVF_NPROBE = 16
@@ -279,7 +279,8 @@ class VectorMatrix:
 
 #: Why an edge exists: ``gate`` = the judge linked two notes; ``merge_cap`` = the judge called them redundant but
 #: the target was full (``merge_max_turns``); ``duplicate`` = a redundant candidate beside the note the turn was
-#: merged into. Both join near-duplicates and stay out of neighbour expansion (issue 28: ``duplicate``).
+#: merged into. Both join near-duplicates and stay out of neighbour expansion, so that copies of one fact
+#: do not pull each other back into the pool.
 EDGE_ORIGINS = ("gate", "merge_cap", "duplicate")
 
 
@@ -372,5 +373,5 @@ class NoteStore:
     def freeze(self) -> None:
         """Cache the edge CSR for retrieval. The note vectors get no faiss index: retrieval never searches
         them (channels rank candidate rows exactly), and the gate's pre-screen appends right after, which
-        drops any index; building one (HNSW at 1M notes: minutes) on every load was wasted (issue 7)."""
+        drops any index; building one (HNSW at 1M notes: minutes) on every load was wasted."""
         self.neighbours_csr()

@@ -19,8 +19,8 @@ from memcore.memory.config import MemCoReConfig, Switches
 from memcore.memory.ingestion import StatisticalKeywords
 from memcore.memory.keywords import KeywordIndex, normalise_keywords
 from memcore.memory.notes import NoteStore, VectorMatrix
-from memcore.memory.topics import Topics
 from memcore.memory.prompts import decompose as DECOMPOSE_PROMPT
+from memcore.memory.topics import Topics
 
 CHANNELS = ("topic", "keyword", "neighbor")
 MAX_ENTITIES = 6
@@ -221,7 +221,7 @@ class Retriever:
         tsims = t.centroids @ q
         k = min(self.cfg.k_topic, len(t))
         # = np.argsort(-tsims, kind="stable")[:k] (ties by topic id) without sorting every topic: that full sort
-        # was ~12 ms of a query at 35k topics (1M notes; issue 7).
+        # was ~12 ms of a query at 35k topics (1M notes).
         kth = np.partition(-tsims, k - 1)[k - 1]
         best = np.flatnonzero(-tsims <= kth)
         top = best[np.argsort(-tsims[best], kind="stable")][:k]
@@ -269,7 +269,7 @@ class Retriever:
         ids = np.concatenate([self.ix.post_ids[s:e] for s, e in zip(starts, ends, strict=True)])
         weights = np.repeat(w, lens).astype(np.float64)
         if len(ids) * 16 < len(self.ix.store):
-            # few postings: sum per distinct note (a bincount over every note costs O(notes), 14 ms at 1M; issue 7)
+            # few postings: sum per distinct note (a bincount over every note costs O(notes), 14 ms at 1M)
             uniq, inv = np.unique(ids, return_inverse=True)
             summed = np.bincount(inv, weights=weights)
             nz = summed != 0

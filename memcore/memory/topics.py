@@ -45,7 +45,7 @@ def keyword_vectors(index: KeywordIndex, note_vecs: np.ndarray) -> np.ndarray:
     nonempty = np.flatnonzero(np.diff(indptr) > 0)
     starts, ends = indptr[:-1][nonempty], indptr[1:][nonempty]
     # In blocks of about KEYWORD_BLOCK_ROWS gathered rows: gathering every posting at once needs
-    # (postings x dim) floats, 9 GB at 1M notes (issue 7). Same rows, same order: same sums.
+    # (postings x dim) floats, 9 GB at 1M notes. Same rows, same order: same sums.
     i = 0
     while i < len(nonempty):
         j = max(i + 1, int(np.searchsorted(ends, starts[i] + KEYWORD_BLOCK_ROWS, side="right")))
@@ -93,7 +93,7 @@ def _split_large(
 ) -> list[np.ndarray]:
     out: list[np.ndarray] = []
     # Bucket the edges inside each oversized community in one pass (scanning every edge once per community
-    # was O(communities x edges): 130 s at 100k notes; issue 7). Edge order is kept, so Leiden sees the same input.
+    # was O(communities x edges): 130 s at 100k notes). Edge order is kept, so Leiden sees the same input.
     owner = {int(k): c for c, comm in enumerate(comms) if len(comm) > cfg_max for k in comm}
     inside: dict[int, list[tuple[int, int, float]]] = {}
     for (a, b), wt in sub_edges.items():

@@ -10,7 +10,7 @@ from typing import Any
 from memcore.eval.aggregate import CATEGORY_NAME_NOTE
 from memcore.eval.disclosure import evidence_cell, evidence_disclosure
 from memcore.eval.protocols import protocol_cat5_note
-from memcore.methods import METHODS
+from memcore.methods import METHODS, find_method
 from memcore.report.collect import RunData
 from memcore.report.reference import PaperNumbers
 from memcore.report.summary import CATEGORY_KEYS, COST_KEYS, COST_LABELS, RunSummary
@@ -177,21 +177,13 @@ def headline_notes(summaries: Sequence[RunSummary]) -> list[str]:
 
     notes = list(dict.fromkeys(n for s in summaries if (n := protocol_cat5_note(s.run.protocol))))
     notes.append(CATEGORY_NAME_NOTE)
-    if any(s.run.method_label == "mem0" for s in summaries):
-        notes.append(
-            "mem0: mem0ai 2.2.1's add-only pipeline (one extraction call per add), not the algorithm behind Mem0's"
-            " published numbers; the paper's Mem0 row is mem0-two-phase (extraction, then ADD/UPDATE/DELETE/NONE)."
-        )
+    for spec in dict.fromkeys(spec for s in summaries if (spec := find_method(s.run.method)) is not None):
+        notes.extend(n for n in spec.table_notes if n not in notes)
     if any(s.values.get("judge_no_adv") is not None for s in summaries):
         notes.append(
             "J cat. 1-4: share of answers the judge labels CORRECT over categories 1-4 (as published LoCoMo J numbers;"
             " n = 1,540 on all of LoCoMo); with repeated runs the mean over runs, ± the std of the runs' J; per-category J"
             " is in the detail table. The Judge column names the judge preset and the model that actually judged."
-        )
-    if any(s.run.method.startswith("fluxmem") for s in summaries):
-        notes.append(
-            "FluxMem: its paper reports LoCoMo over categories 1-4 (adversarial left out); its headline here is the"
-            " cat. 1-4 column (F1 cat. 1-4, and J cat. 1-4 when judged), not the paper's overall over categories 1-5."
         )
     notes.append(
         "Answers: the answer prompt, its temperature (categories 1-4 / category 5) and the mean answer length in words;"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memcore.methods import find_method
 from memcore.report.collect import display_path
 from memcore.report.reference import PAPER_DATASET, PAPER_PROTOCOL, REIMPLEMENTED, PaperNumbers
 from memcore.report.summary import COST_KEYS, RunSummary, embeddings_state
@@ -42,7 +43,8 @@ def paper_main_row(
 def paper_ablation_row(
     s: RunSummary, paper: PaperNumbers | None, reference_backbone: str | None
 ) -> dict[str, float] | None:
-    if paper is None or not s.run.is_paper_method or s.run.method_label != "memcore":
+    spec = find_method(s.run.method_label)
+    if paper is None or not s.run.is_paper_method or spec is None or spec.ablation_schema is None:
         return None
     return paper.ablation_row(reference_backbone or s.run.backbone, s.run.ablation)
 

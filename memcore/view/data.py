@@ -21,9 +21,19 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from memcore.config import CONFIG_DIR
+from memcore.data.errors import DataError
+from memcore.data.slice import load_slice
 from memcore.datasets.registry import dataset_of
+from memcore.eval.aggregate import format_table, slice_line
+from memcore.eval.bootstrap import metric_value, paired_delta_ci
+from memcore.eval.disclosure import evidence_cell
 from memcore.itemlog import ITEMS, ITEMS_GZ, ItemLogError, read_items
+from memcore.report.ablation_table import run_k, run_switches
 from memcore.report.collect import ReportInputError, RunData, display_path, find_run_dirs, load_run
+from memcore.report.detail_table import detail_table
+from memcore.report.main_table import answer_cell, evidence_info, judge_cell
+from memcore.report.summary import cost_summary, summarize_run, usage_totals
 
 #: Paired-interval settings: the report's defaults (``memcore-report --n-boot/--seed/--alpha``).
 N_BOOT, SEED, ALPHA = 1000, 0, 0.05
@@ -341,8 +351,6 @@ def dataset_config(cfg: Any) -> Any:
 
 def _dataset_defaults(name: str, depth: int) -> Any:
     """``configs/dataset/<name>.yaml`` with its ``defaults`` merged in (empty when there is no such file)."""
-    from memcore.config import CONFIG_DIR
-
     path = CONFIG_DIR / "dataset" / f"{name}.yaml"
     if depth > 4 or not path.is_file():
         return OmegaConf.create({})
@@ -355,9 +363,6 @@ def load_conversations(run: RunData) -> tuple[dict[str, Any], dict[str, str]]:
     """The run's LoCoMo slice, as the harness loads it from the run's ``config.yaml`` (``dataset``): per
     conversation its speakers, sessions and turns (only the sessions the slice holds), and every QA item's question
     (slim archives drop it from the items). Raises :class:`ViewInputError` when the data file cannot be found."""
-    from memcore.data.errors import DataError
-    from memcore.data.slice import load_slice
-
     cfg_path = run.path / "config.yaml"
     if not cfg_path.is_file():
         raise ViewInputError(f"{run.path}: no config.yaml, so the conversation slice is unknown; re-archive the run.")
@@ -387,13 +392,6 @@ def load_conversations(run: RunData) -> tuple[dict[str, Any], dict[str, str]]:
 def run_overview(vr: ViewRun) -> dict[str, Any]:
     """The run's overview: its table per category (as ``memcore-run`` prints it), the report's detail table, the
     disclosure (method, backbone, protocol, slice, answer prompt, judge, evidence budget) and cost."""
-    from memcore.eval.aggregate import format_table, slice_line
-    from memcore.eval.disclosure import evidence_cell
-    from memcore.report.ablation_table import run_k, run_switches
-    from memcore.report.detail_table import detail_table
-    from memcore.report.main_table import answer_cell, evidence_info, judge_cell
-    from memcore.report.summary import cost_summary, summarize_run, usage_totals
-
     run = vr.run
     summary = summarize_run(run, n_boot=N_BOOT, seed=SEED, alpha=ALPHA)
     try:
@@ -434,8 +432,6 @@ def run_overview(vr: ViewRun) -> dict[str, Any]:
 def paired_category_deltas(a: ViewRun, b: ViewRun) -> list[dict[str, Any]]:
     """Per category (then overall and overall 1-4) and per :data:`DELTA_METRICS` both runs carry: B minus A in
     percent points, paired per item, with the report's paired bootstrap interval (``paired_delta_ci``)."""
-    from memcore.eval.bootstrap import metric_value, paired_delta_ci
-
     declared = dataset_of(a.run.config.get("dataset") or {}).categories
     cats = sorted({int(r["category"]) for r in a.items})
     groups: list[tuple[str, tuple[int, ...] | None]] = [(declared.get(c).heading, (c,)) for c in cats]
@@ -458,9 +454,6 @@ def paired_category_deltas(a: ViewRun, b: ViewRun) -> list[dict[str, Any]]:
 
 def two_run_tables(a: ViewRun, b: ViewRun) -> str:
     """The report's detail table with both runs side by side (Markdown)."""
-    from memcore.report.detail_table import detail_table
-    from memcore.report.summary import summarize_run
-
     return detail_table([summarize_run(r.run, n_boot=N_BOOT, seed=SEED, alpha=ALPHA) for r in (a, b)]).to_markdown()
 
 

@@ -1,4 +1,4 @@
-"""MemCoRe batched construction (memcore-batched, issue 7): several turns per LLM call, LightMem-style.
+"""MemCoRe batched construction (memcore-batched, for throughput): several turns per LLM call, LightMem-style.
 
 ``INGEST_USER``: one call turns a chunk of consecutive turns into one note each (context + keywords).
 ``GATE_USER``: one call judges every new note of the chunk against its embedding-nearest candidates, which
