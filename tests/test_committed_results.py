@@ -112,6 +112,8 @@ VERIFIED_ARCHIVES = [
     "rehearsal_tiny_idle/root/runs",
     "rehearsal_latency_kinds/root/runs",
     "rehearsal_full/root/runs",
+    "paper_main_mem0_cost/quick",
+    "paper_main_mem0_cost/conv",
 ]
 
 
@@ -265,10 +267,27 @@ def test_memcore_cheap_k20_recall_floor_holds_on_the_committed_items(run: str) -
     assert 100 * sum(it["hit"] for it in scored) / len(scored) >= 76.1
 
 
-def test_the_answer_prompt_effect_table_follows_from_the_committed_items(tmp_path: Path) -> None:
-    run = "locomo-mini/local-small/amem/mem0/none"
-    harness = MEASURED / "provenance_rule" / "runs" / "prov_source" / run
-    upstream = MEASURED / "answer_prompt_effect" / "runs" / "prov_upstream" / run
-    out = tmp_path / "mem0.md"
-    assert effect_main(["--harness", str(harness), "--upstream", str(upstream), "--out", str(out)]) == 0
-    assert out.read_text() == (MEASURED / "answer_prompt_effect" / "mem0.md").read_text()
+@pytest.mark.parametrize(
+    ("table", "harness", "upstream"),
+    [
+        (
+            "mem0.md",
+            "provenance_rule/runs/prov_source/locomo-mini/local-small/amem/mem0/none",
+            "answer_prompt_effect/runs/prov_upstream/locomo-mini/local-small/amem/mem0/none",
+        ),
+        (
+            "full_context.md",
+            "answer_prompt_effect/runs/i37_ape_harness/locomo-mini/local/amem/full_context/none",
+            "answer_prompt_effect/runs/i37_ape_upstream/locomo-mini/local/amem/full_context/none",
+        ),
+    ],
+)
+def test_the_answer_prompt_effect_table_follows_from_the_committed_items(
+    table: str, harness: str, upstream: str, tmp_path: Path
+) -> None:
+    out = tmp_path / table
+    assert (
+        effect_main(["--harness", str(MEASURED / harness), "--upstream", str(MEASURED / upstream), "--out", str(out)])
+        == 0
+    )
+    assert out.read_text() == (MEASURED / "answer_prompt_effect" / table).read_text()
