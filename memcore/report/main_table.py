@@ -177,8 +177,9 @@ def headline_notes(summaries: Sequence[RunSummary]) -> list[str]:
 
     notes = list(dict.fromkeys(n for s in summaries if (n := protocol_cat5_note(s.run.protocol))))
     notes.append(CATEGORY_NAME_NOTE)
-    for spec in dict.fromkeys(spec for s in summaries if (spec := find_method(s.run.method)) is not None):
-        notes.extend(n for n in spec.table_notes if n not in notes)
+    for method in dict.fromkeys(s.run.method for s in summaries):
+        spec = find_method(method)
+        notes.extend(n for n in (spec.table_notes if spec is not None else ()) if n not in notes)
     if any(s.values.get("judge_no_adv") is not None for s in summaries):
         notes.append(
             "J cat. 1-4: share of answers the judge labels CORRECT over categories 1-4 (as published LoCoMo J numbers;"
