@@ -1,14 +1,31 @@
-"""Extending the harness edits nothing: in a temporary copy of the tree a new method is its folder plus its
-``configs/method/<name>.yaml`` (and, with switches, its ``configs/ablation/`` files), run through ``memcore-run``
-(retrieval only, scripted backbone, hashing embedder) and ``memcore-report``, with no other file touched."""
+"""Extending the harness edits nothing. In a temporary copy of the tree, each kind of extension is only its added
+files, run through ``memcore-run`` and ``memcore-report``:
+
+- a new method: its folder plus ``configs/method/<name>.yaml`` (and, with switches, its ``configs/ablation/``
+  files), retrieval only, scripted backbone, hashing embedder;
+- a new metric: one file ``memcore/metrics/<name>.py``, named in ``eval.metrics``, scored for every item,
+  aggregated, shown in ``table.md`` and the report's tables (plus the metric registry's own contracts);
+- a new dataset: a toy in another file format (JSON lines of turns and questions) with its own two categories,
+  one adversarial, as one folder plus one yaml, retrieval only.
+"""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
 import pytest
+from omegaconf import DictConfig, OmegaConf
 
+from memcore.config import ConfigError
+from memcore.eval.aggregate import aggregate, summarize
+from memcore.eval.bootstrap import metric_value
+from memcore.eval.protocols import get_protocol
+from memcore.eval.scoring import score_answer, score_evidence
+from memcore.metrics import METRICS, STANDARD_METRICS, Metric, get_metric, resolve_metrics
+from memcore.pipeline.score import run_extra_metrics
+from memcore.registry import UnknownNameError
 from tests.extension_support import copy_tree, edited_files, run_module, write
 from tests.support import data_file_or_skip
 
@@ -155,3 +172,296 @@ def test_a_bad_ablation_key_of_a_method_with_switches_is_one_line(
     assert theirs.returncode == 2 and "ablation." in theirs.stderr
     assert not (tree / "results" / "run" / "items.jsonl").exists()
     assert edited_files(tree, added) == []
+
+
+NEW_METRIC = "memcore/metrics/answer_words.py"
+NEW_METRIC_SOURCE = '''"""Answer length in words: how long the answers a method's context leads to are."""
+
+from memcore.metrics import Metric
+
+
+def answer_words(prediction: str, gold: str, category: int) -> float:
+    return float(len(prediction.split()))
+
+
+METRIC = Metric(
+    name="answer_words",
+    label="Answer words",
+    target="answer",
+    score=answer_words,
+    higher_is_better=False,
+    percent=False,
+)
+'''
+
+
+def _items(run_dir: Path) -> list[dict]:
+    plain = run_dir / "items.jsonl"
+    if plain.is_file():
+        return [json.loads(line) for line in plain.read_text().splitlines() if line.strip()]
+    with gzip.open(run_dir / "items.jsonl.gz", "rt") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def test_new_metric_is_one_file(tmp_path: Path) -> None:
+    data = data_file_or_skip("locomo")
+    tree = copy_tree(tmp_path / "tree")
+    write(tree, NEW_METRIC, NEW_METRIC_SOURCE)
+    run = run_module(
+        tree,
+        "memcore.cli",
+        [
+            "dataset=locomo-tiny",
+            "dataset.max_qa=4",
+            f"dataset.path={data}",
+            "embedder=hashing",
+            "backbone=scripted",
+            "method=rag_bm25",
+            "eval.metrics=[answer_words]",
+            "experiment_name=ext_metric",
+            "progress=false",
+            "concurrency=1",
+        ],
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    (metrics_path,) = (tree / "results" / "runs" / "ext_metric").rglob("metrics.json")
+    run_dir = metrics_path.parent
+    items = _items(run_dir)
+    assert items and all(it["scores"]["answer_words"] == float(len((it["answer"] or "").split())) for it in items)
+    assert list(items[0]["scores"])[:2] == ["f1", "bleu1"]  # the protocol's scores keep their place
+    metrics = json.loads(metrics_path.read_text())
+    want = sum(it["scores"]["answer_words"] for it in items) / len(items)
+    assert metrics["overall"]["answer_words"] == pytest.approx(want)
+    assert metrics["run"]["metrics"] == ["answer_words"]
+    assert "Answer words |" in (run_dir / "table.md").read_text()
+
+    report = run_module(
+        tree, "memcore.report.cli", [str(tree / "results" / "runs"), "--n-boot", "50", "--no-plots", "--no-reference"]
+    )
+    assert report.returncode == 0, report.stderr[-3000:]
+    detail = (tree / "results" / "runs" / "report" / "detail_table.md").read_text()
+    assert "| Answer words |" in detail and f"{want:.2f}" in detail
+    assert edited_files(tree, [NEW_METRIC]) == []
+
+
+# --------------------------------------------------------------------------------------------- registry
+def test_unknown_metric_gets_did_you_mean() -> None:
+    with pytest.raises(UnknownNameError, match="Did you mean 'recall'"):
+        get_metric("recal")
+    assert get_metric("hit_rate") is get_metric("hit")  # a metric is found by its aggregate's key too
+    assert {"f1", "bleu1", "recall", "hit", "session_hit", "judge"} <= set(METRICS.names())
+    assert [m.name for m in get_protocol("amem").declared_metrics()] == list(STANDARD_METRICS)
+
+
+def test_a_metric_declaration_is_checked() -> None:
+    with pytest.raises(ValueError, match="needs a scorer"):
+        Metric(name="x", label="X", target="evidence")
+    with pytest.raises(ValueError, match="target"):
+        Metric(name="x", label="X", target="sessions")  # type: ignore[arg-type]
+
+
+def test_declared_aggregation_is_used() -> None:
+    def median(values: list[float]) -> float | None:
+        ordered = sorted(values)
+        return ordered[len(ordered) // 2] if ordered else None
+
+    longest = Metric(name="longest", label="Longest", target="answer", aggregate=median, percent=False)
+    items = [{"category": 1, "scores": {"longest": v}} for v in (1.0, 2.0, 9.0)]
+    assert longest.summary(items) == {"longest": 2.0}  # the median, not the mean (4.0)
+    block = summarize(items, (*resolve_metrics(["f1"]), longest))
+    assert block == {"n": 3, "f1": None, "longest": 2.0, "n_with_evidence": 0}
+    assert aggregate(items, (longest,))["overall"]["longest"] == 2.0
+
+
+def test_built_in_metrics_by_hand() -> None:
+    locomo, amem = get_protocol("locomo"), get_protocol("amem")
+    # LoCoMo's f1: stemmed multiset overlap; A-MEM's: token sets ("running" and "runs" differ there)
+    assert score_answer("running", "runs", 4, locomo)["f1"] == 1.0
+    assert score_answer("running", "runs", 4, amem)["f1"] == 0.0
+    # bleu1 is the metric's own scorer under both protocols: 1 for an exact single-token answer
+    assert score_answer("Paris", "Paris", 4, locomo)["bleu1"] == score_answer("Paris", "Paris", 4, amem)["bleu1"] == 1.0
+    # evidence: recall 1 of 2 gold turns, hit 1; session hit on D2 among the first five sessions
+    evidence = score_evidence(["D1:1", "D2:7"], ["D1:1", "D3:2"], resolve_metrics(["recall", "hit", "session_hit"]))
+    assert evidence == {"recall": 0.5, "hit": 1.0}  # session hit is derived when read, not stored
+    item = {"evidence": ["D2:7"], "retrieved_dia_ids": ["D1:1", "D2:1"], "recall": 0.0, "hit": 0.0}
+    assert metric_value(item, "session_hit") == 1.0 and metric_value(item, "hit_rate") == 0.0
+    judged = [{"scores": {"judge": 1.0, "judge_runs": [1.0, 1.0], "judge_majority": 1.0}},
+              {"scores": {"judge": 0.5, "judge_runs": [1.0, 0.0], "judge_majority": 0.0}}]  # fmt: skip
+    j = get_metric("judge").summary(judged)
+    assert j["judge"] == 0.75 and j["judge_per_run"] == [1.0, 0.5] and j["judge_std"] == 0.25
+    assert j["judge_majority"] == 0.5 and j["judge_agreement"] == 0.5 and j["n_judged"] == 2
+
+
+def test_extra_metrics_are_scored_after_the_protocols() -> None:
+    words = Metric(name="words", label="Words", target="answer", score=lambda p, g, c: float(len(p.split())))
+    scores = score_answer("in May 2023", "May 2023", 2, get_protocol("locomo"), (words,))
+    assert list(scores) == ["f1", "bleu1", "words"] and scores["words"] == 3.0
+
+
+def test_eval_metrics_names_are_checked_before_any_work() -> None:
+    def cfg(names: list[str]) -> DictConfig:
+        return OmegaConf.create({"eval": {"metrics": names}})
+
+    assert [m.name for m in run_extra_metrics(cfg(["session_hit"]))] == ["session_hit"]
+    assert run_extra_metrics(OmegaConf.create({"eval": {}})) == ()  # a run recorded before the key existed
+    with pytest.raises(ConfigError, match="Did you mean 'session_hit'"):
+        run_extra_metrics(cfg(["session_hits"]))
+    with pytest.raises(ConfigError, match=r"eval\.judge"):
+        run_extra_metrics(cfg(["judge"]))
+
+
+TOY_INIT = '''"""Toy: two short conversations as JSON lines, two question categories."""
+
+DATASETS = {"toy": "memcore.datasets.toy.loader:TOY"}
+'''
+
+TOY_LOADER = '''"""The toy dataset: one JSON object per line, ``"type": "turn"`` (conversation, session, date, id, speaker,
+text) or ``"type": "question"`` (conversation, question, answer, category, evidence turn ids)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from pathlib import Path
+
+from memcore.data.errors import DataError
+from memcore.datasets.spec import CategoryInfo, DatasetCategories, DatasetFile, DatasetSpec
+from memcore.types import Conversation, QAItem, Session, Turn
+
+DATA_FILE = Path(__file__).with_name("toy.jsonl")
+CATEGORIES = DatasetCategories(
+    (
+        CategoryInfo(1, "recall_fact", "recall-fact"),
+        CategoryInfo(2, "never_said", "never-said", adversarial=True, headline_excludes=True),
+    )
+)
+
+
+def locate(path: str | None) -> Path:
+    found = Path(path) if path else DATA_FILE
+    if not found.is_file():
+        raise DataError("file not found", path=found, hint="Point dataset.path at a toy .jsonl file.")
+    return found
+
+
+def load(path: Path) -> DatasetFile:
+    raw = path.read_bytes()
+    turns: dict[str, dict[int, list[dict]]] = {}
+    questions: dict[str, list[dict]] = {}
+    for line in raw.decode("utf-8").splitlines():
+        rec = json.loads(line)
+        if rec["type"] == "turn":
+            turns.setdefault(rec["conv"], {}).setdefault(rec["session"], []).append(rec)
+        else:
+            questions.setdefault(rec["conv"], []).append(rec)
+    conversations = []
+    for conv_id, sessions in turns.items():
+        built = []
+        for index, recs in sorted(sessions.items()):
+            when = datetime.fromisoformat(recs[0]["date"])
+            built.append(
+                Session(
+                    index,
+                    when,
+                    recs[0]["date"],
+                    tuple(Turn(r["id"], r["speaker"], r["text"], index, when, r["date"]) for r in recs),
+                )
+            )
+        qa = tuple(
+            QAItem(conv_id, i, q["question"], q["category"], q.get("answer"), q.get("wrong"), tuple(q["evidence"]))
+            for i, q in enumerate(questions.get(conv_id, []))
+        )
+        speakers = sorted({t.speaker for s in built for t in s.turns})
+        conversations.append(Conversation(conv_id, speakers[0], speakers[-1], tuple(built), qa))
+    return DatasetFile(tuple(conversations), hashlib.sha256(raw).hexdigest(), {})
+
+
+TOY = DatasetSpec(
+    kind="toy",
+    description="two toy conversations",
+    locate=locate,
+    load=load,
+    categories=CATEGORIES,
+    evidence_unit="a turn's id",
+)
+'''
+
+
+def _turn(conv: str, session: int, tid: str, speaker: str, text: str) -> dict:
+    date = f"2024-03-0{session}T10:00:00"
+    return {"type": "turn", "conv": conv, "session": session, "date": date, "id": tid, "speaker": speaker, "text": text}
+
+
+def _question(conv: str, question: str, category: int, answer: str | None, evidence: list[str]) -> dict:
+    return {
+        "type": "question",
+        "conv": conv,
+        "question": question,
+        "category": category,
+        "answer": answer,
+        "wrong": None if answer else "a cat",
+        "evidence": evidence,
+    }
+
+
+TOY_RECORDS = [
+    _turn("toy-a", 1, "a1", "Ann", "I adopted a beagle called Rex last week."),
+    _turn("toy-a", 1, "a2", "Bo", "Lovely! I started learning the violin."),
+    _turn("toy-a", 2, "a3", "Ann", "Rex chewed my favourite red shoes today."),
+    _turn("toy-a", 2, "a4", "Bo", "My violin teacher lives in Lisbon."),
+    _turn("toy-b", 1, "b1", "Cy", "We moved to a small flat near the harbour."),
+    _turn("toy-b", 1, "b2", "Di", "I bake sourdough bread every Sunday morning."),
+    _question("toy-a", "What breed is Ann's dog Rex?", 1, "beagle", ["a1"]),
+    _question("toy-a", "Where does Bo's violin teacher live?", 1, "Lisbon", ["a4"]),
+    _question("toy-a", "What is the name of Ann's cat?", 2, None, []),
+    _question("toy-b", "What does Di bake on Sundays?", 1, "sourdough bread", ["b2"]),
+    _question("toy-b", "Which harbour city did Cy grow up in?", 2, None, ["b1"]),
+]
+
+TOY_YAML = """# The toy dataset of tests/test_extension.py: memcore/datasets/toy/.
+name: toy
+kind: toy
+"""
+
+ADDED = {
+    "memcore/datasets/toy/__init__.py": TOY_INIT,
+    "memcore/datasets/toy/loader.py": TOY_LOADER,
+    "memcore/datasets/toy/toy.jsonl": "".join(json.dumps(r) + "\n" for r in TOY_RECORDS),
+    "configs/dataset/toy.yaml": TOY_YAML,
+}
+
+
+def test_new_dataset_is_one_folder(tmp_path: Path) -> None:
+    tree = copy_tree(tmp_path / "tree")
+    for rel, text in ADDED.items():
+        write(tree, rel, text)
+    overrides = ["dataset=toy", "method=rag_bm25", "eval.answer=false", "embedder=hashing", "backbone=scripted"]
+    run = run_module(tree, "memcore.cli", overrides)
+    assert run.returncode == 0, run.stderr[-3000:]
+    (run_dir,) = [p.parent for p in (tree / "results" / "runs").rglob("metrics.json")]
+
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert {k: (b["name"], b["n"]) for k, b in metrics["by_category"].items()} == {
+        "1": ("recall-fact", 3),
+        "2": ("never-said", 2),
+    }
+    assert metrics["overall"]["n"] == 5 and metrics["overall_no_adv"]["n"] == 3  # the headline leaves out category 2
+    items = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+    assert sorted({(r["category"], r["category_name"]) for r in items}) == [(1, "recall_fact"), (2, "never_said")]
+    # recall against the toy's evidence: the item without evidence has none, every other one its share of turns found
+    for r in items:
+        found = set(r["retrieved_dia_ids"]) & set(r["evidence"])
+        assert r["recall"] == (None if not r["evidence"] else len(found) / len(r["evidence"]))
+    assert metrics["overall"]["n_with_evidence"] == 4 and metrics["overall"]["recall"] == 1.0  # 2 turns a conversation
+    table = (run_dir / "table.md").read_text()
+    assert "1 recall-fact (n=3)" in table and "2 never-said (n=2)" in table
+
+    report = run_module(tree, "memcore.report.cli", [str(tree / "results" / "runs"), "--no-plots", "--no-reference"])
+    assert report.returncode == 0, report.stderr[-3000:]
+    detail = (tree / "results" / "runs" / "report" / "detail_table.md").read_text()
+    assert "dataset toy" in detail
+    rows = [line.split("|")[2:4] for line in detail.splitlines() if line.startswith("|  |") or "| rag_bm25 |" in line]
+    assert [(cat.strip()[:1], n.strip()) for cat, n in rows[:2]] == [("1", "3"), ("2", "2")]
+
+    assert edited_files(tree, list(ADDED)) == []
