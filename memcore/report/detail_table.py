@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memcore.datasets.registry import dataset_of
 from memcore.eval.aggregate import RECALL_KS, budgets_within_cap, category_name, k_recall, metric_header, metrics_of_run
 from memcore.metrics import Metric
 from memcore.report.summary import RunSummary, embeddings_state, unit_costs
 from memcore.report.table_rows import base_record, method_cell
-from memcore.report.tables import CATEGORIES, Table, fmt
+from memcore.report.tables import Table, fmt
 
 
 def detail_metrics(summaries: Sequence[RunSummary]) -> list[Metric]:
@@ -48,14 +49,15 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
     records: list[dict[str, Any]] = []
     for s in summaries:
         m = s.run.metrics
+        headline = dataset_of(s.run.config.get("dataset") or {}).categories.headline_ids
+        by_category = m.get("by_category", {})
         blocks = [
-            (f"{c} {category_name(c)}", m["by_category"][str(c)])
-            for c in CATEGORIES
-            if str(c) in m.get("by_category", {})
+            (f"{c} {by_category[c].get('name') or category_name(int(c))}", by_category[c])
+            for c in sorted(by_category, key=int)
         ]
         blocks.append(("overall", m.get("overall", {})))
         if m.get("overall_no_adv"):
-            blocks.append(("overall 1-4", m["overall_no_adv"]))
+            blocks.append((f"overall {headline[0]}-{headline[-1]}", m["overall_no_adv"]))
         costs = unit_costs(s.run)
         cost_cells = [
             fmt(costs["calls_per_turn"], 2),
@@ -72,7 +74,9 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
             else 100.0 * float(at_budget[str(b)]["recall"])
             for b in budgets
         }
-        at_k = m.get("recall_at_k") or k_recall(s.run.items)  # runs made before metrics.json carried it
+        at_k = m.get("recall_at_k") or k_recall(
+            s.run.items, categories=headline
+        )  # runs made before metrics.json carried it
         k_vals = {
             f"recall_at_{k}_notes": None
             if (at_k.get(str(k)) or {}).get("recall") is None
