@@ -12,20 +12,16 @@ and maps a bare option letter to its text. Under ``protocol=locomo`` this is wha
 
 from __future__ import annotations
 
-from memcore.eval.protocols import LoCoMoProtocol
+from dataclasses import replace
+
+from memcore.eval.protocols import PROTOCOLS
 from memcore.eval.upstream import UpstreamAnswer
 
 SOURCE = "snap-research/locomo task_eval/evaluate_gpts.py @ 9228632"
 
 UPSTREAM = UpstreamAnswer(
-    spec=LoCoMoProtocol(
-        name="locomo",
-        prompt_name="LoCoMo's QA_PROMPT (task_eval), short phrase",
-        temperature_default=0.0,
-        temperature_adversarial=0.0,
-        max_tokens=32,
-        json_reply=False,
-    ),
+    # the LoCoMo protocol's prompt, sampling and post-processing are the official code's; only the label differs
+    spec=replace(PROTOCOLS.get("locomo"), prompt_name="LoCoMo's QA_PROMPT (task_eval), short phrase"),
     source=SOURCE,
 )
 

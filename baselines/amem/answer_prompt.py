@@ -13,19 +13,18 @@ offers JSON-object mode only.
 
 from __future__ import annotations
 
-from memcore.eval.protocols import AMemProtocol
+from dataclasses import replace
+
+from memcore.eval.protocols import PROTOCOLS
 from memcore.eval.upstream import UpstreamAnswer
 
 SOURCE = "WujiangXu/A-mem test_advanced.py @ 0c8039f"
 
 UPSTREAM = UpstreamAnswer(
-    spec=AMemProtocol(
-        name="amem",
+    # the A-MEM protocol's prompts and sampling are A-MEM's own; only the label differs
+    spec=replace(
+        PROTOCOLS.get("amem"),
         prompt_name="A-MEM's LoCoMo answer prompts (test_advanced.py answer_question), JSON reply",
-        temperature_default=0.7,
-        temperature_adversarial=0.5,
-        max_tokens=1000,
-        json_reply=True,
     ),
     source=SOURCE,
 )
