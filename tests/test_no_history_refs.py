@@ -17,37 +17,6 @@ HISTORY_REF = re.compile(r"\b[Ii]ssues? #?[0-9]|\bDESIGN(?:[ ]§|\.md)")
 NOT_CHECKED = ("results/", "tests/test_no_history_refs.py")
 BINARY_SUFFIXES = (".gz", ".png", ".pdf", ".sqlite", ".npy", ".npz", ".pkl", ".ico", ".woff", ".woff2")
 
-#: Files still carrying such references, being rewritten in parallel branches. This list only shrinks: it must end
-#: empty, and ``test_the_allow_list_names_only_files_that_still_need_it`` fails on any entry that no longer needs it.
-PENDING: frozenset[str] = frozenset(
-    {
-        "baselines/rag.py",
-        "configs/dataset/locomo-llm.yaml",
-        "memcore/cli.py",
-        "memcore/data/relative_dates.py",
-        "memcore/eval/metrics.py",
-        "memcore/eval/protocols.py",
-        "memcore/interfaces.py",
-        "memcore/memory/ablations.py",
-        "memcore/memory/batched.py",
-        "memcore/memory/system.py",
-        "memcore/pipeline/__init__.py",
-        "memcore/pipeline/build.py",
-        "memcore/pipeline/report.py",
-        "memcore/pipeline/resources.py",
-        "memcore/report/estimate.py",
-        "memcore/report/memory_table.py",
-        "memcore/report/reference.py",
-        "memcore/runner.py",
-        "tests/test_config_errors.py",
-        "tests/test_eval_aggregate.py",
-        "tests/test_eval_answerer.py",
-        "tests/test_golden.py",
-        "tests/test_registry.py",
-        "tests/test_rescore.py",
-    }
-)
-
 
 def _tracked_text_files() -> dict[str, str]:
     """Every tracked text file outside ``NOT_CHECKED``, by repository-relative path."""
@@ -78,16 +47,5 @@ def test_the_pattern_finds_what_it_is_meant_to() -> None:
 
 
 def test_no_tracked_file_cites_a_ticket_or_the_brief() -> None:
-    offenders = [
-        f"{name}:{ref}"
-        for name, text in sorted(_tracked_text_files().items())
-        if name not in PENDING
-        for ref in _references(text)
-    ]
+    offenders = [f"{name}:{ref}" for name, text in sorted(_tracked_text_files().items()) for ref in _references(text)]
     assert not offenders, "say why instead of citing history:\n" + "\n".join(offenders[:30])
-
-
-def test_the_allow_list_names_only_files_that_still_need_it() -> None:
-    texts = _tracked_text_files()
-    stale = sorted(name for name in PENDING if not _references(texts.get(name, "")))
-    assert not stale, "remove from PENDING (no history reference left):\n" + "\n".join(stale)

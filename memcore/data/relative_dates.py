@@ -1,6 +1,6 @@
 """Relative date expressions in a dialogue turn ("yesterday", "last Friday", "two weeks ago", "last year", …)
 found and resolved against the turn's session date, so that prompts can show the absolute date beside them
-(issue 28: the 1.5B model left 74 of 152 contexts with "yesterday / last Saturday / last year" unresolved).
+(without it, the 1.5B model left 74 of 152 contexts with "yesterday / last Saturday / last year" unresolved).
 
 Pure functions, no I/O. :func:`annotate` inserts ``[= <absolute date>]`` after each resolved expression and
 leaves every word of the text as it was. The rules (calendar weeks run Monday–Sunday, seasons are northern

@@ -1,4 +1,4 @@
-"""The run pipeline of DESIGN §1, one module per stage; :class:`memcore.runner.Runner` strings them together and
+"""The run pipeline (docs/design.md §1), one module per stage; :class:`memcore.runner.Runner` strings them together and
 owns concurrency, stop handling and resume.
 
 1. load     ``memcore.data.slice``        the LoCoMo slice: cleaning, selection, category filter, audit overlay

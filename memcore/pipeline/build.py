@@ -5,7 +5,7 @@ worker processes and the snapshot store.
 store when a complete snapshot of the same construction exists, else built (turn by turn, with progress and
 stop callbacks) and saved. Builds that call no LLM are CPU-bound, and threads cannot speed them up (keyword
 extraction, Leiden, BM25 indexing hold the GIL), so when a method's ingestion uses no chat backbone each
-conversation's build runs in a worker process (issue 7): the worker builds and saves the snapshot, the
+conversation's build runs in a worker process: the worker builds and saves the snapshot, the
 runner's thread then loads it like any reused snapshot. Builds that call the LLM stay in threads (they wait on
 the server, and the backbone lives in the runner).
 """

@@ -73,7 +73,7 @@ def _backbone(
     override: Any,
     stop_requested: StopCheck | None,
 ) -> Any:
-    """The run's backbone behind one bound: at most ``concurrency`` requests in flight (issue 7), none started
+    """The run's backbone behind one bound: at most ``concurrency`` requests in flight, none started
     once the run is stopping."""
     if override is not None:
         return RequestLimiter(override, int(cfg.concurrency), stop_requested)
@@ -106,7 +106,7 @@ def _judge(
     stack: contextlib.ExitStack,
     stop_requested: StopCheck | None,
 ) -> Any:
-    from memcore.eval.judge import build_judge  # LLM judge (issue 5)
+    from memcore.eval.judge import build_judge  # heavy (the evaluation package): loaded when a run is judged
 
     return build_judge(
         cfg, backbone, cache=cache, usage=usage, resources=stack, log_dir=run_dir, stop_requested=stop_requested
