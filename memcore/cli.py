@@ -14,8 +14,16 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from memcore import config as schema
-from memcore.config import CONFIG_DIR
-from memcore.methods import METHODS
+from memcore.config import CONFIG_DIR, ConfigError
+from memcore.data import DataError
+from memcore.itemlog import ItemLogError
+from memcore.llm.backbone import BackboneError
+from memcore.llm.embedders import EmbedderError
+from memcore.llm.local_model import ModelNotFoundError
+from memcore.llm.local_server import LocalServerError
+from memcore.methods import METHODS, NO_BACKBONE, backbone_label
+from memcore.pipeline.runlock import RunDirBusyError, RunDirError, unwritable_line
+from memcore.registry import UnknownNameError
 
 log = logging.getLogger("memcore")
 
@@ -26,31 +34,18 @@ _USER_ERRORS: tuple[type[BaseException], ...] = ()
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    from memcore.config import ConfigError
-    from memcore.itemlog import ItemLogError
-    from memcore.llm.backbone import BackboneError
-    from memcore.llm.embedders import EmbedderError
-    from memcore.llm.local_model import ModelNotFoundError
-    from memcore.llm.local_server import LocalServerError
-    from memcore.pipeline.runlock import RunDirBusyError, RunDirError
-    from memcore.registry import UnknownNameError
+    # the runner loads the evaluation package (nltk, scikit-learn, pandas): kept off --help and composition errors
     from memcore.runner import RunConflictError
 
-    errs: list[type[BaseException]] = [
+    return (
         ConfigError, BackboneError, EmbedderError, ModelNotFoundError, LocalServerError, UnknownNameError, RunConflictError, ItemLogError,
-        RunDirBusyError, RunDirError,
-    ]  # fmt: skip
-    try:
-        from memcore.data import DataError
-
-        errs.append(DataError)
-    except ImportError:
-        pass
-    return tuple(errs)
+        RunDirBusyError, RunDirError, DataError,
+    )  # fmt: skip
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="run")
 def _hydra_main(cfg: DictConfig) -> float | None:
+    # heavy (the evaluation package: nltk, scikit-learn, pandas): loaded once Hydra has composed a valid config
     from memcore.runner import run_config
 
     verbose = bool(cfg.get("verbose", False))
@@ -68,7 +63,7 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         print()
         print(result.table)
         print(f"\nresults: {result.run_dir}")
-        from memcore.view.site import viewer_hint
+        from memcore.view.site import viewer_hint  # heavy (the report tables, the evaluation package): after a run only
 
         print(viewer_hint([result.run_dir], Path(result.run_dir) / "view"))
     overall = result.metrics.get("overall", {})
@@ -92,16 +87,12 @@ def quiet_http_logs(verbose: bool) -> None:
 def earlier_run_dir(cfg: DictConfig, run_dir: Path) -> Path | None:
     """For a new run dir filed under the backbone ``none`` (a run that calls no LLM): the dir the same run had
     when such runs were filed under their backbone preset's name, if a run was recorded there; else None."""
-    from memcore.methods import NO_BACKBONE
-    from memcore.pipeline.rundir import RUN_STATE
-    from memcore.registry import UnknownNameError
+    from memcore.pipeline.rundir import RUN_STATE  # heavy (the evaluation package): not loaded by --help
 
     parts = run_dir.parts
     if NO_BACKBONE not in parts[:-3] or (run_dir / RUN_STATE).exists():
         return None
     try:
-        from memcore.methods import backbone_label
-
         if backbone_label(cfg) != NO_BACKBONE:
             return None
     except UnknownNameError:
@@ -199,6 +190,7 @@ def _section_keys(section: str, argv: list[str]) -> tuple[str, list[str]]:
     """(label, keys) of a config section; ``method`` reads the method named on the command line."""
     import dataclasses
 
+    # heavy (the evaluation package); needed only to word a composition error about a method key
     from memcore.validation import method_config_keys
 
     method = next((a.split("=", 1)[1] for a in reversed(argv) if a.startswith("method=")), None)
@@ -239,9 +231,6 @@ BACKBONE_DIR_RESOLVER = "memcore.backbone_dir"
 def _backbone_dir(*, _root_: DictConfig) -> str:
     """The backbone part of a run dir: ``backbone.name``, or ``none`` for a run that calls no LLM. A method name
     that is not known keeps ``backbone.name`` here; the run itself then fails with the did-you-mean line."""
-    from memcore.methods import backbone_label
-    from memcore.registry import UnknownNameError
-
     try:
         return backbone_label(_root_)
     except UnknownNameError:
@@ -287,8 +276,6 @@ def run_main() -> None:
     except OSError as exc:  # Hydra could not create or write the run dir (under /proc, a file in the way, …)
         if not own_errors or _raised_in_run(exc):
             raise
-        from memcore.pipeline.runlock import unwritable_line
-
         print(f"error: {unwritable_line(exc, exc.filename or '?')}", file=sys.stderr)
         sys.exit(2)
     except Exception as exc:  # re-raised below unless it is a composition error of Hydra / OmegaConf

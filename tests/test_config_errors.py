@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import memcore.cli as cli
 from memcore.config import ConfigError
 from memcore.methods import method_names, method_specs
 from memcore.validation import METHOD_VALIDATORS, validate_method
@@ -81,12 +82,10 @@ BAD_VALUES = METHOD_BAD_VALUES + HARNESS_BAD_VALUES
 
 
 def _run_cli(tmp_path: Path, overrides: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
-    from memcore.cli import run_main
-
     argv = ["memcore-run", *BASE, f"paths.root={tmp_path / 'results'}", f"hydra.run.dir={tmp_path / 'run'}", *overrides]
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(SystemExit) as info:
-        run_main()
+        cli.run_main()
     return int(info.value.code or 0)
 
 
@@ -134,8 +133,6 @@ def test_bad_value_through_a_real_process(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_run_exits_130_with_one_line_and_no_traceback(monkeypatch: pytest.MonkeyPatch, capfd) -> None:
-    import memcore.cli as cli
-
     def interrupted() -> None:
         raise KeyboardInterrupt("signal SIGTERM")
 

@@ -7,8 +7,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
+from memcore.config import DatasetConfig
 from memcore.data import DataError, select
+from memcore.data.slice import load_slice
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.loader import LoCoMoDataset, load_locomo
 
@@ -107,16 +110,10 @@ def test_empty_evidence_kept_only_without_cut(tmp_path: Path) -> None:
 
 
 def _slice_config(**over: object) -> object:
-    from omegaconf import OmegaConf
-
-    from memcore.config import DatasetConfig
-
     return OmegaConf.merge(OmegaConf.structured(DatasetConfig), over)
 
 
 def test_item_ids_keep_only_the_named_items_in_dataset_order(locomo_path: Path) -> None:
-    from memcore.data.slice import load_slice
-
     cfg = _slice_config(path=str(locomo_path), conversations=["conv-26"], max_sessions=3, evidence_inside=True)
     whole = load_slice(cfg)
     ids = [q.item_id for q in whole.conversations[0].qa]
@@ -127,8 +124,6 @@ def test_item_ids_keep_only_the_named_items_in_dataset_order(locomo_path: Path) 
 
 
 def test_an_item_id_outside_the_slice_is_one_clear_error(locomo_path: Path) -> None:
-    from memcore.data.slice import load_slice
-
     cfg = _slice_config(path=str(locomo_path), conversations=["conv-26"], max_sessions=1, evidence_inside=True)
     with pytest.raises(DataError, match=r"1 item id\(s\) not in this slice: conv-30#0"):
         load_slice(_slice_config(**{**cfg, "item_ids": ["conv-30#0"]}))  # type: ignore[dict-item]

@@ -6,7 +6,16 @@ from typing import Any
 
 import pytest
 
-from memcore.eval.aggregate import aggregate, budget_recall, category_name, format_table, k_recall
+from memcore.eval.aggregate import (
+    aggregate,
+    budget_recall,
+    category_name,
+    format_table,
+    ier_line,
+    ier_refinement,
+    k_recall,
+    slice_line,
+)
 from memcore.eval.bootstrap import bootstrap_ci
 
 
@@ -216,8 +225,6 @@ def test_format_table_prints_budget_recall() -> None:
 
 
 def test_slice_line_names_the_conversations_the_cut_and_the_filters() -> None:
-    from memcore.eval.aggregate import slice_line
-
     info = {"conversations": ["conv-26"], "max_sessions": 4, "n_items": 18, "categories": [1, 2], "item_ids": 18}
     assert slice_line("locomo-llm", info) == (
         "Slice: locomo-llm = conv-26 (first 4 sessions), 18 QA items; only categories 1, 2; "
@@ -231,8 +238,6 @@ def test_slice_line_names_the_conversations_the_cut_and_the_filters() -> None:
 
 
 def test_ier_refinement_compares_round_one_with_the_final_pool_by_hand() -> None:
-    from memcore.eval.aggregate import ier_line, ier_refinement
-
     def item(cat: int, gold: list[str], final: list[str], round1: list[str] | None, stop: str = "sufficient") -> Any:
         extra: dict[str, Any] = {"rounds_log": [{"round": 1}], "ier_stop": stop}
         if round1 is not None:

@@ -14,44 +14,6 @@ CHECKED = ("memcore", "baselines", "experiments", "tests")
 #: Top-level packages that are this project's own.
 OWN = frozenset({"memcore", "baselines", "experiments", "tests"})
 
-#: Files whose function-level imports are being reworked on parallel branches. This list only shrinks: it must end
-#: empty, and ``test_the_allow_list_names_only_files_that_still_need_it`` fails on any entry that no longer needs it.
-PENDING: frozenset[str] = frozenset(
-    {
-        "memcore/cli.py",
-        "memcore/eval/aggregate.py",
-        "memcore/eval/ceiling.py",
-        "memcore/eval/disclosure.py",
-        "memcore/eval/judge.py",
-        "memcore/eval/metrics.py",
-        "memcore/eval/probe.py",
-        "memcore/eval/upstream.py",
-        "memcore/interfaces.py",
-        "memcore/pipeline/build.py",
-        "memcore/pipeline/preflight.py",
-        "memcore/pipeline/report.py",
-        "memcore/pipeline/resources.py",
-        "memcore/pipeline/rundir.py",
-        "memcore/report/archive.py",
-        "memcore/report/cli.py",
-        "memcore/report/collect.py",
-        "memcore/report/equal_tokens.py",
-        "memcore/report/estimate.py",
-        "memcore/report/plots.py",
-        "memcore/report/tables.py",
-        "memcore/report/verify.py",
-        "memcore/rescore.py",
-        "memcore/runner.py",
-        "memcore/types.py",
-        "tests/test_config_errors.py",
-        "tests/test_data_slices.py",
-        "tests/test_eval_aggregate.py",
-        "tests/test_registry.py",
-        "tests/test_rescore.py",
-        "tests/test_simulator.py",
-    }
-)
-
 
 def _is_own(node: ast.Import | ast.ImportFrom) -> bool:
     if isinstance(node, ast.ImportFrom):
@@ -99,12 +61,7 @@ def test_the_check_tells_an_explained_import_from_a_bare_one() -> None:
 
 
 def test_every_function_level_import_of_our_modules_says_why() -> None:
-    offenders = {f: lines for f, lines in _offenders().items() if f not in PENDING}
+    offenders = _offenders()
     assert not offenders, "import at the top, or say why not in a comment:\n" + "\n".join(
         f"{f}:{','.join(map(str, lines))}" for f, lines in sorted(offenders.items())
     )
-
-
-def test_the_allow_list_names_only_files_that_still_need_it() -> None:
-    stale = sorted(PENDING - set(_offenders()))
-    assert not stale, "remove from PENDING (every function-level import there says why):\n" + "\n".join(stale)

@@ -9,11 +9,17 @@ import dataclasses
 import pytest
 from omegaconf import OmegaConf
 
+import memcore.methods as methods_mod
+from memcore.config import ablation_schema, default_ablation_schema
 from memcore.datasets.locomo.categories import Category
 from memcore.eval.protocols import PROTOCOLS, EvalProtocol, get_protocol
 from memcore.llm.factory import BACKBONE_KINDS, EMBEDDER_KINDS
+from memcore.memory.ablations import ABLATIONS, SWITCHES, Switches
 from memcore.methods import METHODS, declared_methods, get_method, method_names
+from memcore.pipeline.rundir import ADDED_KEY_DEFAULTS, without_added_defaults
 from memcore.registry import Registry, UnknownNameError
+from memcore.report.collect import paper_methods
+from memcore.report.reference import PAPER_METHOD_NAMES, REIMPLEMENTED, ablation_order, method_order
 from memcore.schema import build_keys, knob
 from memcore.types import QAItem
 from tests.support import REPO
@@ -87,9 +93,6 @@ def test_build_keys_come_from_field_metadata() -> None:
 
 
 def test_ablations_are_declared_once_and_match_their_yaml() -> None:
-    from memcore.config import ablation_schema
-    from memcore.memory.ablations import ABLATIONS, SWITCHES, Switches
-
     schema = ablation_schema("memcore")
     assert [f.name for f in dataclasses.fields(schema)] == [f.name for f in dataclasses.fields(Switches)]
     assert get_method("memcore").ablations == ABLATIONS
@@ -118,8 +121,6 @@ def test_yaml_build_markers_follow_the_schema() -> None:
 def test_a_method_without_switches_runs_under_the_default_ablation_preset() -> None:
     """config.py types the ablation node by the selected method: MemCoRe's switches, or for a method without
     any, the keys (and types) the default preset sets, so ``ablation=none`` composes for every method."""
-    from memcore.config import ablation_schema, default_ablation_schema
-
     preset = OmegaConf.load(REPO / "configs" / "ablation" / "none.yaml")
     fields = [f.name for f in dataclasses.fields(ablation_schema("rag_dense"))]
     assert fields == list(preset) == [f.name for f in dataclasses.fields(default_ablation_schema())]
@@ -128,8 +129,6 @@ def test_a_method_without_switches_runs_under_the_default_ablation_preset() -> N
 def test_methods_declared_by_installed_packages_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
     """A package outside the repository declares a method under the ``memcore.methods`` entry-point group."""
     import importlib.metadata
-
-    import memcore.methods as methods_mod
 
     seen_groups: list[str] = []
 
@@ -152,9 +151,6 @@ def test_methods_declared_by_installed_packages_are_found(monkeypatch: pytest.Mo
 
 
 def test_the_report_reads_paper_rows_order_and_notes_from_the_specs() -> None:
-    from memcore.report.collect import paper_methods
-    from memcore.report.reference import PAPER_METHOD_NAMES, REIMPLEMENTED, ablation_order, method_order
-
     assert dict(PAPER_METHOD_NAMES) == {
         "amem": "amem",
         "locomo": "full_context",
@@ -175,8 +171,6 @@ def test_the_report_reads_paper_rows_order_and_notes_from_the_specs() -> None:
 def test_method_specific_added_keys_live_on_the_spec() -> None:
     """A run recorded before a method knob existed still resumes: the knob at its old-behaviour value is left
     out of the result fields, for that method only."""
-    from memcore.pipeline.rundir import ADDED_KEY_DEFAULTS, without_added_defaults
-
     assert all(group != "method" for group, _ in ADDED_KEY_DEFAULTS)
     fields = {"method": {"name": "memcore", "ier_prompt": "v2", "k_final": 10}, "eval": {"answer_prompt": "harness"}}
     assert without_added_defaults(fields) == {"method": {"name": "memcore", "k_final": 10}, "eval": {}}

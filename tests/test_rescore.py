@@ -13,7 +13,8 @@ from memcore.eval.protocols import get_protocol
 from memcore.eval.scoring import score_answer
 from memcore.itemlog import read_items
 from memcore.llm.scripted import ScriptedBackbone
-from memcore.rescore import main, rescore
+from memcore.pipeline.record import RECORD_VERSION, ItemRecord
+from memcore.rescore import _key_values, main, rescore
 from memcore.runner import run_config
 from tests.fakes import JudgeLLM
 
@@ -100,8 +101,6 @@ def test_cli_prints_one_line_and_exits_2_for_a_directory_that_is_no_run(tmp_path
 
 
 def test_item_records_round_trip_and_carry_the_raw_reply_and_prompt_hash(finished_run: Path) -> None:
-    from memcore.pipeline.record import RECORD_VERSION, ItemRecord
-
     for rec in read_items(finished_run / "items.jsonl"):
         assert ItemRecord.from_json(rec).to_json() == rec
         assert rec["record_version"] == RECORD_VERSION
@@ -109,9 +108,6 @@ def test_item_records_round_trip_and_carry_the_raw_reply_and_prompt_hash(finishe
 
 
 def test_judge_server_pairs_parse_as_yaml_values_and_a_bad_pair_is_one_error() -> None:
-    from memcore.config import ConfigError
-    from memcore.rescore import _key_values
-
     assert _key_values(["server_threads=1", "exclusive=false"]) == {"server_threads": 1, "exclusive": False}
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
         _key_values(["server_threads"])

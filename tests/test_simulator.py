@@ -19,11 +19,16 @@ import pytest
 import yaml
 
 import memcore.llm.backbone as backbone_mod
+from baselines.fluxmem import prompt_verify as FV
+from baselines.fluxmem import prompts as FP
+from baselines.lightmem import prompt_update as LP
+from baselines.lightmem.updates import parse_update
 from memcore.config import CONFIG_DIR
 from memcore.llm.backbone import BackboneError, MissingKeyError, OpenAITransport, openai_chat
 from memcore.llm.json_reply import complete_json
 from memcore.memory.prompts import ingest as INGEST_PROMPT
 from memcore.methods import method_specs
+from memcore.runner import run_config
 from memcore.testing.sim_replies import classify, kinds, reply
 from memcore.testing.simulator import (
     DEFAULT_MODELS,
@@ -285,8 +290,6 @@ def test_every_prompt_kind_has_a_marker() -> None:
 
 def run_against_simulator(tmp_path: Path, overrides: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """One run over locomo-quick against a fault-free simulator; (simulator stats, the run's usage)."""
-    from memcore.runner import run_config
-
     with running_simulator(FAST) as sim:
         cfg = compose_run(
             tmp_path,
@@ -344,10 +347,6 @@ def test_every_method_runs_on_the_simulator_without_a_parse_failure(tmp_path: Pa
 
 
 def test_replies_for_prompts_a_short_run_never_reaches() -> None:
-    from baselines.fluxmem import prompts as FP
-    from baselines.lightmem import prompt_update as LP
-    from baselines.lightmem.updates import parse_update
-
     for n in range(8):  # the simulator updates about one target in four, ignores the rest: both shapes parse
         light = [
             {"role": "system", "content": LP.UPDATE_PROMPT},
@@ -358,8 +357,6 @@ def test_replies_for_prompts_a_short_run_never_reaches() -> None:
         ]
         assert classify(light) == "lightmem_update"
         parse_update(json.loads(reply(light)[1]))
-    from baselines.fluxmem import prompt_verify as FV
-
     graded = [
         {"role": "system", "content": FV.VERIFY_SYSTEM},
         {"role": "user", "content": FV.VERIFY_USER.format(claim="Where is Rex?", evidence="Alice: Rex is at home.")},

@@ -13,6 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memcore.eval.protocols import PROTOCOLS
+from memcore.eval.upstream import no_upstream_line
+from memcore.prompts import answer as prompts
+
 
 def _mean_words(answers: Sequence[str]) -> float | None:
     return sum(len(a.split()) for a in answers) / len(answers) if answers else None
@@ -31,9 +35,6 @@ def answer_disclosure(
     words = white-space tokens). Under ``answer_prompt="upstream"`` also ``answer_prompt`` and either
     ``prompt_source`` (``upstream``: the method's :class:`~memcore.eval.upstream.UpstreamAnswer`, whose name and
     sampling replace the protocol's) or ``answer_prompt_note`` (the method has none and kept the harness's)."""
-    from memcore.eval.protocols import PROTOCOLS
-    from memcore.prompts import answer as prompts
-
     name = str(protocol["name"])
     spec = PROTOCOLS.get(name) if name in PROTOCOLS else None
     defaults = spec.sampling_defaults if spec is not None else {}
@@ -67,8 +68,6 @@ def answer_disclosure(
         "n_answers": len(answered),
     }
     if answer_prompt == "upstream":
-        from memcore.eval.upstream import no_upstream_line
-
         out.update(answer_prompt="upstream", answer_prompt_note=no_upstream_line(method))
     return out
 

@@ -38,6 +38,7 @@ from memcore.config import load_backbone_preset as compose_backbone_preset
 from memcore.datasets.locomo.categories import Category
 from memcore.eval.protocols import EvalProtocol
 from memcore.interfaces import ChatBackbone, LazyResource, Message
+from memcore.llm.factory import build_backbone
 from memcore.llm.json_reply import complete_json
 from memcore.prompts import judge as prompts
 from memcore.prompts import judge_mem0
@@ -381,8 +382,6 @@ def build_judge(
     preset, name, runs = judge_settings(cfg)
     if name is None:
         return Judge(main_backbone.get(), preset=str(cfg.backbone.name), judge_preset=preset.name, runs=runs)
-    from memcore.llm.factory import build_backbone
-
     bcfg = load_backbone_preset(name, judge_server_overrides(cfg))
     judge_log_dir = Path(log_dir) / "judge"
     judge_log_dir.mkdir(parents=True, exist_ok=True)

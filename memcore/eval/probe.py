@@ -42,6 +42,23 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from memcore.cli import quiet_http_logs
+from memcore.config import BackboneConfig, ConfigError
+from memcore.data.errors import DataError
+from memcore.datasets.locomo.loader import load_locomo
+from memcore.datasets.locomo.paths import resolve_locomo_path
+from memcore.eval.judge import Judge, get_preset, load_backbone_preset
+from memcore.llm.backbone import BackboneError
+from memcore.llm.cache import ResponseCache
+from memcore.llm.factory import build_backbone
+from memcore.llm.local_model import ModelNotFoundError
+from memcore.llm.local_server import LocalServerError
+from memcore.llm.usage import UsageTracker
+from memcore.registry import UnknownNameError
+
 log = logging.getLogger(__name__)
 
 WRONG_KINDS: tuple[str, ...] = ("other_gold", "date_shift", "vague")
@@ -338,8 +355,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
-    from memcore.config import ConfigError
-
     out: dict[str, Any] = {}
     for pair in pairs:
         if "=" not in pair:
@@ -351,17 +366,6 @@ def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; bad presets and values print one line and exit 2 before any LLM work."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    from memcore.cli import quiet_http_logs
-    from memcore.config import BackboneConfig, ConfigError
-    from memcore.data.errors import DataError
-    from memcore.datasets.locomo.loader import load_locomo
-    from memcore.datasets.locomo.paths import resolve_locomo_path
-    from memcore.eval.judge import get_preset, load_backbone_preset
-    from memcore.registry import UnknownNameError
-
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(levelname)s] %(name)s: %(message)s")
     quiet_http_logs(False)  # one INFO line per judged case otherwise (as memcore-run and memcore-rescore)
@@ -390,10 +394,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         for c in cases:
             print(json.dumps(asdict(c), ensure_ascii=False))
         return 0
-    from memcore.llm.backbone import BackboneError
-    from memcore.llm.local_model import ModelNotFoundError
-    from memcore.llm.local_server import LocalServerError
-
     command = "memcore-judge-probe " + " ".join(argv if argv is not None else sys.argv[1:])
     try:
         results = _grade(presets, cases, bcfg, backbone_name, args, command)
@@ -410,11 +410,6 @@ def _grade(
     presets: Sequence[Any], cases: Sequence[ProbeCase], bcfg: Any, backbone_name: str, args: Any, command: str
 ) -> list[dict[str, Any]]:
     """Start the backbone once and grade ``cases`` with every preset; the result records of :func:`save_probe`."""
-    from memcore.eval.judge import Judge
-    from memcore.llm.cache import ResponseCache
-    from memcore.llm.factory import build_backbone
-    from memcore.llm.usage import UsageTracker
-
     results: list[dict[str, Any]] = []
     with contextlib.ExitStack() as resources:
         usage = UsageTracker()

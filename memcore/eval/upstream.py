@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memcore.errors import ConfigError
-from memcore.eval.protocols import EvalProtocol
+from memcore.eval.protocols import PROTOCOLS, EvalProtocol
 
 #: The values of ``eval.answer_prompt``.
 ANSWER_PROMPTS: tuple[str, ...] = ("harness", "upstream")
@@ -69,8 +69,6 @@ def check_answer_prompt(cfg: dict[str, Any], upstream: UpstreamAnswer | None) ->
     ``temperature_adversarial`` / ``max_tokens`` away from the protocol's defaults (upstream's sampling replaces
     them), ``eval.context_tokens`` with a prompt filled from a structured layout, or a method key away from the
     value upstream's layout needs. ``cfg``: the resolved run config as a dict."""
-    from memcore.eval.protocols import PROTOCOLS
-
     value = (cfg.get("eval") or {}).get("answer_prompt", "harness")
     if value not in ANSWER_PROMPTS:
         raise ConfigError(f"eval.answer_prompt={value!r}: use one of {', '.join(ANSWER_PROMPTS)}.")

@@ -25,7 +25,9 @@ from typing import Any
 from memcore.config import ConfigError, EmbedderConfig
 from memcore.interfaces import BufferedIngest, LazyResource, MemorySystem, MethodContext, MethodSpec, StagedIngest
 from memcore.llm.cache_shards import CacheLayout
+from memcore.llm.factory import build_embedder
 from memcore.llm.usage import UsageTracker
+from memcore.methods import get_method
 from memcore.seeding import derive_seed
 from memcore.snapshots import SnapshotError, SnapshotStore, construction_fields, snapshot_key
 from memcore.types import Conversation
@@ -205,9 +207,6 @@ def _no_backbone(method: str) -> Any:
 def build_in_worker(job: BuildJob) -> tuple[bool, dict[str, int]]:
     """Build ``job``'s snapshot in this process unless a complete one exists; returns whether it was built here
     and the embedder's :meth:`~memcore.llm.embedders.CachedEmbedder.counts` (empty when none was loaded)."""
-    from memcore.llm.factory import build_embedder
-    from memcore.methods import get_method
-
     spec: MethodSpec = get_method(job.method)
     store = SnapshotStore(Path(job.snapshots))
     key = snapshot_key(job.fields)

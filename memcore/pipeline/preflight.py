@@ -12,6 +12,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from memcore.config import BackboneConfig
 from memcore.interfaces import MethodSpec
+from memcore.llm.factory import BACKBONE_KINDS, read_api_key
+from memcore.llm.local_model import ModelNotFoundError
+from memcore.pipeline.runlock import RunDirError, unwritable_line
 
 
 def uses_backbone(cfg: DictConfig, spec: MethodSpec) -> bool:
@@ -30,9 +33,6 @@ def check_backbone(bcfg: BackboneConfig, role: str) -> None:
     """The check a backbone of ``bcfg``'s kind makes when it is built, made now: a missing key
     (``MissingKeyError``) or an absent local model file (``ModelNotFoundError``, with the command that assembles it).
     ``role`` says what the run needs it for (in the message)."""
-    from memcore.llm.factory import BACKBONE_KINDS, read_api_key
-    from memcore.llm.local_model import ModelNotFoundError
-
     kind = BACKBONE_KINDS.get(bcfg.kind)
     try:
         if bcfg.kind == "openai_compatible":
@@ -51,14 +51,13 @@ def check_resources(cfg: DictConfig, spec: MethodSpec, *, backbone_injected: boo
         role = "answers" if cfg.eval.answer else "builds or searches the memory"
         check_backbone(_backbone_config(cfg.backbone), f"the run {role} with it")
     if not backbone_injected and cfg.eval.judge and cfg.eval.answer:
+        # the evaluation package (nltk, scikit-learn, pandas) is loaded only for a run that will be judged
         from memcore.eval.judge import judge_server_overrides, judge_settings, load_backbone_preset
 
         _, name, _ = judge_settings(cfg)
         if name is not None:
             check_backbone(load_backbone_preset(name, judge_server_overrides(cfg)), "the LLM judge")
     if not embedder_injected and str(cfg.embedder.kind) == "openai":
-        from memcore.llm.factory import read_api_key
-
         read_api_key(cfg.embedder.get("api_key_env"), required=True, what=f"embedder {cfg.embedder.name}")
 
 
@@ -71,8 +70,6 @@ def _backbone_config(node: Any) -> BackboneConfig:
 def check_dirs(cfg: DictConfig) -> None:
     """Create ``paths.snapshots`` and ``paths.cache`` (the run writes both); one
     :class:`~memcore.pipeline.runlock.RunDirError` line when one cannot be created or written."""
-    from memcore.pipeline.runlock import RunDirError, unwritable_line
-
     for key in ("snapshots", "cache"):
         path = Path(str(cfg.paths[key]))
         try:

@@ -12,11 +12,14 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from memcore.config import BackboneConfig, EmbedderConfig
 from memcore.interfaces import LazyResource
 from memcore.llm.cache import RESPONSE_CACHE_FILE, RESPONSE_TABLE, ResponseCache
 from memcore.llm.cache_shards import CacheLayout, resolve_layout
+from memcore.llm.factory import build_backbone, build_embedder
 from memcore.llm.limiter import RequestLimiter
 from memcore.llm.usage import UsageTracker
+from memcore.methods import get_method
 from memcore.stopflag import StopCheck
 
 log = logging.getLogger(__name__)
@@ -77,9 +80,6 @@ def _backbone(
     once the run is stopping."""
     if override is not None:
         return RequestLimiter(override, int(cfg.concurrency), stop_requested)
-    from memcore.config import BackboneConfig
-    from memcore.llm.factory import build_backbone
-
     bcfg = OmegaConf.to_object(cfg.backbone)
     assert isinstance(bcfg, BackboneConfig)
     client = build_backbone(
@@ -89,9 +89,6 @@ def _backbone(
 
 
 def _embedder(cfg: DictConfig, layout: CacheLayout) -> Any:
-    from memcore.config import EmbedderConfig
-    from memcore.llm.factory import build_embedder
-
     ecfg = OmegaConf.to_object(cfg.embedder)
     assert isinstance(ecfg, EmbedderConfig)
     return build_embedder(ecfg, cache=layout)
@@ -116,7 +113,7 @@ def _judge(
 def _answerer(cfg: DictConfig, backbone: Any) -> Any:
     """The run's answerer: the protocol's prompt and sampling (``protocol.*``), or under
     ``eval.answer_prompt=upstream`` the method's upstream answer prompt with upstream's sampling."""
-    from memcore.eval.answerer import Answerer
+    from memcore.eval.answerer import Answerer  # heavy (the evaluation package): loaded when a run answers
 
     upstream = run_upstream_answer(cfg)
     if upstream is not None:
@@ -135,8 +132,7 @@ def _answerer(cfg: DictConfig, backbone: Any) -> Any:
 def run_upstream_answer(cfg: DictConfig) -> Any:
     """The :class:`~memcore.eval.upstream.UpstreamAnswer` the run answers with (None: the harness's prompt, i.e.
     ``eval.answer_prompt=harness`` or a method without an upstream prompt)."""
-    from memcore.eval.upstream import upstream_answer
-    from memcore.methods import get_method
+    from memcore.eval.upstream import upstream_answer  # heavy (the evaluation package): at the first call only
 
     if str(cfg.eval.get("answer_prompt", "harness")) != "upstream":
         return None

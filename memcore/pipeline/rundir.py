@@ -17,6 +17,7 @@ from memcore.llm.cache import stable_hash
 from memcore.methods import find_method
 from memcore.pipeline.build import other_memory_backbone
 from memcore.pipeline.report import write_json
+from memcore.pipeline.runlock import LOCK_FILE
 from memcore.redact import redact_config
 
 log = logging.getLogger(__name__)
@@ -132,8 +133,6 @@ def guard_run_dir(run_dir: Path, fields: dict[str, Any], *, overwrite: bool, res
 def move_run_aside(run_dir: Path, aside: Path) -> None:
     """Move everything in ``run_dir`` but its lock file into ``aside``: the run dir itself stays, so the lock this
     process holds on it keeps guarding it."""
-    from memcore.pipeline.runlock import LOCK_FILE
-
     aside.mkdir(parents=True)
     for child in sorted(run_dir.iterdir()):
         if child.name != LOCK_FILE:

@@ -29,7 +29,9 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from memcore.itemlog import ITEMS_GZ, ItemLogError, read_run_items, require_unique_ids
+from memcore.pipeline.runlock import unwritable_line
 from memcore.report.collect import ReportInputError, find_run_dirs
+from memcore.report.verify import verify_run
 
 log = logging.getLogger(__name__)
 
@@ -128,8 +130,6 @@ def rederive(run_dir: Path) -> list[str]:
     """Recompute an (archived or live) run's items and metrics from what its items carry and its config
     (:func:`memcore.report.verify.verify_run`); what differs: ``item <id>: <field> …`` for the first items, then
     the ``metrics.json`` keys (empty when every item and every derived number follows)."""
-    from memcore.report.verify import verify_run
-
     return verify_run(run_dir).differences
 
 
@@ -152,8 +152,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"memcore-archive: {exc}", file=sys.stderr)
         return 2
     if args.verify:
-        from memcore.report.verify import verify_run
-
         bad = 0
         for d in dirs:
             found = verify_run(d)
@@ -175,8 +173,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"memcore-archive: {exc}", file=sys.stderr)
             return 2
         except OSError as exc:  # --out under a read-only tree, or a file in the way
-            from memcore.pipeline.runlock import unwritable_line
-
             print(f"error: {unwritable_line(exc, args.out, what='the archive dir', fix='--out')}", file=sys.stderr)
             return 2
     return 0

@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 from memcore.itemlog import ItemLogError, read_run_items, require_unique_ids
 from memcore.llm.usage import updates_while_answering, whole_run_stages
 from memcore.methods import find_method, method_names, method_specs
+from memcore.report.reference import BACKBONE_ORDER, ablation_order, method_order
 
 METRICS = "metrics.json"
 # Runs moved aside by overwrite=true are named <dir>.old-<time>; they are history, not results.
@@ -266,8 +267,6 @@ def load_runs(paths: Iterable[str | Path], *, include_old: bool = False) -> list
 
 
 def run_sort_key(run: RunData) -> tuple[Any, ...]:
-    from memcore.report.reference import BACKBONE_ORDER, ablation_order, method_order
-
     def rank(order: Sequence[str], value: str) -> tuple[int, str]:
         return (order.index(value), "") if value in order else (len(order), value)
 

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memcore.eval.judge import load_backbone_preset
 from memcore.methods import find_method
 from memcore.report.collect import ReportInputError, RunData, load_runs, qa_stage_usage, qa_time_ingest
 
@@ -312,8 +313,6 @@ def estimate_table(
     answer_completion: float | None = None,
 ) -> str:
     """Markdown: one row per run with the measured rates and the full-LoCoMo estimate."""
-    from memcore.eval.judge import load_backbone_preset
-
     prices = {b: load_backbone_preset(b) for b in backbones}
     context_cache: dict[str, float | None] = {}
     head = (
