@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
@@ -59,11 +60,24 @@ class Registry(Generic[T]):
         self._items: dict[str, T | _Lazy] = {}
         self._check = check
         self._loader = loader
+        self._loading = False
+        self._load_lock = threading.RLock()
 
     def _load(self) -> None:
-        if self._loader is not None:
-            loader, self._loader = self._loader, None
-            loader(self)
+        """Run the loader once. Threads that look a name up while another fills the registry wait for it: a
+        registry seen half-filled would call a known name unknown. The loader's own lookups (same thread) pass."""
+        if self._loader is None:
+            return
+        with self._load_lock:
+            loader = self._loader
+            if loader is None or self._loading:
+                return
+            self._loading = True
+            try:
+                loader(self)
+            finally:
+                self._loading = False
+            self._loader = None
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator: ``@registry.register("rag_dense")``."""

@@ -5,6 +5,8 @@ method: what it needs to know of one comes from the spec."""
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 
 import pytest
 from omegaconf import OmegaConf
@@ -178,3 +180,36 @@ def test_method_specific_added_keys_live_on_the_spec() -> None:
     assert without_added_defaults(other) == other
     gone = {"method": {"name": "a-method-since-removed", "ier_prompt": "v2"}}
     assert without_added_defaults(gone) == gone
+
+
+def test_a_lookup_while_another_thread_fills_the_registry_waits_for_it() -> None:
+    """The loader runs once; a thread that asks for a name while another runs the loader sees the filled registry,
+    not an empty one (runs score items in threads, and the first lookups of a run race)."""
+    started = threading.Event()
+    calls: list[int] = []
+
+    def slow_loader(registry: Registry[int]) -> None:
+        calls.append(1)
+        started.set()
+        time.sleep(0.2)
+        registry.add("f1", 1)
+
+    reg: Registry[int] = Registry("metric", loader=slow_loader)
+    results: dict[str, object] = {}
+
+    def first() -> None:
+        results["first"] = reg.get("f1")
+
+    def second() -> None:
+        started.wait(5)
+        try:
+            results["second"] = reg.get("f1")
+        except Exception as exc:  # the failure this test exists to catch: recorded, then asserted below
+            results["second"] = exc
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert results == {"first": 1, "second": 1} and calls == [1]
