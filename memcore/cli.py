@@ -8,10 +8,13 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException, MissingConfigException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from memcore import config as schema
 from memcore.config import CONFIG_DIR, ConfigError
@@ -257,6 +260,16 @@ def hide_schema_match_warning() -> None:
     warnings.filterwarnings("ignore", message=SCHEMA_MATCH_WARNING, category=UserWarning)
 
 
+def _exit_on_composition_error(exc: Exception) -> NoReturn:
+    """One line for a Hydra / OmegaConf composition error (an unknown group option: Hydra's message, which lists
+    the options), exit 2."""
+    if isinstance(exc, MissingConfigException):
+        print(str(exc), file=sys.stderr)
+    else:
+        print(f"error: {composition_error_line(exc, sys.argv[1:])}", file=sys.stderr)
+    sys.exit(2)
+
+
 def run_main() -> None:
     """``memcore-run [overrides…]``: one run, or a sweep with ``-m``. A Hydra composition error (an override of a
     key that does not exist, an unknown group option) exits 2 with one line, unless HYDRA_FULL_ERROR is set."""
@@ -273,24 +286,14 @@ def run_main() -> None:
         reason = str(exc) or "Ctrl-C"
         print(f"interrupted ({reason}): finished items are kept; rerun the same command to resume", file=sys.stderr)
         sys.exit(130)
-    except OSError as exc:  # Hydra could not create or write the run dir (under /proc, a file in the way, …)
-        if not own_errors or _raised_in_run(exc):
-            raise
-        print(f"error: {unwritable_line(exc, exc.filename or '?')}", file=sys.stderr)
-        sys.exit(2)
-    except Exception as exc:  # re-raised below unless it is a composition error of Hydra / OmegaConf
-        from hydra.errors import HydraException
-        from omegaconf.errors import OmegaConfBaseException
-
-        if not own_errors or not isinstance(exc, HydraException | OmegaConfBaseException):
-            raise
-        from hydra.errors import MissingConfigException
-
-        if isinstance(exc, MissingConfigException):  # an unknown group option: Hydra's message lists the options
-            print(str(exc), file=sys.stderr)
-        else:
-            print(f"error: {composition_error_line(exc, sys.argv[1:])}", file=sys.stderr)
-        sys.exit(2)
+    except Exception as exc:
+        if own_errors and isinstance(exc, HydraException | OmegaConfBaseException):
+            _exit_on_composition_error(exc)  # MissingConfigException is an OSError too: checked first
+        if isinstance(exc, OSError) and own_errors and not _raised_in_run(exc):
+            # Hydra could not create or write the run dir (under /proc, a file in the way, ...)
+            print(f"error: {unwritable_line(exc, exc.filename or '?')}", file=sys.stderr)
+            sys.exit(2)
+        raise
     finally:
         if own_errors:
             os.environ.pop("HYDRA_FULL_ERROR", None)
