@@ -111,7 +111,7 @@ def test_bad_input_from_the_cli(
     assert "Traceback" not in proc.stderr
     log = proc.stdout + proc.stderr
     for frag in expected:
-        assert "LoCoMo cleaning applied: " in log and frag in log, log[-2000:]
+        assert "locomo cleaning applied: " in log and frag in log, log[-2000:]
     stats = json.loads((tmp_path / "run" / "stats.json").read_text())
     kind, _, count = expected[0].partition("=")
     assert stats["data_cleaning"][kind]["count"] == int(count)
