@@ -17,47 +17,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memcore.eval.aggregate import category_name
-from memcore.eval.bootstrap import metric_value, paired_delta_ci
-from memcore.itemlog import read_run_items
+from experiments.measure.paired_runs import answered_items, paired_rows
 
-GROUPS: tuple[tuple[str, tuple[int, ...]], ...] = (
-    *((f"{c} {category_name(c)}", (c,)) for c in (1, 2, 3, 4, 5)),
-    ("overall 1-4", (1, 2, 3, 4)),
-    ("overall 1-5", (1, 2, 3, 4, 5)),
-)
-
-
-def _items(run_dir: Path) -> list[dict[str, Any]]:
-    items = [r for r in read_run_items(run_dir) if r.get("answer") is not None]
-    if not items:
-        raise FileNotFoundError(f"{run_dir} holds no answered items (items.jsonl or items.jsonl.gz)")
-    return items
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+LABELS = ("harness", "upstream")
 
 
 def compare(harness: Sequence[Mapping[str, Any]], upstream: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per group over the items both runs answered."""
-    both = {r["item_id"] for r in harness} & {r["item_id"] for r in upstream}
-    h = {r["item_id"]: r for r in harness if r["item_id"] in both}
-    u = {r["item_id"]: r for r in upstream if r["item_id"] in both}
-    rows = []
-    for label, cats in GROUPS:
-        ids = sorted(i for i in both if int(h[i]["category"]) in cats)
-        row: dict[str, Any] = {"group": label, "n": len(ids)}
-        for metric in ("f1", "bleu1"):
-            for side, recs in (("harness", h), ("upstream", u)):
-                vals = [v for i in ids if (v := metric_value(recs[i], metric)) is not None]
-                row[f"{metric}_{side}"] = None if not vals else 100.0 * _mean(vals)  # type: ignore[operator]
-            ci = paired_delta_ci([u[i] for i in ids], [h[i] for i in ids], metric, categories=cats, n_boot=2000)
-            row[f"{metric}_delta"] = None if ci is None else [100.0 * ci[0], 100.0 * ci[1], 100.0 * ci[2]]
-        for side, recs in (("harness", h), ("upstream", u)):
-            row[f"words_{side}"] = _mean([len(str(recs[i]["answer"]).split()) for i in ids])
-        rows.append(row)
-    return rows
+    """One row per group over the items both runs answered (F1 and BLEU-1, upstream - harness)."""
+    return paired_rows(harness, upstream, LABELS, ("f1", "bleu1"))
 
 
 def _f(v: float | None) -> str:
@@ -90,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True, help="Markdown file to write (a .json is written beside it)")
     args = p.parse_args(argv)
     try:
-        rows = compare(_items(args.harness), _items(args.upstream))
+        rows = compare(answered_items(args.harness), answered_items(args.upstream))
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
