@@ -280,6 +280,11 @@ def test_memcore_cheap_k20_recall_floor_holds_on_the_committed_items(run: str) -
             "answer_prompt_effect/runs/i37_ape_harness/locomo-mini/local/amem/full_context/none",
             "answer_prompt_effect/runs/i37_ape_upstream/locomo-mini/local/amem/full_context/none",
         ),
+        (
+            "mem0_two_phase.md",
+            "answer_prompt_effect/runs/i37_ape_harness/locomo-mini/local/amem/mem0-two-phase/none",
+            "answer_prompt_effect/runs/i37_ape_upstream/locomo-mini/local/amem/mem0-two-phase/none",
+        ),
     ],
 )
 def test_the_answer_prompt_effect_table_follows_from_the_committed_items(
