@@ -17,37 +17,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.measure.paired_runs import answered_items, paired_rows
+from experiments.measure.paired_runs import answered_items, paired_markdown, paired_rows
 
 LABELS = ("harness", "upstream")
+METRICS = ("f1", "bleu1")
 
 
 def compare(harness: Sequence[Mapping[str, Any]], upstream: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per group over the items both runs answered (F1 and BLEU-1, upstream - harness)."""
-    return paired_rows(harness, upstream, LABELS, ("f1", "bleu1"))
-
-
-def _f(v: float | None) -> str:
-    return "–" if v is None else f"{v:.2f}"
-
-
-def _d(v: list[float] | None) -> str:
-    return "–" if v is None else f"{v[0]:+.2f} [{v[1]:+.2f}, {v[2]:+.2f}]"
+    return paired_rows(harness, upstream, LABELS, METRICS)
 
 
 def to_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    head = (
-        "| group | n | F1 harness | F1 upstream | ΔF1 [95 % CI] | BLEU-1 harness | BLEU-1 upstream | ΔBLEU-1 [95 % CI]"
-        " | words harness | words upstream |"
-    )
-    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        lines.append(
-            f"| {r['group']} | {r['n']} | {_f(r['f1_harness'])} | {_f(r['f1_upstream'])} | {_d(r['f1_delta'])} | "
-            f"{_f(r['bleu1_harness'])} | {_f(r['bleu1_upstream'])} | {_d(r['bleu1_delta'])} | "
-            f"{_f(r['words_harness'])} | {_f(r['words_upstream'])} |"
-        )
-    return "\n".join(lines) + "\n"
+    """The rows of :func:`compare` as one Markdown table."""
+    return paired_markdown(rows, LABELS, METRICS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -53,9 +53,9 @@ def paired_rows(
     """One row per group over the items both runs answered: ``<metric>_<label>`` (percent, None when no item has a
     value), ``<metric>_delta`` = ``[b - a, low, high]`` (percent) and ``words_<label>``."""
     both = {r["item_id"] for r in a} & {r["item_id"] for r in b}
-    side = {labels[0]: {r["item_id"]: r for r in a if r["item_id"] in both}}
-    side[labels[1]] = {r["item_id"]: r for r in b if r["item_id"] in both}
-    first, second = side[labels[0]], side[labels[1]]
+    first = {r["item_id"]: r for r in a if r["item_id"] in both}
+    second = {r["item_id"]: r for r in b if r["item_id"] in both}
+    side = {labels[0]: first, labels[1]: second}
     rows = []
     for label, cats in GROUPS:
         ids = sorted(i for i in both if int(first[i]["category"]) in cats)
@@ -100,8 +100,8 @@ def paired_markdown(rows: Sequence[Mapping[str, Any]], labels: tuple[str, str], 
 
 
 def run_usage(run_dir: Path) -> dict[str, dict[str, int]]:
-    """LLM usage by stage from the run's ``cost.json`` (``memory_build`` as stage ``build``; a snapshot the run
-    reused shows no build calls)."""
+    """LLM usage by stage from the run's ``cost.json``. A run that reused its memory snapshot made no build calls:
+    it gets a zero row ``build (snapshot reused)`` so the table says why its ingest stage is missing."""
     cost = json.loads((run_dir / "cost.json").read_text())
     usage = {stage: {f: int(u.get(f, 0)) for f in USAGE_FIELDS} for stage, u in cost["usage"]["by_stage"].items()}
     build = cost.get("memory_build", {})
