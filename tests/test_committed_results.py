@@ -16,6 +16,7 @@ from experiments import rehearsal as R
 from experiments.measure.answer_prompt_effect import main as effect_main
 from experiments.measure.link_provenance import main as provenance_main
 from experiments.measure.oracle_runs import main as oracle_main
+from experiments.measure.paired_runs import main as paired_main
 from memcore.report.archive import rederive
 from memcore.report.cli import main as report_main
 from memcore.report.collect import find_run_dirs
@@ -103,6 +104,7 @@ VERIFIED_ARCHIVES = [
     "baseline_alignment_mem0/runs",
     "provenance_rule/runs",
     "answer_prompt_effect/runs",
+    "baselines_local/runs",
     "llm_packing/runs",
     "rehearsal_quick/runs",
     "link_provenance/runs",
@@ -296,3 +298,24 @@ def test_the_answer_prompt_effect_table_follows_from_the_committed_items(
         == 0
     )
     assert out.read_text() == (MEASURED / "answer_prompt_effect" / table).read_text()
+
+
+LOCAL = "locomo-mini/local/amem"
+
+
+@pytest.mark.parametrize(
+    ("table", "label_a", "run_a", "label_b", "run_b"),
+    [
+        ("memgpt.md", "full-window", "i38_local/{}/memgpt-full-window", "paging", "i38_local/{}/memgpt"),
+        ("lightmem.md", "before", "i38_lightmem_before/{}/lightmem", "after", "i38_local/{}/lightmem"),
+    ],
+)
+def test_the_local_baseline_pairs_follow_from_the_committed_items(
+    table: str, label_a: str, run_a: str, label_b: str, run_b: str, tmp_path: Path
+) -> None:
+    runs = MEASURED / "baselines_local" / "runs"
+    a, b = (runs / r.format(LOCAL) / "none" for r in (run_a, run_b))
+    out = tmp_path / table
+    argv = ["--a", str(a), "--b", str(b), "--label-a", label_a, "--label-b", label_b, "--out", str(out)]
+    assert paired_main(argv) == 0
+    assert out.read_text() == (MEASURED / "baselines_local" / table).read_text()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from experiments.measure.paired_runs import main, memory_counters, paired_rows, run_usage
+from experiments.measure.paired_runs import counters_markdown, main, memory_counters, paired_rows, run_usage
 
 
 def _rec(i: int, cat: int, f1: float, recall: float | None, answer: str) -> dict[str, Any]:
@@ -90,3 +90,9 @@ def test_bad_input_is_one_line(
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "o.md").exists()
+
+
+def test_counters_print_whole_numbers_in_full_and_fractions_to_four_digits() -> None:
+    text = counters_markdown({"a": {"window": 30000.0, "rate": 0.83142}, "b": {"window": 8192}}, ["window", "rate"])
+    assert "| window | 30,000 | 8,192 |" in text
+    assert "| rate | 0.8314 | – |" in text

@@ -3,7 +3,8 @@
 # turns, 25 QA), A-MEM protocol, one run at a time (the llama.cpp server is exclusive):
 #   memgpt    MemGPT at its own 8,192-token main context vs memgpt-full-window. Both on a 32,768-token server with
 #             a 30,000-token budget (the Qwen3 presets' budget): the local preset's 6,000 would cap both windows
-#             below 8,192 and make the two the same.
+#             below 8,192 and make the two the same. The slice's 58 turns fill about 4,400 tokens, so 8,192 never
+#             evicts there; a third run with a 4,096-token window (experiment i38_local_w4096) pages.
 #   lightmem  LightMem before (the tree at LIGHTMEM_BEFORE, default db0e8c1: paraphrased prompts, th 512, rate 0.6,
 #             extraction max_tokens 2,048) vs after (upstream prompts, LightMem(768, 0.8)); both provenance=source.
 #   fluxmem   FluxMem with upstream's 512-character chunks vs fluxmem-facts (atomic facts, one LLM call per turn).
@@ -50,6 +51,8 @@ if has "$PHASES" runs; then
   if has "$PAIRS" memgpt; then
     run "$BIN/memcore-run" "${C[@]}" "${BIG[@]}" method=memgpt experiment_name=$TAG paths.root="$ROOT"
     run "$BIN/memcore-run" "${C[@]}" "${BIG[@]}" method=memgpt-full-window experiment_name=$TAG paths.root="$ROOT"
+    run "$BIN/memcore-run" "${C[@]}" "${BIG[@]}" method=memgpt method.context_window_tokens=4096 \
+      experiment_name=${TAG}_w4096 paths.root="$ROOT"
   fi
   if has "$PAIRS" lightmem; then
     run "$BIN/memcore-run" "${C[@]}" method=lightmem experiment_name=$TAG paths.root="$ROOT"
@@ -67,8 +70,10 @@ fi
 
 if has "$PHASES" archive; then
   "$BIN/memcore-archive" --slim --root "$ROOT" --out "$OUT/runs" "$ROOT/runs/$TAG"
+  [[ -d "$ROOT/runs/${TAG}_w4096" ]] && "$BIN/memcore-archive" --slim --root "$ROOT" --out "$OUT/runs" \
+    "$ROOT/runs/${TAG}_w4096"
   [[ -d "$ROOT_BEFORE/runs" ]] && "$BIN/memcore-archive" --slim --root "$ROOT_BEFORE" --out "$OUT/runs" "$ROOT_BEFORE/runs"
-  "$BIN/memcore-archive" --verify "$OUT/runs/$TAG"
+  "$BIN/memcore-archive" --verify "$OUT/runs"
   "$BIN/memcore-cache" --cache "$ROOT/cache/llm.sqlite" export --out "$CACHE_FILE"
   [[ -f "$ROOT_BEFORE/cache/llm.sqlite" ]] && "$BIN/memcore-cache" --cache "$ROOT_BEFORE/cache/llm.sqlite" export \
     --out "$CACHE_BEFORE"
@@ -83,11 +88,13 @@ if has "$PHASES" tables; then
       log "no table $5: a run of the pair is missing ($a, $b)"
     fi
   }
-  has "$PAIRS" memgpt && pair full-window "$(run_dir "$OUT/runs" $TAG memgpt-full-window)" \
-    paging "$(run_dir "$OUT/runs" $TAG memgpt)" memgpt
-  has "$PAIRS" lightmem && pair before "$(run_dir "$OUT/runs" i38_lightmem_before lightmem)" \
-    after "$(run_dir "$OUT/runs" $TAG lightmem)" lightmem
-  has "$PAIRS" fluxmem && pair facts "$(run_dir "$OUT/runs" $TAG fluxmem-facts)" \
-    chunks "$(run_dir "$OUT/runs" $TAG fluxmem)" fluxmem
+  has "$PAIRS" memgpt && pair full-window "$(run_dir "$OUT" $TAG memgpt-full-window)" \
+    paging "$(run_dir "$OUT" $TAG memgpt)" memgpt
+  has "$PAIRS" memgpt && pair full-window "$(run_dir "$OUT" $TAG memgpt-full-window)" \
+    paging-4096 "$(run_dir "$OUT" ${TAG}_w4096 memgpt)" memgpt_4096
+  has "$PAIRS" lightmem && pair before "$(run_dir "$OUT" i38_lightmem_before lightmem)" \
+    after "$(run_dir "$OUT" $TAG lightmem)" lightmem
+  has "$PAIRS" fluxmem && pair facts "$(run_dir "$OUT" $TAG fluxmem-facts)" \
+    chunks "$(run_dir "$OUT" $TAG fluxmem)" fluxmem
 fi
 log "finished"

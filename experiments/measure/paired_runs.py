@@ -134,6 +134,13 @@ def usage_markdown(usage: Mapping[str, Mapping[str, Mapping[str, int]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _counter(v: float | None) -> str:
+    """A whole number in full with thousands separators, a fraction to four significant digits, None as a dash."""
+    if v is None:
+        return "–"
+    return f"{int(v):,}" if float(v).is_integer() else f"{v:,.4g}"
+
+
 def counters_markdown(counters: Mapping[str, Mapping[str, float]], keys: Sequence[str] | None) -> str:
     """The memories' counters side by side (``keys``: the ones to show, in order; None: every one either has)."""
     labels = list(counters)
@@ -141,7 +148,7 @@ def counters_markdown(counters: Mapping[str, Mapping[str, float]], keys: Sequenc
     lines = ["| counter | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
     for name in names:
         cells = [counters[lab].get(name) for lab in labels]
-        lines.append(f"| {name} | " + " | ".join("–" if v is None else f"{v:,.4g}" for v in cells) + " |")
+        lines.append(f"| {name} | " + " | ".join(_counter(v) for v in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
