@@ -307,6 +307,13 @@ LOCAL = "locomo-mini/local/amem"
     ("table", "label_a", "run_a", "label_b", "run_b"),
     [
         ("memgpt.md", "full-window", "i38_local/{}/memgpt-full-window", "paging", "i38_local/{}/memgpt"),
+        (
+            "memgpt_4096.md",
+            "full-window",
+            "i38_local/{}/memgpt-full-window",
+            "paging-4096",
+            "i38_local_w4096/{}/memgpt",
+        ),
         ("lightmem.md", "before", "i38_lightmem_before/{}/lightmem", "after", "i38_local/{}/lightmem"),
     ],
 )

@@ -69,9 +69,9 @@ if has "$PHASES" runs; then
 fi
 
 if has "$PHASES" archive; then
-  "$BIN/memcore-archive" --slim --root "$ROOT" --out "$OUT/runs" "$ROOT/runs/$TAG"
-  [[ -d "$ROOT/runs/${TAG}_w4096" ]] && "$BIN/memcore-archive" --slim --root "$ROOT" --out "$OUT/runs" \
-    "$ROOT/runs/${TAG}_w4096"
+  for exp in "$TAG" "${TAG}_w4096"; do
+    [[ -d "$ROOT/runs/$exp" ]] && "$BIN/memcore-archive" --slim --root "$ROOT" --out "$OUT/runs" "$ROOT/runs/$exp"
+  done
   [[ -d "$ROOT_BEFORE/runs" ]] && "$BIN/memcore-archive" --slim --root "$ROOT_BEFORE" --out "$OUT/runs" "$ROOT_BEFORE/runs"
   "$BIN/memcore-archive" --verify "$OUT/runs"
   "$BIN/memcore-cache" --cache "$ROOT/cache/llm.sqlite" export --out "$CACHE_FILE"
