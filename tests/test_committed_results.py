@@ -14,6 +14,7 @@ import pytest
 
 from experiments import rehearsal as R
 from experiments.measure.answer_prompt_effect import main as effect_main
+from experiments.measure.baselines_local_pairs import PAIRS, Pair
 from experiments.measure.link_provenance import main as provenance_main
 from experiments.measure.oracle_runs import main as oracle_main
 from experiments.measure.paired_runs import main as paired_main
@@ -300,29 +301,17 @@ def test_the_answer_prompt_effect_table_follows_from_the_committed_items(
     assert out.read_text() == (MEASURED / "answer_prompt_effect" / table).read_text()
 
 
-LOCAL = "locomo-mini/local/amem"
+LOCAL_PAIRS = MEASURED / "baselines_local"
+LOCAL_TABLES = [p for p in PAIRS if (LOCAL_PAIRS / p.table).is_file()]
 
 
-@pytest.mark.parametrize(
-    ("table", "label_a", "run_a", "label_b", "run_b"),
-    [
-        ("memgpt.md", "full-window", "i38_local/{}/memgpt-full-window", "paging", "i38_local/{}/memgpt"),
-        (
-            "memgpt_4096.md",
-            "full-window",
-            "i38_local/{}/memgpt-full-window",
-            "paging-4096",
-            "i38_local_w4096/{}/memgpt",
-        ),
-        ("lightmem.md", "before", "i38_lightmem_before/{}/lightmem", "after", "i38_local/{}/lightmem"),
-    ],
-)
-def test_the_local_baseline_pairs_follow_from_the_committed_items(
-    table: str, label_a: str, run_a: str, label_b: str, run_b: str, tmp_path: Path
-) -> None:
-    runs = MEASURED / "baselines_local" / "runs"
-    a, b = (runs / r.format(LOCAL) / "none" for r in (run_a, run_b))
-    out = tmp_path / table
-    argv = ["--a", str(a), "--b", str(b), "--label-a", label_a, "--label-b", label_b, "--out", str(out)]
-    assert paired_main(argv) == 0
-    assert out.read_text() == (MEASURED / "baselines_local" / table).read_text()
+@pytest.mark.parametrize("pair", LOCAL_TABLES, ids=[p.table for p in LOCAL_TABLES])
+def test_the_local_baseline_pairs_follow_from_the_committed_items(pair: Pair, tmp_path: Path) -> None:
+    assert paired_main(pair.argv(LOCAL_PAIRS / "runs", tmp_path)) == 0
+    assert (tmp_path / pair.table).read_text() == (LOCAL_PAIRS / pair.table).read_text()
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=[p.table for p in PAIRS])
+def test_a_local_pair_has_its_table_committed_exactly_when_both_its_runs_are(pair: Pair) -> None:
+    archived = [(d / "metrics.json").is_file() for d in pair.run_dirs(LOCAL_PAIRS / "runs")]
+    assert (LOCAL_PAIRS / pair.table).is_file() == all(archived)

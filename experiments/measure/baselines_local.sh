@@ -9,7 +9,7 @@
 #             extraction max_tokens 2,048) vs after (upstream prompts, LightMem(768, 0.8)); both provenance=source.
 #   fluxmem   FluxMem with upstream's 512-character chunks vs fluxmem-facts (atomic facts, one LLM call per turn).
 # Then the runs archived with their items and verified, the response cache exported (the runs replay without a
-# server, and a rerun resumes from it), and one paired table per pair (experiments.measure.paired_runs).
+# server, and a rerun resumes from it), and the paired tables experiments/measure/baselines_local_pairs.py lists.
 #
 #   MEMCORE_RESULTS=<root> experiments/measure/baselines_local.sh
 #
@@ -36,7 +36,6 @@ run() {
   if "$@"; then log "done in $((SECONDS - t0)) s"; else log "FAILED after $((SECONDS - t0)) s: $*"; fi
 }
 has() { [[ " $1 " == *" $2 "* ]]; }
-run_dir() { echo "$1/runs/$2/locomo-mini/local/amem/$3/none"; }
 
 CACHE_FILE=results/measured/cache/local_1p5b_locomo_mini.jsonl.gz
 CACHE_BEFORE=results/measured/cache/local_1p5b_locomo_mini_lightmem_before.jsonl.gz
@@ -80,21 +79,7 @@ if has "$PHASES" archive; then
 fi
 
 if has "$PHASES" tables; then
-  pair() {  # label-a method-a-dir label-b method-b-dir name
-    local a=$2 b=$4
-    if [[ -f "$a/metrics.json" && -f "$b/metrics.json" ]]; then
-      "$BIN/python" -m experiments.measure.paired_runs --a "$a" --b "$b" --label-a "$1" --label-b "$3" --out "$OUT/$5.md"
-    else
-      log "no table $5: a run of the pair is missing ($a, $b)"
-    fi
-  }
-  has "$PAIRS" memgpt && pair full-window "$(run_dir "$OUT" $TAG memgpt-full-window)" \
-    paging "$(run_dir "$OUT" $TAG memgpt)" memgpt
-  has "$PAIRS" memgpt && pair full-window "$(run_dir "$OUT" $TAG memgpt-full-window)" \
-    paging-4096 "$(run_dir "$OUT" ${TAG}_w4096 memgpt)" memgpt_4096
-  has "$PAIRS" lightmem && pair before "$(run_dir "$OUT" i38_lightmem_before lightmem)" \
-    after "$(run_dir "$OUT" $TAG lightmem)" lightmem
-  has "$PAIRS" fluxmem && pair facts "$(run_dir "$OUT" $TAG fluxmem-facts)" \
-    chunks "$(run_dir "$OUT" $TAG fluxmem)" fluxmem
+  # shellcheck disable=SC2086  # PAIRS is a word list
+  "$BIN/python" -m experiments.measure.baselines_local_pairs --runs "$OUT/runs" --out "$OUT" --pairs $PAIRS
 fi
 log "finished"
