@@ -23,13 +23,9 @@ def test_each_pair_names_two_distinct_runs_and_labels_under_a_known_group() -> N
 
 def test_the_cli_writes_the_table_of_a_group_whose_runs_are_archived(tmp_path: Path, capsys) -> None:
     pair = next(p for p in PAIRS if p.group == "fluxmem")
-    a, b = pair.run_dirs(tmp_path / "runs")
-    a.parent.mkdir(parents=True)
-    for run_dir, items in ((a, A), (b, B)):
-        made = _run(a.parent, run_dir.parent.name + "_tmp", items, calls=3, evictions=0)
-        (made / "metrics.json").write_text("{}")
-        run_dir.parent.mkdir(parents=True, exist_ok=True)
-        made.rename(run_dir)
+    for run_dir, items in zip(pair.run_dirs(tmp_path / "runs"), (A, B), strict=True):
+        run_dir.parent.mkdir(parents=True)
+        (_run(run_dir.parent, run_dir.name, items, calls=3, evictions=0) / "metrics.json").write_text("{}")
     out = tmp_path / "tables"  # created by the CLI
     assert main(["--runs", str(tmp_path / "runs"), "--out", str(out), "--pairs", "fluxmem"]) == 0
     assert "| facts | **total** |" in (out / "fluxmem.md").read_text()
