@@ -38,13 +38,13 @@ from typing import Any
 
 from baselines import locomo_batch_prompt as B
 from baselines.turns import load_turns, save_turns, text_without_caption, turn_note
-from memcore.budget import BUDGET_KEY, budget_record
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.eval.protocols import EvalProtocol, adversarial_options, get_protocol
 from memcore.interfaces import BadConfig, ChatBackbone, MethodContext, MethodSpec
 from memcore.llm.usage import usage_of
+from memcore.packing.budget import BUDGET_KEY, budget_record
 from memcore.prompts import answer as answer_prompts
 from memcore.schema import POS, Rule, check_rules, knob, method_validator
 from memcore.text import count_tokens, truncate_to_tokens
@@ -206,7 +206,7 @@ class FullContext:
         return ev
 
     def retrieve_within(self, query: str, tokens: int, *, budget: int | None = None) -> Evidence:
-        """``memcore.budget.ContextBudgeted``: the official truncation at ``tokens`` (the most recent turns whose
+        """``memcore.packing.budget.ContextBudgeted``: the official truncation at ``tokens`` (the most recent turns whose
         context, header and session headers included, fits). When not even the last turn fits, the context is
         the last turn's block cut at the budget, and the record says so."""
         reserve = self.reserve_tokens(query)

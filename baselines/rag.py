@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 
 from baselines.turns import load_turns, save_turns, text_without_caption, turn_note
-from memcore.budget import BUDGET_KEY, budget_record, cut_note, fill_units, note_line
 from memcore.fusion import rrf_fuse
 from memcore.interfaces import BadConfig, Embedder, MethodContext, MethodSpec
+from memcore.packing.budget import BUDGET_KEY, budget_record, cut_note, fill_units, note_line
+from memcore.packing.turns import FRAMES, Cues, TurnMeta, fill_framed, render_framed, rerank
 from memcore.schema import POS, UNIT, Rule, bad_value, knob, method_validator
 from memcore.text import count_tokens, truncate_to_tokens
-from memcore.turnpack import FRAMES, Cues, TurnMeta, fill_framed, render_framed, rerank
 from memcore.types import Evidence, Turn
 
 #: The methods this package registers (read by memcore.methods without importing it).
@@ -60,7 +60,7 @@ class RAGConfig:
     context_format: str = knob("notes", build=True, rule=Rule(choices=CONTEXT_FORMATS))
     # locomo format only: none (the official dialog database, clean_text) | inline ("[shares an image: …]" kept)
     locomo_captions: str = knob("none", build=True, rule=Rule(choices=LOCOMO_CAPTIONS))
-    # under eval.context_tokens (retrieve_within): the frame and cues of memcore/turnpack.py, as MemCoRe's packer
+    # under eval.context_tokens (retrieve_within): the frame and cues of memcore/packing/turns.py, as MemCoRe's packer
     pack_frame: str = knob("line", rule=Rule(choices=FRAMES))
     pack_cue_speaker: float = knob(0.0, rule=Rule(lo=0))
     pack_cue_date: float = knob(0.0, rule=Rule(lo=0))
@@ -194,7 +194,7 @@ class RAG:
         return note_line(turn_note(turn))
 
     def retrieve_within(self, query: str, tokens: int, *, budget: int | None = None) -> Evidence:
-        """``memcore.budget.ContextBudgeted``: the ranking taken as deep as the budget can hold (at most
+        """``memcore.packing.budget.ContextBudgeted``: the ranking taken as deep as the budget can hold (at most
         ``budget`` turns when set), filled by the shared rule; a single turn larger than the budget is cut."""
         depth = min(len(self.turns), budget or tokens // 8 + 20)
         ranked = self._ranked(query, max(1, depth))
@@ -211,7 +211,7 @@ class RAG:
         return ev
 
     def _within_framed(self, query: str, ranked: list[tuple[int, float, tuple[str, ...]]], tokens: int) -> Evidence:
-        """The ranking re-ranked by the cues and filled under the frame (:mod:`memcore.turnpack`)."""
+        """The ranking re-ranked by the cues and filled under the frame (:mod:`memcore.packing.turns`)."""
         if self._meta is None:
             self._meta = {t.dia_id: TurnMeta(t.dia_id, t.speaker, t.text, t.session_time_raw) for t in self.turns}
             self._index = {t.dia_id: i for i, t in enumerate(self.turns)}

@@ -18,7 +18,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from memcore import config as schema
 from memcore.config import CONFIG_DIR, ConfigError
-from memcore.data import DataError
+from memcore.datasets.errors import DataError
 from memcore.itemlog import ItemLogError
 from memcore.llm.backbone import BackboneError
 from memcore.llm.embedders import EmbedderError

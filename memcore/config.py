@@ -130,7 +130,7 @@ class EvalConfig:
     audit_path: str | None = None
     budget: int | None = None
     token_budgets: list[int] = field(default_factory=lambda: [500, 1000, 2000])
-    # every method hands the answerer at most this many context tokens (memcore.budget); null: no cap
+    # every method hands the answerer at most this many context tokens (memcore.packing.budget); null: no cap
     context_tokens: int | None = None
     # harness: the run protocol's answer prompt for every method | upstream: each method's own (memcore.eval.upstream)
     answer_prompt: str = "harness"

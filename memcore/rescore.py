@@ -30,12 +30,12 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from memcore.cli import _user_errors, quiet_http_logs
 from memcore.config import CONFIG_DIR, ConfigError
-from memcore.data.slice import load_slice
 from memcore.eval.aggregate import format_table
 from memcore.eval.judge import judge_run_info
 from memcore.eval.protocols import PROTOCOLS, get_protocol
 from memcore.itemlog import ItemWriter, read_items_and_tail, require_unique_ids
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
+from memcore.pipeline.load import load_slice
 from memcore.pipeline.record import ItemRecord
 from memcore.pipeline.report import RunResult, run_metrics, write_json
 from memcore.pipeline.resources import open_resources

@@ -19,7 +19,6 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memcore.config import ConfigError, EmbedderConfig, validate
-from memcore.data.slice import LoadedSlice, load_slice
 from memcore.eval.judge import get_preset, judge_run_info
 from memcore.eval.protocols import EvalProtocol, get_protocol
 from memcore.eval.upstream import no_upstream_line
@@ -32,6 +31,7 @@ from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.methods import get_method
 from memcore.metrics import Metric
 from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, run_embedding_counts, worker_pool
+from memcore.pipeline.load import LoadedSlice, load_slice
 from memcore.pipeline.predict import predict
 from memcore.pipeline.preflight import check_dirs, check_resources
 from memcore.pipeline.progress import StageBars

@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 try:
-    from memcore.data.errors import DataError
+    from memcore.datasets.errors import DataError
     from memcore.datasets.locomo.download import LOCOMO_SHA256, LOCOMO_URL, download_locomo, verify_locomo
 except ModuleNotFoundError:  # run from a checkout before `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from memcore.data.errors import DataError
+    from memcore.datasets.errors import DataError
     from memcore.datasets.locomo.download import LOCOMO_SHA256, LOCOMO_URL, download_locomo, verify_locomo
 
 

@@ -23,7 +23,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
 
 from memcore.cli import CONFIG_PATH
-from memcore.data import DataError
+from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.paths import resolve_audit_path, resolve_locomo_path
 from memcore.eval.aggregate import aggregate

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from memcore.data import DataError, select
+from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.audit import OFFICIAL_CONV_ORDER, AuditEntry, apply_audit, load_audit
 from memcore.datasets.locomo.evidence import clean_evidence
 from memcore.datasets.locomo.loader import LoCoMoDataset
+from memcore.datasets.slicing import select
 
 
 @pytest.fixture(scope="module")

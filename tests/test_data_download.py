@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memcore.data import DataError
-from memcore.data.paths import repo_root
+from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.download import (
     LOCOMO_SHA256,
     default_locomo_destination,
@@ -19,6 +18,7 @@ from memcore.datasets.locomo.download import (
     sha256_file,
     verify_locomo,
 )
+from memcore.datasets.paths import repo_root
 
 SCRIPT = repo_root() / "scripts" / "get_locomo.py"
 

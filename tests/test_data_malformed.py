@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from memcore.data import DataError
+from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.loader import load_locomo
 from tests.support import REPO, minimal_locomo

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memcore.data import DataError
-from memcore.data.paths import repo_root
+from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.paths import resolve_audit_path, resolve_locomo_path
+from memcore.datasets.paths import repo_root
 
 
 def touch(p: Path) -> Path:
@@ -30,7 +30,7 @@ def layout(tmp_path: Path) -> dict[str, Path]:
 
 
 def test_repo_root_is_the_checkout() -> None:
-    assert (repo_root() / "memcore" / "data" / "paths.py").is_file()
+    assert (repo_root() / "memcore" / "datasets" / "paths.py").is_file()
 
 
 def test_explicit_file_or_folder(tmp_path: Path) -> None:

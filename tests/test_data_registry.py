@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from memcore.config import ConfigError
-from memcore.data.errors import DataError
-from memcore.data.slice import load_slice
 from memcore.datasets import DATASETS, CategoryInfo, DatasetCategories, dataset_kind, get_dataset
+from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.registry import declared_datasets
+from memcore.pipeline.load import load_slice
 from memcore.registry import UnknownNameError
 from memcore.validation import check_dataset
 from tests.support import compose_config

@@ -10,10 +10,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from memcore.config import DatasetConfig
-from memcore.data import DataError, select
-from memcore.data.slice import load_slice
+from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.loader import LoCoMoDataset, load_locomo
+from memcore.datasets.slicing import select
+from memcore.pipeline.load import load_slice
 
 
 @pytest.fixture(scope="module")

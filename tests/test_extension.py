@@ -325,7 +325,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from memcore.data.errors import DataError
+from memcore.datasets.errors import DataError
 from memcore.datasets.spec import CategoryInfo, DatasetCategories, DatasetFile, DatasetSpec
 from memcore.types import Conversation, QAItem, Session, Turn
 

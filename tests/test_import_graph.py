@@ -3,8 +3,8 @@ types load without the evaluation package.
 
 The graph is read from the source (every ``import`` / ``from ... import`` of a ``memcore`` module, at any depth
 of a module's code), so a cycle closed only inside a function, which Python tolerates at run time, fails here
-too. An edge goes to the module that is imported (``from memcore.eval import metrics`` names the submodule
-``memcore.eval.metrics``); a package's own ``__init__`` is not counted as imported by its submodules."""
+too. An edge goes to the module that is imported (``from memcore.eval import scoring`` names the submodule
+``memcore.eval.scoring``); a package's own ``__init__`` is not counted as imported by its submodules."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def imported_modules(path: Path, name: str, known: set[str]) -> set[str]:
         else:
             continue
         for target in targets:
-            while target and target not in known:  # ``import memcore.eval.metrics as m`` names the module itself
+            while target and target not in known:  # ``import memcore.eval.scoring as s`` names the module itself
                 target = target.rpartition(".")[0]
             if target and target != name:
                 found.add(target)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memcore.budget import ContextBudgeted, fill_units, fit_evidence, retrieve_within
 from memcore.itemlog import read_items
+from memcore.packing.budget import ContextBudgeted, fill_units, fit_evidence, retrieve_within
 from memcore.report.collect import load_runs
 from memcore.report.equal_tokens import category_table, equal_token_table, plot_recall_vs_context_tokens
 from memcore.runner import run_config

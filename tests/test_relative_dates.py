@@ -9,8 +9,8 @@ from datetime import date, datetime
 
 import pytest
 
-from memcore.data.relative_dates import annotate, find_relative_dates, fmt_range
 from memcore.datasets.locomo.loader import LoCoMoDataset
+from memcore.memory.relative_dates import annotate, find_relative_dates, fmt_range
 
 # (conversation, dia_id, session date as LoCoMo writes it, expression, reading, resolved)
 LOCOMO_TABLE: list[tuple[str, str, str, str, str, bool]] = [

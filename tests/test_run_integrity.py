@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from memcore.cli import run_main
-from memcore.data.slice import load_slice
 from memcore.itemlog import ITEMS_GZ, DuplicateItemsError, read_items, read_run_items
 from memcore.itemlog import main as itemlog_main
 from memcore.llm.backbone import BackboneError
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.pipeline import runlock
+from memcore.pipeline.load import load_slice
 from memcore.pipeline.report import run_metrics
 from memcore.pipeline.runlock import LOCK_FILE, Holder, RunDirBusyError, RunDirLock
 from memcore.report.archive import archive_run

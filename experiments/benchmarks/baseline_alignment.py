@@ -37,9 +37,9 @@ from baselines.rag import RAG, RAGConfig
 from memcore.config import BackboneConfig, EmbedderConfig
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
-from memcore.eval.metrics import evidence_scores
 from memcore.llm.factory import build_backbone, build_embedder
 from memcore.llm.usage import UsageTracker
+from memcore.metrics.scorers.evidence import evidence_scores
 from memcore.text import count_tokens
 from memcore.types import Conversation
 

@@ -1,4 +1,4 @@
-"""Time to load, validate and clean the LoCoMo file (``memcore.data.load_locomo``), every run's first step.
+"""Time to load, validate and clean the LoCoMo file (``memcore.datasets.locomo.loader.load_locomo``), every run's first step.
 Target: under 1.5 s on 2 cores (it was a timed unit test, which flaked on a busy machine).
 
     python -m experiments.benchmarks.data_load [--repeats 5]

@@ -4,7 +4,7 @@ node per turn, Stage 1 without the LLM (``llm_verify=false``), MiniLM embeddings
     python -m experiments.benchmarks.fluxmem_units --out results/measured/fluxmem_units
 
 Two readings per unit: FluxMem's own k (5 semantic nodes, pool = the 15 dense best, as upstream), and equal
-context tokens (the ranking of a 100-node pool cut by ``memcore.budget.fill_units`` at 250 / 500 / 1,000 / 2,000
+context tokens (the ranking of a 100-node pool cut by ``memcore.packing.budget.fill_units`` at 250 / 500 / 1,000 / 2,000
 tokens of rendered notes, ``[date] text``). Recall / hit over categories 1-4 (FluxMem's paper) and 1-5, items with
 gold evidence. The fact units need an LLM per turn to build, so they are not in this script (see the note).
 Writes ``summary.json`` and ``items.jsonl.gz`` (per item and setting: ids, category, retrieved dia_ids, recall,
@@ -22,12 +22,12 @@ from typing import Any
 
 from baselines.fluxmem.config import FluxMemConfig
 from baselines.fluxmem.system import FluxMem
-from memcore.budget import fill_units, note_line
 from memcore.config import EmbedderConfig
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
-from memcore.eval.metrics import evidence_scores
 from memcore.llm.factory import build_embedder
+from memcore.metrics.scorers.evidence import evidence_scores
+from memcore.packing.budget import fill_units, note_line
 from memcore.text import count_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         "embedder": embedder.name,
         "stage1": "upstream fusion (dense 1.0 + BM25 0.5, min-max over the pool), llm_verify=false",
         "k5": "k 5, pool = the 15 dense best (upstream top_k_semantic, 3 x top_k)",
-        "tokens": f"ranking of a {WIDE_K}-node dense pool, filled by memcore.budget.fill_units ([date] text per note)",
+        "tokens": f"ranking of a {WIDE_K}-node dense pool, filled by memcore.packing.budget.fill_units ([date] text per note)",
         **summary,
     }
     args.out.mkdir(parents=True, exist_ok=True)

@@ -4,8 +4,8 @@ smaller budget, per split of conversations (no retrieval is run).
     python -m experiments.measure.cue_simulation [--run <run dir at 2,000 tokens>] [--tokens 500] [--grid]
 
 The default run is the committed packed memcore-cheap at 2,000 tokens of results/measured/equal_tokens. Each
-item's ``retrieved_dia_ids`` (rank order) are re-ranked by :func:`memcore.turnpack.rerank` and filled by
-:func:`memcore.turnpack.fill_framed` at ``--tokens``; recall is reported on the dev conversations (the first five
+item's ``retrieved_dia_ids`` (rank order) are re-ranked by :func:`memcore.packing.turns.rerank` and filled by
+:func:`memcore.packing.turns.fill_framed` at ``--tokens``; recall is reported on the dev conversations (the first five
 of the file: conv-26/30/41/42/43) and on the other five. ``--grid`` searches the cue weights on dev only and
 prints the best ten settings (the defaults of configs/method/memcore-cheap.yaml were taken from it).
 """
@@ -18,12 +18,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcore.data.errors import DataError
-from memcore.data.paths import repo_root
+from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
+from memcore.datasets.paths import repo_root
 from memcore.itemlog import read_run_items
-from memcore.turnpack import Cues, TurnMeta, fill_framed, rerank
+from memcore.packing.turns import Cues, TurnMeta, fill_framed, rerank
 
 DEFAULT_RUN = Path("results/measured/equal_tokens/runs/eqtok_2000/locomo/local/amem/memcore-cheap/none")
 DEV = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")

@@ -27,11 +27,11 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcore.data.errors import DataError
+from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.itemlog import read_run_items
-from memcore.turnpack import _STOP, _WORD
+from memcore.packing.turns import _STOP, _WORD
 
 CATS = (1, 2, 3, 4)
 BRIDGES = ("neighbors", "note keywords", "topic", "prf")

@@ -24,8 +24,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcore.eval.metrics import evidence_scores
 from memcore.itemlog import read_run_items
+from memcore.metrics.scorers.evidence import evidence_scores
 
 RULES = ("none", "causing turn", "holder's turns")
 

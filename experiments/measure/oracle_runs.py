@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcore.data.errors import DataError
+from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.eval.aggregate import aggregate

@@ -1,5 +1,5 @@
 """How many LoCoMo turns carry a relative date expression, and how many of those expressions the code resolves
-(:mod:`memcore.data.relative_dates`). Counts only: no LoCoMo text is written.
+(:mod:`memcore.memory.relative_dates`). Counts only: no LoCoMo text is written.
 
     python -m experiments.measure.relative_dates [--data locomo10.json] [--out results/measured/relative_dates.md]
 
@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memcore.data.relative_dates import find_relative_dates
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
+from memcore.memory.relative_dates import find_relative_dates
 from memcore.types import Turn
 
 _VAGUE_WORDS = re.compile(r"\b(recently|lately)\b", re.IGNORECASE)

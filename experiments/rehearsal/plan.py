@@ -11,7 +11,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from memcore.config import CONFIG_DIR
-from memcore.data.slice import load_slice
+from memcore.pipeline.load import load_slice
 
 #: The repository root: the sweeps run from it, with it first on PYTHONPATH.
 REPO = Path(__file__).resolve().parents[2]

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from memcore.budget import BUDGET_KEY
 from memcore.datasets.registry import DEFAULT_DATASET_KIND, get_dataset
 from memcore.datasets.spec import DatasetCategories
 from memcore.eval.disclosure import disclosure_line, evidence_line
-from memcore.eval.metrics import evidence_scores, recall_at_budget
 from memcore.eval.protocols import protocol_cat5_note, recorded_protocol, run_metrics_of
 from memcore.metrics import Metric, mean
+from memcore.metrics.scorers.evidence import evidence_scores, recall_at_budget
+from memcore.packing.budget import BUDGET_KEY
 
 
 def declared_categories(categories: DatasetCategories | None = None) -> DatasetCategories:

@@ -1,8 +1,8 @@
 """The oracle at a context-token budget: what the budget allows when retrieval is perfect.
 
 For one question the oracle's context is its gold turns themselves, each rendered as the packing methods render a
-turn (``[session date] Speaker: text``, :func:`memcore.budget.note_line` of the turn) and taken smallest first by
-the shared fill rule (:func:`memcore.budget.fill_units`, so a gold set larger than the budget keeps as many gold
+turn (``[session date] Speaker: text``, :func:`memcore.packing.budget.note_line` of the turn) and taken smallest first by
+the shared fill rule (:func:`memcore.packing.budget.fill_units`, so a gold set larger than the budget keeps as many gold
 turns as fit, and a single gold turn larger than the budget is cut and still counted, as every method's cut unit
 is). Its recall at N tokens is the ceiling a method's recall at N can be read against.
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from memcore.budget import BUDGET_KEY, budget_record, fill_units
-from memcore.eval.metrics import evidence_scores
+from memcore.metrics.scorers.evidence import evidence_scores
+from memcore.packing.budget import BUDGET_KEY, budget_record, fill_units
 from memcore.text import count_tokens
 from memcore.types import Conversation, Turn
 

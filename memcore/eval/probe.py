@@ -47,7 +47,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from memcore.cli import quiet_http_logs
 from memcore.config import BackboneConfig, ConfigError
-from memcore.data.errors import DataError
+from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.eval.judge import Judge, get_preset, load_backbone_preset
@@ -171,7 +171,7 @@ def _words(text: str, n: int) -> str:
 
 
 def build_cases(dataset: Any, *, n_wrong: int, n_right: int, seed: int = 0) -> list[ProbeCase]:
-    """Known-wrong and known-right answers from ``dataset`` (a :class:`~memcore.data.LoCoMoDataset`),
+    """Known-wrong and known-right answers from ``dataset`` (a :class:`~memcore.datasets.spec.DatasetFile`),
     ``n_wrong`` / ``n_right`` split as evenly as the data allows over the kinds; deterministic in ``seed``."""
     rng = random.Random(seed)
     items = [(conv, q) for conv in dataset.conversations for q in conv.qa if int(q.category) in (1, 2, 3, 4)]

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from memcore.datasets.locomo.categories import Category
-from memcore.eval.metrics import amem_f1, locomo_f1
 from memcore.interfaces import Message
 from memcore.metrics import STANDARD_METRICS, Metric, get_metric, resolve_metrics
+from memcore.metrics.scorers.answer import amem_f1, locomo_f1
 from memcore.prompts import answer as prompts
 from memcore.registry import Registry
 from memcore.seeding import derive_seed

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from memcore.eval.metrics import as_category
 from memcore.eval.protocols import EvalProtocol
 from memcore.metrics import Metric
+from memcore.metrics.scorers.answer import as_category
 
 
 def score_answer(

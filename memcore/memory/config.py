@@ -13,8 +13,8 @@ from memcore.memory.ablations import CONSTRUCTION_SWITCHES as CONSTRUCTION_SWITC
 from memcore.memory.ablations import SWITCHES as SWITCHES
 from memcore.memory.ablations import Switches as Switches
 from memcore.memory.notes import INDEX_KINDS
+from memcore.packing.turns import FRAMES
 from memcore.schema import POS, TEMPERATURE, UNIT, Rule, build_keys, check_rules, knob
-from memcore.turnpack import FRAMES
 
 JUDGES = ("llm", "embedding")
 EVIDENCE_TEXT = ("raw", "context", "both")
@@ -44,7 +44,7 @@ class MemCoReConfig:
     cheap_keyword_ngram: int = knob(3, build=True, rule=POS)
     cheap_keyword_unigrams: int = knob(0, build=True)
     #: relative dates ("yesterday", "last week", …) resolved in code against the session date and shown beside the
-    #: expression in every construction prompt and in the context (memcore.data.relative_dates); false = as before
+    #: expression in every construction prompt and in the context (memcore.memory.relative_dates); false = as before
     resolve_dates: bool = knob(True, build=True)
     # keyword graph and topics
     hub_max_fraction: float = knob(0.1, build=True, rule=Rule(lo=0, hi=1, lo_open=True))
@@ -67,13 +67,13 @@ class MemCoReConfig:
     ier_judge_tokens: int = knob(3000, rule=POS)
     ier_prompt: Literal["v2", "answer_first"] = knob("v2", rule=Rule(choices=IER_PROMPTS))
     evidence_text: Literal["raw", "context", "both"] = knob("both", rule=Rule(choices=EVIDENCE_TEXT))
-    # evidence packing (memory/packing.py): the raw turns of the ranked notes, not whole notes, fill the budget
+    # evidence packing (memcore/packing/notes.py): the raw turns of the ranked notes, not whole notes, fill the budget
     pack: bool = False
     pack_notes: int = knob(50, rule=POS)  # the best notes whose raw turns are candidates
     pack_note_weight: float = knob(1.0, rule=Rule(lo=0))  # RRF weight of the note-rank prior
     pack_summary: bool = False  # a packed note's context line before its best turn (LLM mode; charged)
     pack_tokens: int | None = knob(None, rule=POS)  # None: the tokens of the top k_final whole notes
-    # the packed turns' frame and re-ranking cues (memcore/turnpack.py; shared with the RAG baselines)
+    # the packed turns' frame and re-ranking cues (memcore/packing/turns.py; shared with the RAG baselines)
     pack_frame: Literal["line", "session", "session_rank"] = knob("line", rule=Rule(choices=FRAMES))
     pack_cue_speaker: float = knob(0.0, rule=Rule(lo=0))  # RRF weight of the named speaker's turns
     pack_cue_date: float = knob(0.0, rule=Rule(lo=0))  # RRF weight of the turns of the question's stated date

@@ -5,7 +5,7 @@ and references resolve). Cheap mode (``judge=embedding``) and wo_denoise: c is t
 cheap mode takes keywords from YAKE (statistical, offline). The speaker's name is always a keyword.
 
 With ``resolve_dates`` every relative date expression is resolved in code against the turn's session date
-(:mod:`memcore.data.relative_dates`): the turn and the previous turns in the prompt read "yesterday [= 7 May
+(:mod:`memcore.memory.relative_dates`): the turn and the previous turns in the prompt read "yesterday [= 7 May
 2023]", and so does the context c (the LLM's, where it kept an expression, or the raw one), which the gate, merge
 and link-update prompts show. The raw turn r stays verbatim; keywords are taken from the unannotated text.
 """
@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memcore.data.relative_dates import annotate
 from memcore.interfaces import ChatBackbone
 from memcore.llm.json_reply import complete_json
 from memcore.memory.keywords import normalise_keywords
 from memcore.memory.prompts import ingest as INGEST_PROMPT
+from memcore.memory.relative_dates import annotate
 from memcore.types import Turn
 
 # Symbols outside the BMP (emoji) and pictographs in the BMP that carry no retrievable content.

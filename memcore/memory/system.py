@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from memcore.budget import BUDGET_KEY, budget_record, fit_evidence
 from memcore.interfaces import ChatBackbone, Embedder, MethodContext, MethodSpec
 from memcore.llm.cache import stable_hash
 from memcore.memory.config import ABLATIONS, CONSTRUCTION_KEYS, ConfigError, MemCoReConfig, Switches
@@ -22,14 +21,15 @@ from memcore.memory.ingestion import Ingestor, StatisticalKeywords
 from memcore.memory.judge_view import note_view
 from memcore.memory.keywords import KeywordIndex
 from memcore.memory.notes import Note, NoteStore, RawTurn, VectorMatrix
-from memcore.memory.packing import Packed, Packer, PackSettings, TurnIndex
 from memcore.memory.persistence import MemoryFiles, load_memory, save_memory
 from memcore.memory.retrieval import CHANNELS, Decomposer, RetrievalIndex, Retriever
 from memcore.memory.stats import distribution, note_shape, retrieval_summary
 from memcore.memory.topics import Topics, compute_topics
+from memcore.packing.budget import BUDGET_KEY, budget_record, fit_evidence
+from memcore.packing.notes import Packed, Packer, PackSettings, TurnIndex
+from memcore.packing.turns import Cues
 from memcore.schema import method_validator
 from memcore.text import count_tokens
-from memcore.turnpack import Cues
 from memcore.types import Evidence, EvidenceNote, Turn
 
 NEAR_DUP_COSINE = 0.9
@@ -280,7 +280,7 @@ class MemCoRe:
         return self._retrieve(query, budget, None)
 
     def retrieve_within(self, query: str, tokens: int, *, budget: int | None = None) -> Evidence:
-        """``memcore.budget.ContextBudgeted``: at most ``tokens`` context tokens. With ``pack`` the packed turns
+        """``memcore.packing.budget.ContextBudgeted``: at most ``tokens`` context tokens. With ``pack`` the packed turns
         of the ranked notes fill them; without, the whole notes are filled by the shared rule (fit_evidence)."""
         if tokens < 1:
             raise ValueError(f"a context budget must be >= 1 token, got {tokens}")

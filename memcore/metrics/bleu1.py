@@ -1,8 +1,8 @@
 """BLEU-1 of the answer against the gold: A-MEM's ``calculate_bleu_scores`` (nltk ``sentence_bleu``, unigram
 weights, smoothing method 1). Both protocols score it the same way: the official LoCoMo code has no BLEU-1."""
 
-from memcore.eval.metrics import amem_bleu1
 from memcore.metrics import Metric
+from memcore.metrics.scorers.answer import amem_bleu1
 
 
 def bleu1(prediction: str, gold: str, category: int) -> float:

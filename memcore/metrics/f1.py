@@ -1,6 +1,6 @@
 """F1 of the answer's tokens against the gold. How tokens are formed and matched is the protocol's: A-MEM's
-token-set F1 (:func:`memcore.eval.metrics.amem_f1`) or LoCoMo's per-category F1 over stemmed tokens
-(:func:`memcore.eval.metrics.locomo_f1`); each protocol maps ``f1`` to its scorer."""
+token-set F1 (:func:`memcore.metrics.scorers.answer.amem_f1`) or LoCoMo's per-category F1 over stemmed tokens
+(:func:`memcore.metrics.scorers.answer.locomo_f1`); each protocol maps ``f1`` to its scorer."""
 
 from memcore.metrics import Metric
 

@@ -3,8 +3,8 @@ item without gold evidence. Kept as the record's top-level ``hit``; its mean is 
 
 from collections.abc import Sequence
 
-from memcore.eval.metrics import evidence_scores
 from memcore.metrics import Metric
+from memcore.metrics.scorers.evidence import evidence_scores
 
 
 def hit(gold_ids: Sequence[str], retrieved_ids: Sequence[str]) -> float | None:

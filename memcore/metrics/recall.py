@@ -3,8 +3,8 @@
 
 from collections.abc import Sequence
 
-from memcore.eval.metrics import evidence_scores
 from memcore.metrics import Metric
+from memcore.metrics.scorers.evidence import evidence_scores
 
 
 def recall(gold_ids: Sequence[str], retrieved_ids: Sequence[str]) -> float | None:

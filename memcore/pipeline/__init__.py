@@ -1,7 +1,7 @@
 """The run pipeline (docs/design.md §1), one module per stage; :class:`memcore.runner.Runner` strings them together and
 owns concurrency, stop handling and resume.
 
-1. load     ``memcore.data.slice``        the LoCoMo slice: cleaning, selection, category filter, audit overlay
+1. load     ``memcore.pipeline.load``        the LoCoMo slice: cleaning, selection, category filter, audit overlay
 2. build    ``memcore.pipeline.build``    build or load each conversation's memory (threads, worker processes,
                                           the snapshot store)
 3. predict  ``memcore.pipeline.predict``  retrieve + answer one item (evidence, reply, prompt version, latency)

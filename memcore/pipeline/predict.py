@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from memcore.budget import fit_evidence, retrieve_within
 from memcore.config import ConfigError
 from memcore.interfaces import LazyResource, MemorySystem, SelfAnsweringMemory
+from memcore.packing.budget import fit_evidence, retrieve_within
 from memcore.text import truncate_to_tokens
 from memcore.types import Evidence, QAItem
 
@@ -41,7 +41,7 @@ def predict(
 ) -> Prediction:
     """Retrieve for ``item.question`` (at most ``budget`` notes), then answer with the run's answerer (built on
     first use) unless ``answer`` is false. With ``context_tokens`` the evidence is at most that many context
-    tokens (:func:`memcore.budget.retrieve_within`), and so is what the answerer sees. A
+    tokens (:func:`memcore.packing.budget.retrieve_within`), and so is what the answerer sees. A
     :class:`SelfAnsweringMemory` answers as part of retrieval, so ``answer=false`` is a ``ConfigError`` for it;
     under ``context_tokens`` each context it hands the answerer is cut to the budget."""
     t0 = time.perf_counter()

@@ -14,7 +14,6 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from memcore.data.slice import LoadedSlice
 from memcore.eval.aggregate import aggregate, budget_recall, format_table, ier_refinement, k_recall
 from memcore.eval.ceiling import gold_ceiling
 from memcore.eval.disclosure import answer_disclosure, evidence_disclosure
@@ -25,6 +24,7 @@ from memcore.llm.usage import sum_item_usage, updates_while_answering, whole_run
 from memcore.methods import NO_BACKBONE, backbone_label, get_method
 from memcore.metrics import Metric
 from memcore.pipeline.build import other_memory_backbone
+from memcore.pipeline.load import LoadedSlice
 from memcore.pipeline.resources import run_upstream_answer
 
 log = logging.getLogger(__name__)

@@ -18,12 +18,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from memcore.data.slice import load_slice
 from memcore.eval.judge import Verdict, verdict_scores
 from memcore.eval.protocols import EvalProtocol, get_protocol
 from memcore.eval.scoring import score_answer, score_evidence
 from memcore.itemlog import duplicate_ids, read_run_items
 from memcore.metrics import Metric
+from memcore.pipeline.load import load_slice
 from memcore.pipeline.report import run_metrics
 from memcore.pipeline.score import run_extra_metrics
 

@@ -22,13 +22,13 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from memcore.config import CONFIG_DIR
-from memcore.data.errors import DataError
-from memcore.data.slice import load_slice
+from memcore.datasets.errors import DataError
 from memcore.datasets.registry import dataset_of
 from memcore.eval.aggregate import format_table, slice_line
 from memcore.eval.bootstrap import metric_value, paired_delta_ci
 from memcore.eval.disclosure import evidence_cell
 from memcore.itemlog import ITEMS, ITEMS_GZ, ItemLogError, read_items
+from memcore.pipeline.load import load_slice
 from memcore.report.ablation_table import run_k, run_switches
 from memcore.report.collect import ReportInputError, RunData, display_path, find_run_dirs, load_run
 from memcore.report.detail_table import detail_table

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memcore.data.errors import DataError
+from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.cleaning import CleaningReport
 from memcore.datasets.locomo.evidence import clean_evidence
 from memcore.types import Conversation, QAItem

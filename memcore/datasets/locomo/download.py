@@ -10,7 +10,7 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from memcore.data.errors import DataError
+from memcore.datasets.errors import DataError
 
 LOCOMO_URL = "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json"
 LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"

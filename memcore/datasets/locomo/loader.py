@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memcore.data.errors import DataError
+from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.cleaning import CleaningReport
 from memcore.datasets.locomo.download import LOCOMO_SHA256

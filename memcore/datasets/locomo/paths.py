@@ -11,8 +11,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from memcore.data.paths import find_data_file
 from memcore.datasets.locomo.download import LOCOMO_URL, default_locomo_destination
+from memcore.datasets.paths import find_data_file
 
 LOCOMO_FILENAME = "locomo10.json"
 AUDIT_FILENAME = "errors.json"

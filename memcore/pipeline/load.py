@@ -9,9 +9,9 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from memcore.data.errors import DataError
-from memcore.data.slices import select
+from memcore.datasets.errors import DataError
 from memcore.datasets.registry import dataset_of
+from memcore.datasets.slicing import select
 from memcore.datasets.spec import DatasetCategories, DatasetFile, DatasetSpec
 from memcore.types import Conversation, QAItem
 

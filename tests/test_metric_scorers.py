@@ -10,18 +10,10 @@ import math
 import pytest
 
 from memcore.datasets.locomo.categories import Category
-from memcore.eval.metrics import (
-    amem_bleu1,
-    amem_f1,
-    amem_tokens,
-    evidence_scores,
-    locomo_f1,
-    locomo_normalize,
-    locomo_tokens,
-    recall_at_budget,
-)
 from memcore.eval.protocols import EvalProtocol, get_protocol
 from memcore.eval.scoring import score_answer as score_with
+from memcore.metrics.scorers.answer import amem_bleu1, amem_f1, amem_tokens, locomo_f1, locomo_normalize, locomo_tokens
+from memcore.metrics.scorers.evidence import evidence_scores, recall_at_budget
 
 
 def score_answer(prediction: str, gold: str, category: int, protocol: str) -> dict[str, float]:

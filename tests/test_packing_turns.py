@@ -1,5 +1,5 @@
 """Evidence toward the limit: the oracle at a budget, session-level hit, the session frame and the re-ranking cues
-shared by every method that packs turns (memcore/turnpack.py, memcore/eval/oracle.py)."""
+shared by every method that packs turns (memcore/packing/turns.py, memcore/eval/oracle.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import pytest
 
 from baselines.rag import RAG, RAGConfig
 from memcore.eval.bootstrap import metric_value
-from memcore.eval.metrics import session_hit
 from memcore.eval.oracle import oracle_fill, oracle_items, turn_line
 from memcore.llm.embedders import HashingEmbedder
 from memcore.memory.config import ConfigError, MemCoReConfig
+from memcore.metrics.scorers.evidence import session_hit
+from memcore.packing.turns import Cues, TurnMeta, content_words, fill_framed, named_speaker, render_framed, rerank
 from memcore.text import count_tokens
-from memcore.turnpack import Cues, TurnMeta, content_words, fill_framed, named_speaker, render_framed, rerank
 from tests.support import build, conversation_of, story_conversation
 
 D1 = "1:00 pm on 8 May, 2023"

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from memcore.data.errors import DataError
+from memcore.datasets.errors import DataError
 
 
 def repo_root() -> Path:

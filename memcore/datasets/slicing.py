@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Protocol
 
-from memcore.data.errors import DataError
+from memcore.datasets.errors import DataError
 from memcore.types import Conversation, QAItem
 
 

@@ -6,14 +6,14 @@ best ``pack_notes`` notes as candidates and scores each turn by a reciprocal ran
   question), so the note ranking acts as a prior;
 - its cosine rank to the question (weight 1) and to each IER sub-query (``ier_subquery_weight``);
 - its BM25 rank for the question and for each sub-query (same weights; turns without a query word are not ranked).
-Turns are then taken best first while they fit the budget (:func:`memcore.budget.fill_units`: a turn that does
+Turns are then taken best first while they fit the budget (:func:`memcore.packing.budget.fill_units`: a turn that does
 not fit the tokens left is skipped); each is rendered ``[date] Speaker: text``, and with ``pack_summary`` a
 note's context line is placed before its first packed turn and charged to the budget. When not even the best
 turn fits, it is cut at the budget and counted (``packing.cut`` in stats).
 
 Before the fill the fused order may be re-ranked by cheap cues (``pack_cue_*``: the named speaker, the stated
 date, filler demotion, ±1 neighbours) and the packed turns written in a session frame (``pack_frame``: one
-``[date]`` header per session, charged to the budget); both are :mod:`memcore.turnpack`'s, shared with the RAG
+``[date]`` header per session, charged to the budget); both are :mod:`memcore.packing.turns`'s, shared with the RAG
 baselines. With the defaults (no cue, ``line`` frame) packing is as described above.
 
 Read-only after construction: safe to call from several threads (the BM25 search holds a lock).
@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memcore.budget import cut_note, fill_units, note_line
 from memcore.fusion import rrf_fuse
 from memcore.interfaces import Embedder
 from memcore.memory.ingestion import clean_text
 from memcore.memory.notes import NoteStore
+from memcore.packing.budget import cut_note, fill_units, note_line
+from memcore.packing.turns import Cues, TurnMeta, fill_framed, render_framed, rerank
 from memcore.text import count_tokens
-from memcore.turnpack import Cues, TurnMeta, fill_framed, render_framed, rerank
 from memcore.types import EvidenceNote
 
 BM25_K1 = 1.5

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from memcore.budget import fill_units
+from memcore.packing.budget import fill_units
 from memcore.text import count_tokens, truncate_to_tokens
 
 FRAMES = ("line", "session", "session_rank")
