@@ -94,15 +94,14 @@ class Runner:
 
     # ---------------------------------------------------------------- run
     def run(self) -> RunResult:
-        """Check every knob, load the slice, guard the run dir, then build, predict and score each pending
-        conversation and item; finally report over everything in items.jsonl."""
+        """Check every knob and load the slice (an empty selection stops here), guard the run dir, then build,
+        predict and score each pending conversation and item; finally report over everything in items.jsonl."""
         t_start = time.perf_counter()
-        self._check()
+        data = self._check()
         with RunDirLock(self.run_dir):  # one writer per run dir, before anything in it is read or written
-            return self._run_locked(t_start)
+            return self._run_locked(data, t_start)
 
-    def _run_locked(self, t_start: float) -> RunResult:
-        data = load_slice(self.cfg.dataset, audited=bool(self.cfg.eval.audited), audit_path=self.cfg.eval.audit_path)
+    def _run_locked(self, data: LoadedSlice, t_start: float) -> RunResult:
         guard_run_dir(
             self.run_dir,
             result_fields(self.cfg, data.sha256),
@@ -148,8 +147,9 @@ class Runner:
         except (OSError, ValueError) as err:  # the original error matters more; the items are kept either way
             log.warning("could not record this invocation in stats.json: %s", err)
 
-    def _check(self) -> None:
-        """Fail before any work: unknown ablation, any bad knob, bad judge setting or key."""
+    def _check(self) -> LoadedSlice:
+        """Fail before any work (no run-dir file, cache or snapshot written): unknown ablation, any bad knob, bad
+        judge setting or key, a slice that selects no QA item. Returns the slice."""
         name = str(self.cfg.ablation.name)
         if name not in self.spec.ablations:
             raise ConfigError(
@@ -171,10 +171,12 @@ class Runner:
             backbone_injected=self.backbone_override is not None,
             embedder_injected=self.embedder_override is not None,
         )
+        data = load_slice(self.cfg.dataset, audited=bool(self.cfg.eval.audited), audit_path=self.cfg.eval.audit_path)
         self._layout()  # cache_mode=shared on a network file system fails here, before any work
         check_dirs(self.cfg)  # the last check: it creates the snapshot store and the cache dir
         if str(self.cfg.eval.get("answer_prompt")) == "upstream" and not self.spec.upstream_answer:
             log.info(no_upstream_line(self.spec.name))
+        return data
 
     def _process(self, data: LoadedSlice) -> dict[str, bool]:
         """Build, predict and score every pending item, conversations in parallel threads; returns which lazy

@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from memcore.config import BackboneConfig, ConfigError, DatasetConfig, EmbedderConfig, EvalConfig, ProtocolConfig
 from memcore.datasets.registry import DATASETS, DEFAULT_DATASET_KIND, get_dataset
+from memcore.datasets.slicing import check_cuts
 from memcore.eval.protocols import PROTOCOLS
 from memcore.eval.upstream import check_answer_prompt, upstream_answer
 from memcore.llm.cache_shards import check_cache_mode
@@ -127,7 +128,8 @@ def check_dataset(c: Mapping[str, Any]) -> None:
 
 def validate_run(cfg: DictConfig) -> None:
     """Check every knob of a schema-validated run config (``memcore.config.validate``) before any work:
-    ranges of the backbone / embedder / dataset / protocol / eval sections and the method section."""
+    ranges of the backbone / embedder / dataset / protocol / eval sections (a cut that selects nothing by itself
+    included) and the method section."""
     c = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(c, dict)
     for section, kinds in (("backbone", BACKBONE_KINDS), ("embedder", EMBEDDER_KINDS)):
@@ -136,6 +138,7 @@ def validate_run(cfg: DictConfig) -> None:
             raise ConfigError(
                 f"{section}.kind={kind!r}: " + unknown_name_message(f"{section} kind", str(kind), list(kinds))
             )
+    check_cuts(c["dataset"])  # before the ranges: an empty selection says so
     sections: tuple[tuple[str, type, dict[str, Rule]], ...] = (
         ("backbone", BackboneConfig, BACKBONE_RULES),
         ("embedder", EmbedderConfig, EMBEDDER_RULES),

@@ -8,6 +8,7 @@ value (and what is allowed), no traceback, and no work was done (no items, no LL
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,8 @@ import pytest
 import memcore.cli as cli
 from memcore.config import ConfigError
 from memcore.methods import method_names, method_specs
+from memcore.pipeline.rundir import RUN_STATE
+from memcore.pipeline.runlock import LOCK_FILE
 from memcore.validation import METHOD_VALIDATORS, validate_method
 from tests.support import CHILD_OF_TEST, REPO, compose_run
 
@@ -67,7 +70,11 @@ HARNESS_BAD_VALUES: list[tuple[list[str], list[str]]] = [
     ),
     (["method=full_context", "eval.answer_prompt=upstream", "protocol.max_tokens=64"], ["protocol.max_tokens=64"]),
     (["+eval.foo=1"], ["eval.foo", "EvalConfig"]),
-    (["dataset.max_qa=0"], ["dataset.max_qa=0", ">= 1"]),
+    (["dataset.max_qa=0"], ["dataset.max_qa=0", ">= 1", "0 keeps no QA item"]),
+    (["dataset.max_sessions=0"], ["dataset.max_sessions=0", ">= 1", "0 keeps no session"]),
+    (["dataset.item_ids=[]"], ["dataset.item_ids=[]", "a non-empty list of QA item ids", "null for no cut"]),
+    (["dataset.conversations=[]"], ["dataset.conversations=[]", "a non-empty list of conversation ids"]),
+    (["dataset.categories=[]"], ["dataset.categories=[]", "a non-empty list of category ids"]),
     (["dataset.categories=[7]"], ["dataset.categories=[7]", "categories 1-5"]),
     (["dataset.kind=locomoo"], ["dataset.kind='locomoo'", "Did you mean 'locomo'?", "Known: locomo"]),
     (["protocol.temperature=-0.1"], ["protocol.temperature=-0.1", "in [0, 2]"]),
@@ -79,6 +86,18 @@ HARNESS_BAD_VALUES: list[tuple[list[str], list[str]]] = [
     (["ablation.merge=maybe"], ["'maybe'", "ablation.merge"]),
 ]
 BAD_VALUES = METHOD_BAD_VALUES + HARNESS_BAD_VALUES
+
+#: Selections that are empty once the data is read (BASE's slice is locomo-tiny: conv-26, 8 items of categories
+#: 1-4): (overrides, fragments the one error line must contain).
+EMPTY_SELECTIONS: list[tuple[list[str], list[str]]] = [
+    (["dataset.conversations=[nope]"], ["dataset.conversations", "unknown conversation 'nope'", "known ids: conv-26"]),
+    (["dataset.categories=[5]"], ["dataset.categories=[5] selects no QA item of dataset locomo-tiny", "1, 2, 3, 4"]),
+    (['dataset.item_ids=["conv-26#199"]'], ["dataset.item_ids selects no QA item", "conv-26#199 (not in the dataset"]),
+    (
+        ['dataset.item_ids=["conv-30#0","conv-26#150"]'],
+        ["conv-30#0 (conversation conv-30 is not in the slice)", "conv-26#150 (cut by the slice's sessions"],
+    ),
+]
 
 
 def _run_cli(tmp_path: Path, overrides: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
@@ -118,6 +137,50 @@ def test_bad_value_is_one_line_exit_2_before_any_work(
     results = tmp_path / "results"
     assert not (tmp_path / "run" / "items.jsonl").exists()
     assert not (results / "cache").exists() and not (results / "snapshots").exists()  # no work started
+
+
+@pytest.mark.e2e  # ~1 s per case (Hydra composition and the data file read)
+@pytest.mark.parametrize(("overrides", "fragments"), EMPTY_SELECTIONS, ids=[" ".join(o) for o, _ in EMPTY_SELECTIONS])
+def test_an_empty_selection_is_one_line_exit_2_before_any_work(
+    tmp_path: Path,
+    overrides: list[str],
+    fragments: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capfd,
+    locomo_path: Path,
+) -> None:
+    code = _run_cli(tmp_path, ["method=rag_bm25", "eval.answer=false", *overrides], monkeypatch)
+    err = capfd.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    run, results = tmp_path / "run", tmp_path / "results"
+    assert not (run / "items.jsonl").exists() and not (run / "config.yaml").exists()
+    assert not (run / LOCK_FILE).exists() and not (run / RUN_STATE).exists()  # the run dir was not taken
+    assert not (results / "cache").exists() and not (results / "snapshots").exists()
+
+
+@pytest.mark.e2e  # one in-process run of memcore-run on locomo-tiny (retrieval only, seconds)
+def test_item_ids_that_match_in_part_run_the_matches_with_one_warning_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd, locomo_path: Path
+) -> None:
+    run = tmp_path / "run"
+    argv = [
+        "memcore-run", *BASE, f"paths.root={tmp_path / 'results'}", f"hydra.run.dir={run}", "method=rag_bm25",
+        "eval.answer=false", 'dataset.item_ids=["conv-26#0","conv-26#999"]',
+    ]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", argv)
+    cli.run_main()
+    out = capfd.readouterr()
+    warned = [ln for ln in (out.out + out.err).splitlines() if "[WARNING]" in ln]
+    assert len(warned) == 1, warned
+    assert warned[0].endswith(
+        "dataset.item_ids: 1 of 2 ids match no QA item of this slice and are left out: conv-26#999 (not in the "
+        "dataset; closest: conv-26#99)"
+    )
+    assert [json.loads(ln)["item_id"] for ln in (run / "items.jsonl").read_text().splitlines()] == ["conv-26#0"]
 
 
 @pytest.mark.e2e  # one real process: the console entry point, its exit code and its stderr

@@ -1,20 +1,23 @@
-"""select(): conversations, session cut, evidence-inside filter, max_qa; locomo-mini measured."""
+"""select(): conversations, session cut, evidence-inside filter, max_qa; locomo-mini measured; load_slice(): the
+item filters and every kind of empty selection."""
 
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
-from memcore.config import DatasetConfig
+from memcore.config import ConfigError, DatasetConfig
 from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.loader import LoCoMoDataset, load_locomo
-from memcore.datasets.slicing import select
+from memcore.datasets.slicing import check_cuts, select
 from memcore.pipeline.load import load_slice
+from tests.support import minimal_locomo
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +127,66 @@ def test_item_ids_keep_only_the_named_items_in_dataset_order(locomo_path: Path) 
     assert sub.n_items == 3
 
 
-def test_an_item_id_outside_the_slice_is_one_clear_error(locomo_path: Path) -> None:
+def test_item_ids_that_match_nothing_are_one_error_naming_why(locomo_path: Path) -> None:
     cfg = _slice_config(path=str(locomo_path), conversations=["conv-26"], max_sessions=1, evidence_inside=True)
-    with pytest.raises(DataError, match=r"1 item id\(s\) not in this slice: conv-30#0"):
-        load_slice(_slice_config(**{**cfg, "item_ids": ["conv-30#0"]}))  # type: ignore[dict-item]
+    with pytest.raises(ConfigError) as info:
+        load_slice(_slice_config(**{**cfg, "item_ids": ["conv-30#0", "conv-26#999", "conv-26#150"]}))  # type: ignore[dict-item]
+    assert str(info.value) == (
+        "dataset.item_ids selects no QA item of this slice: conv-30#0 (conversation conv-30 is not in the slice), "
+        "conv-26#999 (not in the dataset; closest: conv-26#99), conv-26#150 (cut by the slice's sessions or QA limit)"
+    )
+
+
+def test_item_ids_that_match_in_part_keep_the_matches_with_one_warning(locomo_path: Path, caplog) -> None:
+    cfg = _slice_config(path=str(locomo_path), conversations=["conv-26"], max_sessions=3, evidence_inside=True)
+    ids = [q.item_id for q in load_slice(cfg).conversations[0].qa]
+    with caplog.at_level(logging.WARNING, logger="memcore.pipeline.load"):
+        sub = load_slice(_slice_config(**{**cfg, "item_ids": [ids[0], "26#0", ids[2]]}))  # type: ignore[dict-item]
+    assert [q.item_id for q in sub.conversations[0].qa] == [ids[0], ids[2]]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == [
+        "dataset.item_ids: 1 of 3 ids match no QA item of this slice and are left out: 26#0 (not in the "
+        "dataset; ids look like 'conv-26#3')"
+    ]
+
+
+def test_a_category_filter_that_leaves_nothing_names_the_categories_there_are(locomo_path: Path) -> None:
+    quick = _slice_config(
+        name="locomo-quick", path=str(locomo_path), conversations=["conv-26"], max_sessions=1, evidence_inside=True
+    )
+    with pytest.raises(ConfigError) as info:
+        load_slice(_slice_config(**{**quick, "categories": [5]}))  # type: ignore[dict-item]
+    assert str(info.value) == (
+        "dataset.categories=[5] selects no QA item of dataset locomo-quick: its 4 items are of categories 1, 2, 3"
+    )
+
+
+def test_cuts_that_together_leave_no_item_are_one_error(tmp_path: Path) -> None:
+    data = minimal_locomo()
+    data[0]["qa"] = [{**q, "evidence": ["D2:1"]} for q in data[0]["qa"]]  # session 1 alone answers none
+    path = tmp_path / "locomo10.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    cfg = _slice_config(name="s1", path=str(path), max_sessions=1, evidence_inside=True)
+    with pytest.raises(ConfigError) as info:
+        load_slice(cfg)
+    assert str(info.value) == (
+        "dataset s1 selects no QA item: dataset.max_sessions=1, dataset.evidence_inside=true leave none"
+    )
+
+
+@pytest.mark.parametrize(
+    ("cut", "fragment"),
+    [
+        ({"item_ids": []}, "dataset.item_ids=[] is not allowed"),
+        ({"conversations": []}, "dataset.conversations=[] is not allowed"),
+        ({"categories": []}, "dataset.categories=[] is not allowed"),
+        ({"max_qa": 0}, "dataset.max_qa=0 is not allowed (dataset x): allowed >= 1, or null for no cut (0 keeps no QA"),
+        ({"max_sessions": 0}, "dataset.max_sessions=0 is not allowed"),
+    ],
+)
+def test_a_cut_that_selects_nothing_by_itself_is_refused_before_the_file_is_read(cut: dict, fragment: str) -> None:
+    cfg = _slice_config(name="x", path="/nonexistent/locomo10.json", **cut)
+    with pytest.raises(ConfigError) as info:
+        load_slice(cfg)  # the file does not exist: the cut is refused first
+    assert fragment in str(info.value)
+    assert check_cuts(_slice_config(name="x")) is None  # null: no cut, every item

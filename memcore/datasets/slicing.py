@@ -7,11 +7,21 @@ evidence_inside=True)`` (58 turns, 25 QA over all five categories); one conversa
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from memcore.datasets.errors import DataError
+from memcore.schema import bad_value
 from memcore.types import Conversation, QAItem
+
+#: The dataset knobs that cut by a list, with what one entry looks like (for the message of an empty list).
+LIST_CUTS = {
+    "conversations": "conversation ids like 'conv-26' (or indices)",
+    "categories": "category ids",
+    "item_ids": "QA item ids like 'conv-26#3' (an items.jsonl's item_id)",
+}
+#: The dataset knobs that cut by a count.
+COUNT_CUTS = {"max_sessions": "session", "max_qa": "QA item"}
 
 
 class HasConversations(Protocol):
@@ -44,6 +54,27 @@ def select(
             raise DataError(f"{name} must be a positive integer or null, got {value!r}", field=name, hint=None)
     chosen = _choose(convs, conversations)
     return [_cut(c, max_sessions=max_sessions, max_qa=max_qa, evidence_inside=evidence_inside) for c in chosen]
+
+
+def check_cuts(dataset: Mapping[str, Any]) -> None:
+    """Refuse a cut that selects nothing by itself, whatever the data: an explicitly empty list of
+    ``conversations``, ``categories`` or ``item_ids``, or a ``max_sessions`` / ``max_qa`` below 1. Absent or null
+    means no cut (every conversation, category, item). Raises :class:`~memcore.errors.ConfigError`, one line naming
+    the key."""
+    where = f"dataset {dataset.get('name')}" if dataset.get("name") else "dataset"
+    for key, entries in LIST_CUTS.items():
+        value = dataset.get(key)
+        if value is not None and not isinstance(value, str | int) and len(value) == 0:
+            raise bad_value(
+                f"dataset.{key}",
+                [],
+                f"a non-empty list of {entries}, or null for no cut (an empty list selects nothing)",
+                where,
+            )
+    for key, unit in COUNT_CUTS.items():
+        value = dataset.get(key)
+        if value is not None and not isinstance(value, bool) and isinstance(value, int) and value < 1:
+            raise bad_value(f"dataset.{key}", value, f">= 1, or null for no cut ({value} keeps no {unit})", where)
 
 
 def _choose(convs: tuple[Conversation, ...], wanted: Sequence[str | int] | None) -> list[Conversation]:

@@ -49,7 +49,7 @@ def slice_info(dataset: DictConfig, data: LoadedSlice) -> dict[str, Any]:
         "max_sessions": dataset.max_sessions,
         "n_items": data.n_items,
         "categories": [int(c) for c in cats] if cats else None,
-        "item_ids": len(ids) if ids else None,
+        "item_ids": data.n_items if ids else None,  # the named ids that matched an item
     }
 
 

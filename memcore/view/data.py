@@ -21,7 +21,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from memcore.config import CONFIG_DIR
+from memcore.config import CONFIG_DIR, ConfigError
 from memcore.datasets.errors import DataError
 from memcore.datasets.registry import dataset_of
 from memcore.eval.aggregate import format_table, slice_line
@@ -368,7 +368,7 @@ def load_conversations(run: RunData) -> tuple[dict[str, Any], dict[str, str]]:
         raise ViewInputError(f"{run.path}: no config.yaml, so the conversation slice is unknown; re-archive the run.")
     try:
         data = load_slice(dataset_config(OmegaConf.load(cfg_path)))
-    except DataError as exc:
+    except (DataError, ConfigError) as exc:  # a missing file, or a config whose selection is empty
         raise ViewInputError(f"cannot load the run's LoCoMo slice: {exc}") from None
     convs: dict[str, Any] = {}
     questions: dict[str, str] = {}
