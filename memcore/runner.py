@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
@@ -28,9 +29,10 @@ from memcore.llm.cache_shards import CacheLayout
 from memcore.llm.factory import precheck_embedder
 from memcore.llm.scoped import ScopedBackbone
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
-from memcore.methods import get_method
+from memcore.methods import get_method, run_uses_llm
 from memcore.metrics import Metric
 from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, run_embedding_counts, worker_pool
+from memcore.pipeline.concurrency import Concurrency, plan_concurrency
 from memcore.pipeline.load import LoadedSlice, load_slice
 from memcore.pipeline.predict import predict
 from memcore.pipeline.preflight import check_dirs, check_resources
@@ -80,11 +82,19 @@ class Runner:
         self._stop = stop or StopFlag()  # set on the first fatal error, Ctrl-C or SIGTERM: workers stop taking work
         self._cache_layout: CacheLayout | None = None
         self._writer: ItemWriter | None = None
+        self._concurrency: Concurrency | None = None
 
     @property
     def items_written(self) -> int:
         """Items this invocation added to items.jsonl."""
         return self._writer.written if self._writer is not None else 0
+
+    @property
+    def concurrency(self) -> Concurrency:
+        """What the run does at once (:mod:`memcore.pipeline.concurrency`), planned by the checks before any work."""
+        if self._concurrency is None:
+            raise RuntimeError("the run's concurrency is planned when Runner.run checks the config")
+        return self._concurrency
 
     def _layout(self) -> CacheLayout:
         """The run's cache layout (``cache_mode``), resolved and logged once."""
@@ -172,6 +182,16 @@ class Runner:
             embedder_injected=self.embedder_override is not None,
         )
         data = load_slice(self.cfg.dataset, audited=bool(self.cfg.eval.audited), audit_path=self.cfg.eval.audit_path)
+        self._concurrency = plan_concurrency(
+            self.cfg,
+            self.spec,
+            data,
+            calls_llm=run_uses_llm(self.cfg),
+            cpus=os.cpu_count() or 1,
+            backbone_injected=self.backbone_override is not None,
+            embedder_injected=self.embedder_override is not None,
+        )
+        self._concurrency.log()
         self._layout()  # cache_mode=shared on a network file system fails here, before any work
         check_dirs(self.cfg)  # the last check: it creates the snapshot store and the cache dir
         if str(self.cfg.eval.get("answer_prompt")) == "upstream" and not self.spec.upstream_answer:
@@ -181,6 +201,7 @@ class Runner:
     def _process(self, data: LoadedSlice) -> dict[str, bool]:
         """Build, predict and score every pending item, conversations in parallel threads; returns which lazy
         resources were started."""
+        plan = self.concurrency
         items_path = self.run_dir / "items.jsonl"
         logged = read_items(items_path, repair=True)
         require_unique_ids(logged, self.run_dir)
@@ -207,13 +228,14 @@ class Runner:
                 embedder_override=self.embedder_override,
                 stop_requested=self._stop.is_set,
                 layout=self._layout(),
+                requests=plan.requests,
             )
             n_turns = sum(len(c.turns) for c in pending_convs)
             bars = StageBars(self.cfg.progress, n_turns, n_pending, staged=self.spec.staged_ingest)
             writer = resources.enter_context(ItemWriter(items_path))
             self._writer = writer
             resources.enter_context(self._stop.watch_signals())  # workers see Ctrl-C/SIGTERM on delivery
-            pool = self._build_pool(len(pending_convs))
+            pool = worker_pool(len(pending_convs), plan.build_processes)
             if pool is not None:
                 resources.enter_context(pool)
             builder = self._builder(pool)
@@ -228,7 +250,7 @@ class Runner:
                     raise
 
             t0 = time.perf_counter()
-            workers = max(1, min(int(self.cfg.concurrency), len(pending_convs) or 1))
+            workers = max(1, min(plan.threads, len(pending_convs)))
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="conv") as threads:
                 futures = [threads.submit(process, c) for c in pending_convs]
                 try:
@@ -330,7 +352,7 @@ class Runner:
                 one(item)
         else:
             with ThreadPoolExecutor(
-                max_workers=max(1, int(self.cfg.concurrency)), thread_name_prefix=f"qa-{conv.conv_id}"
+                max_workers=self.concurrency.threads, thread_name_prefix=f"qa-{conv.conv_id}"
             ) as threads:
                 futures = [threads.submit(one, q) for q in pending]
                 try:
@@ -370,15 +392,6 @@ class Runner:
             extras={"context_budget_tokens": int(self.cfg.backbone.context_budget_tokens), "seed": int(self.cfg.seed)},
             pool=pool,
         )
-
-    def _build_pool(self, n_convs: int) -> ProcessPoolExecutor | None:
-        """Worker processes for builds that call no LLM (:func:`memcore.pipeline.build.worker_pool`)."""
-        method_cfg, ablation = self._method_parts()
-        concurrency, injected = int(self.cfg.concurrency), self.embedder_override is not None
-        return worker_pool(
-            self.spec, method_cfg, ablation, n_convs=n_convs, concurrency=concurrency,
-            setting=self.cfg.build_processes, embedder_injected=injected,
-        )  # fmt: skip
 
 
 def run_config(cfg: DictConfig, run_dir: Path, **overrides: Any) -> RunResult:

@@ -152,6 +152,10 @@ def validate_run(cfg: DictConfig) -> None:
     for key, rule in RUN_RULES.items():
         if not rule.ok(c.get(key)):
             raise bad_value(key, c.get(key), rule.describe())
+    for key, value in (c["eval"].get("judge_server") or {}).items():  # the judge's own server: the backbone's ranges
+        rule = BACKBONE_RULES.get(str(key))
+        if rule is not None and not rule.ok(value):
+            raise bad_value(f"eval.judge_server.{key}", value, rule.describe(), "eval")
     b = c["backbone"]
     if b["kind"] == "llamacpp" and b["context_budget_tokens"] >= b["n_ctx"]:
         raise bad_value(

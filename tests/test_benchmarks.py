@@ -229,15 +229,16 @@ def test_cpu_bound_builds_run_in_worker_processes(tmp_path: Path) -> None:
     ]
 
     runner = Runner(validate(compose(overrides, tmp_path)), tmp_path / "run")
-    assert runner._build_pool(2) is not None or (__import__("os").cpu_count() or 1) < 2
     res = runner.run()
+    assert runner.concurrency.build_processes == (2 if (__import__("os").cpu_count() or 1) >= 2 else 0)
     assert res.cost["memory_build"]["snapshots_built"] == 2
     assert {k: v["calls"] for k, v in res.cost["usage"]["by_stage"].items()} == {"answer": 4}  # no ingest call
     assert [v["reused"] for v in res.stats["conversations"].values()] == [False, False]
     assert len(list((tmp_path / "snapshots" / "memcore-cheap").glob("*/MANIFEST.json"))) == 2
     # cheap builds (rag_bm25) stay in threads: starting processes would cost more than the build
     rag = Runner(validate(compose([*overrides, "method=rag_bm25"], tmp_path)), tmp_path / "run2")
-    assert rag._build_pool(2) is None
+    rag.run()
+    assert rag.concurrency.build_processes == 0
 
 
 def test_build_worker_refuses_a_build_that_touches_the_backbone(tmp_path: Path, tiny_conversation) -> None:

@@ -1,9 +1,12 @@
-"""Every bad knob is one line from ``memcore-run``, exit 2, before any work.
+"""Every bad knob, and every selection that holds no QA item, is one line from ``memcore-run``, exit 2, before any
+work.
 
 The sweep drives the real entry point (``memcore.cli.run_main`` with ``sys.argv`` set, Hydra composition
-included) in-process, so 40 cases cost seconds rather than 40 interpreter start-ups; one case also goes through a
-real subprocess. Each case checks: exit code 2, stderr is exactly one ``error: …`` line naming the key and the bad
-value (and what is allowed), no traceback, and no work was done (no items, no LLM cache, no snapshot).
+included) in-process, so dozens of cases cost seconds rather than as many interpreter start-ups; one case also
+goes through a real subprocess. Each case checks: exit code 2, stderr is exactly one ``error: …`` line naming the
+key and the bad value (and what is allowed), no traceback, and no work was done (no items, no LLM cache, no
+snapshot; for an empty selection, not even the run-dir lock). Item ids that match only in part run the matches
+with one warning line. The caps of values above what can help are in ``tests/test_concurrency.py``.
 """
 
 from __future__ import annotations
@@ -79,6 +82,10 @@ HARNESS_BAD_VALUES: list[tuple[list[str], list[str]]] = [
     (["dataset.kind=locomoo"], ["dataset.kind='locomoo'", "Did you mean 'locomo'?", "Known: locomo"]),
     (["protocol.temperature=-0.1"], ["protocol.temperature=-0.1", "in [0, 2]"]),
     (["concurrency=0"], ["concurrency=0", ">= 1"]),
+    (["concurrency=-4"], ["concurrency=-4", ">= 1"]),
+    (["build_processes=-1"], ["build_processes=-1", ">= 0"]),
+    (["backbone.max_concurrency=0"], ["backbone.max_concurrency=0", ">= 1"]),
+    (["+eval.judge_server.max_concurrency=0"], ["eval.judge_server.max_concurrency=0", ">= 1"]),
     (["cache_mode=shard"], ["cache_mode='shard'", "Did you mean 'shared', 'sharded'?", "Known: auto, shared, sharded"]),
     (["seed=abc"], ["'abc'", "seed"]),
     (["+ablation.foo=1"], ["ablation.foo", "AblationConfig"]),

@@ -91,7 +91,13 @@ def _openai_compatible(
 
 
 def _scripted(cfg: BackboneConfig, usage: UsageTracker) -> ChatBackbone:
-    return ScriptedBackbone(echo_responder, latency_s=cfg.scripted_latency_s, usage=usage, model="scripted")
+    return ScriptedBackbone(
+        echo_responder,
+        latency_s=cfg.scripted_latency_s,
+        usage=usage,
+        model="scripted",
+        max_concurrency=cfg.max_concurrency,
+    )
 
 
 @dataclass(frozen=True)
@@ -100,12 +106,15 @@ class BackboneKind:
     the OpenAI transport; ``build`` (instead) returns a ready backbone that needs no server (``scripted``).
     ``deferred``: the endpoint starts on the first request the response cache cannot serve (or the first
     caller that asks for the connection), not when the stack is built, so a fully cached run starts nothing;
-    ``precheck`` runs at build time instead, for the errors that should come before any work."""
+    ``precheck`` runs at build time instead, for the errors that should come before any work.
+    ``serves_at_once``: the most requests the kind's server answers at once when the kind fixes it, and why
+    (``backbone.max_concurrency`` is capped there); None: the server's own limit, which the preset states."""
 
     endpoint: Callable[[BackboneConfig, contextlib.ExitStack, Path, StopCheck | None], Endpoint] | None = None
     build: Callable[[BackboneConfig, UsageTracker], ChatBackbone] | None = None
     deferred: bool = False
     precheck: Callable[[BackboneConfig], object] | None = None
+    serves_at_once: tuple[int, str] | None = None
 
 
 class DeferredTransport:
@@ -145,10 +154,25 @@ class DeferredTransport:
 BACKBONE_KINDS: Registry[BackboneKind] = Registry("backbone kind")
 BACKBONE_KINDS.add(
     "llamacpp",
-    BackboneKind(endpoint=_llamacpp, deferred=True, precheck=lambda cfg: resolve_gguf(cfg.model, cfg.gguf)),
+    BackboneKind(
+        endpoint=_llamacpp,
+        deferred=True,
+        precheck=lambda cfg: resolve_gguf(cfg.model, cfg.gguf),
+        serves_at_once=(1, "the llama.cpp server a run starts answers one request at a time"),
+    ),
 )
 BACKBONE_KINDS.add("openai_compatible", BackboneKind(endpoint=_openai_compatible))
 BACKBONE_KINDS.add("scripted", BackboneKind(build=_scripted))
+
+
+def backbone_limit(cfg: BackboneConfig) -> tuple[int, str]:
+    """The most requests ``cfg``'s backbone is sent at once, and why: ``max_concurrency`` (the preset's documented
+    limit), capped at what its kind's server answers at once when the kind fixes it
+    (:attr:`BackboneKind.serves_at_once`, whose reason is then given)."""
+    fixed = BACKBONE_KINDS.get(cfg.kind).serves_at_once if cfg.kind in BACKBONE_KINDS else None
+    if fixed is not None:
+        return min(int(cfg.max_concurrency), fixed[0]), fixed[1]
+    return int(cfg.max_concurrency), f"backbone {cfg.name}'s max_concurrency"
 
 
 def build_backbone(
@@ -182,7 +206,7 @@ def build_backbone(
             name=cfg.name,
             extra_body=extra_body_of(cfg),
             json_mode=cfg.json_mode,
-            max_concurrency=cfg.max_concurrency,
+            max_concurrency=backbone_limit(cfg)[0],
             timeout_s=cfg.timeout_s,
             max_attempts=cfg.max_attempts,
             backoff_cap_s=cfg.backoff_cap_s,

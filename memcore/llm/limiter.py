@@ -1,4 +1,5 @@
-"""The top layer of a backbone stack: at most ``limit`` requests in flight, the run's one ``concurrency`` bound.
+"""The top layer of a backbone stack: at most ``limit`` requests in flight, the run's one bound on them
+(``concurrency``, within the backbone's limit: :mod:`memcore.pipeline.concurrency`).
 
 The runner overlaps conversation builds and, inside each conversation, QA items; without a shared bound
 the number of requests in flight would be conversations x items. With it, wall time of an LLM-bound run

@@ -5,7 +5,8 @@
 2. :class:`~memcore.llm.cache.CachedBackbone` serves deterministic requests from the response cache;
 3. :class:`Metered` records every completion per stage (cached ones flagged) into the run's tracker and into
    the active usage scopes (:func:`~memcore.llm.usage.usage_scope`);
-4. :class:`~memcore.llm.limiter.RequestLimiter` keeps at most ``concurrency`` requests of the run in flight.
+4. :class:`~memcore.llm.limiter.RequestLimiter` keeps at most the run's bound of requests in flight (``concurrency``
+   within the backbone's limit).
 
 :class:`~memcore.llm.scoped.ScopedBackbone` is a view over a stack that accounts its calls to one more scope
 (a conversation's build). Every layer has ``model``, ``name`` and ``complete``; attributes it does not define

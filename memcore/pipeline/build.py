@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
@@ -234,24 +233,25 @@ def embedding_counts(embedder: LazyResource) -> dict[str, int]:
     return dict(counts()) if callable(counts) else {}
 
 
-def worker_pool(
-    spec: MethodSpec,
-    method_cfg: dict[str, Any],
-    ablation: dict[str, Any],
-    *,
-    n_convs: int,
-    concurrency: int,
-    setting: int | None,
-    embedder_injected: bool,
-) -> ProcessPoolExecutor | None:
-    """Worker processes for CPU-bound builds that call no LLM (threads would share one core under the GIL).
-    None unless the method declares ``build_cpu_bound``; also None when its ingestion uses the LLM, an
-    embedder is injected (it could not reach a worker), fewer than two builds can overlap, or
-    ``build_processes`` (``setting``) is 0."""
-    if not spec.build_cpu_bound or embedder_injected or spec.ingest_uses_llm(method_cfg, ablation):
-        return None
-    cap = concurrency if setting is None else int(setting)
-    workers = min(cap, os.cpu_count() or 1, n_convs)
+def no_worker_processes(
+    spec: MethodSpec, method_cfg: dict[str, Any], ablation: dict[str, Any], *, embedder_injected: bool
+) -> str | None:
+    """Why the method's builds cannot go to worker processes (threads would share one core under the GIL, so only
+    CPU-bound builds that call no LLM do), or None when they can. An injected embedder (it could not reach a
+    worker) keeps them in the threads too."""
+    if spec.ingest_uses_llm(method_cfg, ablation):
+        return f"method {spec.name}'s memory is built by the LLM, which a worker process cannot call"
+    if not spec.build_cpu_bound:
+        return f"method {spec.name}'s memory builds are not CPU-bound"
+    if embedder_injected:
+        return "the run's embedder is injected and cannot reach a worker process"
+    return None
+
+
+def worker_pool(n_convs: int, processes: int) -> ProcessPoolExecutor | None:
+    """Up to ``processes`` worker processes (the run's bound, :mod:`memcore.pipeline.concurrency`; 0 when its
+    builds cannot use them) for ``n_convs`` builds; None when fewer than two builds can overlap."""
+    workers = min(processes, n_convs)
     if workers < 2:
         return None
     log.info("building %d memories in %d worker processes (ingestion uses no LLM)", n_convs, workers)

@@ -53,14 +53,20 @@ def open_resources(
     embedder_override: Any = None,
     stop_requested: StopCheck | None = None,
     layout: CacheLayout | None = None,
+    requests: int | None = None,
 ) -> RunResources:
     """The resources of ``cfg``'s run; servers and clients they start are closed with ``stack``. Overrides
     replace the configured backbone (still behind the request limiter) or embedder (tests, benchmarks).
     ``stop_requested`` (the run's stop flag) ends a server start that queues for the machine-wide lock.
-    ``layout``: the run's cache layout when the caller resolved it already (else :func:`cache_layout`)."""
+    ``layout``: the run's cache layout when the caller resolved it already (else :func:`cache_layout`).
+    ``requests``: the bound on backbone requests in flight (the run's plan, :mod:`memcore.pipeline.concurrency`);
+    None: ``concurrency``."""
     layout = layout if layout is not None else cache_layout(cfg)
     cache = ResponseCache(layout.open(RESPONSE_CACHE_FILE, RESPONSE_TABLE)) if cfg.cache_llm else None
-    backbone = LazyResource(lambda: _backbone(cfg, run_dir, usage, cache, stack, backbone_override, stop_requested))
+    limit = int(cfg.concurrency) if requests is None else requests
+    backbone = LazyResource(
+        lambda: _backbone(cfg, run_dir, usage, cache, stack, backbone_override, stop_requested, limit)
+    )
     embedder = LazyResource(lambda: embedder_override if embedder_override is not None else _embedder(cfg, layout))
     answerer = LazyResource(lambda: _answerer(cfg, backbone.get()))
     judge = LazyResource(lambda: _judge(cfg, run_dir, usage, backbone, cache, stack, stop_requested))
@@ -75,17 +81,18 @@ def _backbone(
     stack: contextlib.ExitStack,
     override: Any,
     stop_requested: StopCheck | None,
+    limit: int,
 ) -> Any:
-    """The run's backbone behind one bound: at most ``concurrency`` requests in flight, none started
-    once the run is stopping."""
+    """The run's backbone behind one bound: at most ``limit`` requests in flight, none started once the run is
+    stopping."""
     if override is not None:
-        return RequestLimiter(override, int(cfg.concurrency), stop_requested)
+        return RequestLimiter(override, limit, stop_requested)
     bcfg = OmegaConf.to_object(cfg.backbone)
     assert isinstance(bcfg, BackboneConfig)
     client = build_backbone(
         bcfg, cache=cache, usage=usage, resources=stack, log_dir=run_dir, stop_requested=stop_requested
     )
-    return RequestLimiter(client, int(cfg.concurrency), stop_requested)
+    return RequestLimiter(client, limit, stop_requested)
 
 
 def _embedder(cfg: DictConfig, layout: CacheLayout) -> Any:
