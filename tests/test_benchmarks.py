@@ -18,7 +18,6 @@ from experiments.benchmarks import build_once, harness_overhead, ingest_cost, sy
 from experiments.benchmarks.cache_rerun import sweep
 from experiments.benchmarks.common import compose, md_table, run_scripted
 from experiments.benchmarks.fake_openai import backbone_overrides, fake_openai_server
-from experiments.benchmarks.responders import structured_responder
 from experiments.benchmarks.retrieval_scale import run_size
 from memcore.config import EmbedderConfig, validate
 from memcore.interfaces import Completion, Message
@@ -29,6 +28,7 @@ from memcore.methods import get_method
 from memcore.pipeline.build import BackboneInBuildWorkerError, BuildJob, build_in_worker
 from memcore.runner import Runner, run_config
 from memcore.snapshots import construction_fields
+from memcore.testing.sim_replies import structured_responder
 
 
 # ---------------------------------------------------------------- helpers

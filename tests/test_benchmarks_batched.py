@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from experiments.benchmarks.responders import structured_responder
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.memory.batched import SPEC_BATCHED, BatchSettings, MemCoReBatched, salvage_list_items, split_config
@@ -15,6 +14,7 @@ from memcore.memory.persistence import SnapshotMismatchError
 from memcore.memory.prompts import batch as BATCH_PROMPT
 from memcore.memory.prompts import gate as GATE_PROMPT
 from memcore.memory.system import MemCoRe
+from memcore.testing.sim_replies import structured_responder
 from tests.fakes import BatchedLLM
 from tests.support import method_context, story_conversation
 

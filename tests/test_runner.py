@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from experiments.benchmarks.responders import structured_responder
 from memcore.cli import stop_on_sigterm
 from memcore.config import ConfigError
 from memcore.eval.aggregate import budget_recall
@@ -30,6 +29,7 @@ from memcore.pipeline.progress import StageBars as _Bars
 from memcore.pipeline.rundir import RUN_STATE, guard_run_dir, without_added_defaults
 from memcore.runner import RunConflictError, run_config
 from memcore.stopflag import StopFlag
+from memcore.testing.sim_replies import structured_responder
 from tests.fakes import AMemMem0RunnerLLM
 from tests.support import story_conversation
 

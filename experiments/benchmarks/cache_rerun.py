@@ -32,8 +32,8 @@ from experiments.benchmarks.common import (
     write_result,
 )
 from experiments.benchmarks.fake_openai import backbone_overrides, fake_openai_server
-from experiments.benchmarks.responders import structured_responder
 from memcore.runner import run_config
+from memcore.testing.sim_replies import structured_responder
 
 ABLATIONS = (
     "none",

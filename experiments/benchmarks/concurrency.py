@@ -27,7 +27,7 @@ from experiments.benchmarks.common import (
     run_scripted,
     write_result,
 )
-from experiments.benchmarks.responders import structured_responder
+from memcore.testing.sim_replies import structured_responder
 
 #: method → dataset overrides: every conversation, so conversations can overlap.
 WORKLOADS: dict[str, list[str]] = {

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.benchmarks.common import RESULTS_DIR, command_line, machine_state, md_table, run_scripted, write_result
-from experiments.benchmarks.responders import structured_responder
+from memcore.testing.sim_replies import structured_responder
 
 EXPERIMENT = "ingest_cost"
 #: (method, ablation, extra overrides): the memcore variants this benchmark runs itself.
