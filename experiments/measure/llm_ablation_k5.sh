@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# MemCoRe's LLM-mode rows at K_final = 5 (eval.budget=5) on conv-26 of locomo-llm, answers included,
-# over the memory llm_ablation.sh built with the 0.5B model. At K = 20 every conv-26 note (16) is retrieved, so the
-# retrieval ablations differ only in note order; at K = 5 they differ in what the answerer reads, and IER's
-# judge sees 5 notes. Then IER with a judge that can say "insufficient": the 1.5B model retrieves over the
+# MemCoRe's LLM-mode rows at K_final = 5 (eval.budget=5) on conv-26 of locomo-llm, answers included, over the
+# 0.5B model's memory (built by the first run, or reused from the snapshot store). At K = 20 every conv-26 note
+# (16) is retrieved, so the retrieval ablations differ only in note order; at K = 5 they differ in what the
+# answerer reads, and IER's judge sees 5 notes. Then IER with a judge that can say "insufficient": the 1.5B model retrieves over the
 # 0.5B model's memory (memory_backbone), retrieval only, on the first 20 questions of categories 1-4.
 #
 #   MEMCORE_RESULTS=<root> experiments/measure/llm_ablation_k5.sh [overrides...]   # e.g. backbone.server_threads=1
