@@ -1,1 +1,1 @@
-"""Hydra entry points, sweeps and benchmarks."""
+"""The scripts that made the committed results: ``experiments/README.md`` says which made which."""
