@@ -17,7 +17,6 @@ the Hugging Face hub where it is reachable; here it is not, and the run stops wi
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,17 @@ from baselines.turns import load_turns, save_turns, text_without_caption, turn_n
 from memcore.fusion import rrf_fuse
 from memcore.interfaces import BadConfig, Embedder, MethodContext, MethodSpec
 from memcore.packing.budget import BUDGET_KEY, budget_record, cut_note, fill_units, note_line
-from memcore.packing.turns import FRAMES, Cues, TurnMeta, fill_framed, render_framed, rerank
+from memcore.packing.turns import (
+    FRAMES,
+    Cues,
+    TurnBM25,
+    TurnMeta,
+    WindowIndex,
+    Windows,
+    fill_framed,
+    render_framed,
+    rerank,
+)
 from memcore.schema import POS, UNIT, Rule, bad_value, knob, method_validator
 from memcore.text import count_tokens, truncate_to_tokens
 from memcore.types import Evidence, Turn
@@ -66,12 +75,21 @@ class RAGConfig:
     pack_cue_date: float = knob(0.0, rule=Rule(lo=0))
     pack_cue_filler: int = knob(0, rule=Rule(lo=0))
     pack_cue_neighbors: int = knob(0, rule=Rule(lo=0))
+    # the session windows of memcore/packing/turns.py (each turn also ranked by the turns around it), fused into
+    # the ranking under eval.context_tokens; window_dense needs the dense vectors (retriever dense or hybrid)
+    pack_window_bm25: float = knob(0.0, rule=Rule(lo=0))
+    pack_window_dense: float = knob(0.0, rule=Rule(lo=0))
+    pack_window_width: int = knob(2, rule=POS)
 
     @property
     def cues(self) -> Cues:
         return Cues(
             self.pack_cue_speaker, self.pack_cue_date, self.pack_cue_filler, self.pack_cue_neighbors, self.rrf_k
         )
+
+    @property
+    def windows(self) -> Windows:
+        return Windows(self.pack_window_bm25, self.pack_window_dense, self.pack_window_width)
 
 
 def locomo_said(turn: Turn, captions: str = "none") -> str:
@@ -86,30 +104,6 @@ def locomo_rag_line(turn: Turn, captions: str = "none") -> str:
     return f"{turn.session_time_raw}: {locomo_said(turn, captions)}"
 
 
-class BM25Index:
-    """Okapi BM25 (Lucene idf) over lower-cased word tokens minus English stop words, via bm25s."""
-
-    def __init__(self, texts: list[str], k1: float, b: float) -> None:
-        import bm25s
-
-        self._bm25s = bm25s
-        self.n = len(texts)
-        self._retriever = bm25s.BM25(k1=k1, b=b)
-        self._lock = threading.Lock()
-        if texts:
-            self._retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
-
-    def search(self, query: str, k: int) -> list[tuple[int, float]]:
-        if self.n == 0:
-            return []
-        tokens = self._bm25s.tokenize([query], stopwords="en", show_progress=False)
-        if not tokens.vocab:
-            return []
-        with self._lock:
-            docs, scores = self._retriever.retrieve(tokens, k=min(k, self.n), show_progress=False)
-        return [(int(d), float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
-
-
 class RAG:
     def __init__(self, cfg: RAGConfig, embedder_provider: Any) -> None:
         if cfg.retriever not in ("dense", "bm25", "hybrid"):
@@ -120,7 +114,8 @@ class RAG:
         self._embedder_provider = embedder_provider
         self.turns: list[Turn] = []
         self.vectors: np.ndarray | None = None
-        self.bm25: BM25Index | None = None
+        self.bm25: TurnBM25 | None = None
+        self._windows: WindowIndex | None = None
         self._meta: dict[str, TurnMeta] | None = None
         self._index: dict[str, int] = {}
         self._speakers: list[str] = []
@@ -144,7 +139,7 @@ class RAG:
 
     def _build_bm25(self) -> None:
         if self.cfg.retriever in ("bm25", "hybrid"):
-            self.bm25 = BM25Index([self._doc(t) for t in self.turns], self.cfg.bm25_k1, self.cfg.bm25_b)
+            self.bm25 = TurnBM25([self._doc(t) for t in self.turns], self.cfg.bm25_k1, self.cfg.bm25_b)
 
     def _dense(self, query: str, k: int) -> list[tuple[int, float]]:
         assert self.vectors is not None
@@ -158,20 +153,42 @@ class RAG:
         top = top[np.argsort(-sims[top], kind="stable")]
         return [(int(i), float(sims[i])) for i in top]
 
-    def _ranked(self, query: str, k: int) -> list[tuple[int, float, tuple[str, ...]]]:
-        """The top ``k`` turns as (turn index, score, channels), best first."""
-        if self.cfg.retriever == "dense":
+    def _ranked(self, query: str, k: int, *, windows: bool = False) -> list[tuple[int, float, tuple[str, ...]]]:
+        """The top ``k`` turns as (turn index, score, channels), best first. ``windows``: the session-window lists
+        (when the config turns them on) are fused in, each as deep as the retriever's own lists."""
+        use_windows = windows and self.cfg.windows.active
+        if self.cfg.retriever == "dense" and not use_windows:
             return [(i, s, ("dense",)) for i, s in self._dense(query, k)]
-        assert self.bm25 is not None
-        if self.cfg.retriever == "bm25":
+        if self.cfg.retriever == "bm25" and not use_windows:
+            assert self.bm25 is not None
             return [(i, s, ("bm25",)) for i, s in self.bm25.search(query, k)]
         depth = max(k, 2 * k)
-        lists = {
-            "dense": [i for i, _ in self._dense(query, depth)],
-            "bm25": [i for i, _ in self.bm25.search(query, depth)],
-        }
-        fused = rrf_fuse(lists, k=self.cfg.rrf_k)[:k]
+        lists: dict[str, list[int]] = {}
+        weights: dict[str, float] = {}
+        if self.cfg.retriever in ("dense", "hybrid"):
+            lists["dense"] = [i for i, _ in self._dense(query, depth)]
+        if self.cfg.retriever in ("bm25", "hybrid"):
+            assert self.bm25 is not None
+            lists["bm25"] = [i for i, _ in self.bm25.search(query, depth)]
+        if use_windows:
+            wl, weights = self._window_index().lists(query, self._query_vector(query), self.cfg.windows)
+            lists.update({name: ranked[:depth] for name, ranked in wl.items()})
+        fused = rrf_fuse(lists, k=self.cfg.rrf_k, weights=weights)[:k]
         return [(i, s, tuple(ch for ch, lst in lists.items() if i in lst)) for i, s in fused]
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        """The query's vector, or zeros when this retriever has no dense vectors (window_dense is then refused)."""
+        if self.vectors is None:
+            return np.zeros(0, dtype=np.float32)
+        embedder = self.embedder
+        return getattr(embedder, "encode_queries", embedder.encode)([query])[0]
+
+    def _window_index(self) -> WindowIndex:
+        if self._windows is None:
+            texts = [self._doc(t) for t in self.turns]
+            vectors = self.vectors if self.vectors is not None else np.zeros((len(texts), 0), dtype=np.float32)
+            self._windows = WindowIndex([t.dia_id for t in self.turns], texts, vectors, self.cfg.pack_window_width)
+        return self._windows
 
     def _evidence(
         self, ranked: list[tuple[int, float, tuple[str, ...]]], extra: dict[str, Any] | None = None
@@ -197,7 +214,7 @@ class RAG:
         """``memcore.packing.budget.ContextBudgeted``: the ranking taken as deep as the budget can hold (at most
         ``budget`` turns when set), filled by the shared rule; a single turn larger than the budget is cut."""
         depth = min(len(self.turns), budget or tokens // 8 + 20)
-        ranked = self._ranked(query, max(1, depth))
+        ranked = self._ranked(query, max(1, depth), windows=True)
         if self.cfg.context_format == "notes" and (self.cfg.pack_frame != "line" or self.cfg.cues.active):
             return self._within_framed(query, ranked, tokens)
         fill = fill_units([count_tokens(self._line(i)) for i, _, _ in ranked], tokens)
@@ -250,6 +267,24 @@ def _check_retriever(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) -
     if expected in RETRIEVERS and cfg.get("retriever", expected) != expected:
         where = f"method {name}"
         raise bad_value("method.retriever", cfg["retriever"], f"{expected} (use method=rag_{cfg['retriever']})", where)
+    if cfg.get("pack_window_dense", 0) and cfg.get("retriever", expected) == "bm25":
+        raise bad_value(
+            "method.pack_window_dense", cfg["pack_window_dense"], "0 (rag_bm25 has no dense vectors)", f"method {name}"
+        )
+
+
+#: RAG knobs added after runs were recorded, with the value that reproduces those runs (the packing frame, cues and
+#: session windows under eval.context_tokens: all off).
+ADDED_KEY_DEFAULTS: dict[str, Any] = {
+    "pack_frame": "line",
+    "pack_cue_speaker": 0.0,
+    "pack_cue_date": 0.0,
+    "pack_cue_filler": 0,
+    "pack_cue_neighbors": 0,
+    "pack_window_bm25": 0.0,
+    "pack_window_dense": 0.0,
+    "pack_window_width": 2,
+}
 
 
 def _spec(name: str, retriever: str, description: str, bad_config: BadConfig, upstream_answer: str = "") -> MethodSpec:
@@ -266,6 +301,7 @@ def _spec(name: str, retriever: str, description: str, bad_config: BadConfig, up
         description=description,
         upstream_answer=upstream_answer,
         bad_configs=(bad_config,),
+        added_key_defaults=ADDED_KEY_DEFAULTS,
     )
 
 

@@ -79,6 +79,17 @@ class MemCoReConfig:
     pack_cue_date: float = knob(0.0, rule=Rule(lo=0))  # RRF weight of the turns of the question's stated date
     pack_cue_filler: int = knob(0, rule=Rule(lo=0))  # turns with fewer content words go last (0: off)
     pack_cue_neighbors: int = knob(0, rule=Rule(lo=0))  # ±1 neighbours of the first N turns follow them
+    # what the hierarchy reaches, as more RRF lists of the packer (memcore/packing/notes.py; 0 = off)
+    pack_keyword: float = knob(0.0, rule=Rule(lo=0))  # the keyword graph: notes of the question's matched keywords
+    pack_keyword_graph: int = knob(0, rule=Rule(lo=0))  # + each matched keyword's N strongest graph neighbours
+    pack_topic: float = knob(0.0, rule=Rule(lo=0))  # the turns of the question's topics
+    pack_link: float = knob(0.0, rule=Rule(lo=0))  # the notes linked to the first pack_link_anchors fused notes
+    pack_link_anchors: int = knob(10, rule=POS)
+    pack_link_text: float = knob(0.0, rule=Rule(lo=0))  # BM25 over a turn with its linked notes' turns
+    # session windows (memcore/packing/turns.py; shared with the RAG baselines)
+    pack_window_bm25: float = knob(0.0, rule=Rule(lo=0))  # BM25 over each turn's window of turns
+    pack_window_dense: float = knob(0.0, rule=Rule(lo=0))  # cosine to each turn's window vector
+    pack_window_width: int = knob(2, rule=POS)  # turns on each side of a turn, in its session
     ann_threshold: int = knob(200_000, rule=POS)
     index: Literal["auto", "flat", "ivf", "hnsw"] = knob("auto", rule=Rule(choices=INDEX_KINDS))
     # LLM sampling (deterministic by default so the response cache applies)

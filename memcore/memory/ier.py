@@ -52,6 +52,8 @@ class RefinedPool:
     fallbacks: list[str] = field(default_factory=list)
     stop: str = "max_rounds"
     first: list[int] = field(default_factory=list)  # round 1's ranking (the pool without refinement)
+    first_topics: list[int] = field(default_factory=list)  # the question's topics (round 1's topic channel)
+    first_keywords: list[tuple[int, float]] = field(default_factory=list)  # its matched (keyword id, cosine)
 
 
 #: The fallback kind of an IER judge reply that did not parse (counted in stats, logged in the item).
@@ -261,7 +263,19 @@ class Refiner:
             if not added:
                 stop = "no_new_evidence"
                 break
-        return RefinedPool(pool, scores, channels, rounds, plan, log, fallbacks, stop, first.ranked)
+        return RefinedPool(
+            pool,
+            scores,
+            channels,
+            rounds,
+            plan,
+            log,
+            fallbacks,
+            stop,
+            first.ranked,
+            first.topics,
+            first.keyword_matches,
+        )
 
     def _rule(self, plan: QueryPlan, first: RoundResult, pool: list[int], issued: set[str]) -> list[QueryPlan]:
         pooled_kw = {k for n in pool for k in self.kindex.note_keywords.get(n, [])}

@@ -190,6 +190,7 @@ class RoundResult:
     entity_keywords: dict[str, list[int]] = field(default_factory=dict)
     topics: list[int] = field(default_factory=list)
     keywords: list[int] = field(default_factory=list)
+    keyword_matches: list[tuple[int, float]] = field(default_factory=list)  # (keyword id, cosine), as matched
 
 
 @dataclass
@@ -311,7 +312,7 @@ class Retriever:
         if self.sw.neighbor and fused:
             self._expand(fused[:k_final], scores, channels)
         ranked = sorted(scores, key=lambda n: (-scores[n], n))
-        return RoundResult(ranked, scores, channels, by_entity, topics, [k for k, _ in matched])
+        return RoundResult(ranked, scores, channels, by_entity, topics, [k for k, _ in matched], matched)
 
     def _expand(
         self, anchors: list[tuple[int, float]], scores: dict[int, float], channels: dict[int, set[str]]

@@ -26,8 +26,8 @@ from memcore.memory.retrieval import CHANNELS, Decomposer, RetrievalIndex, Retri
 from memcore.memory.stats import distribution, note_shape, retrieval_summary
 from memcore.memory.topics import Topics, compute_topics
 from memcore.packing.budget import BUDGET_KEY, budget_record, fit_evidence
-from memcore.packing.notes import Packed, Packer, PackSettings, TurnIndex
-from memcore.packing.turns import Cues
+from memcore.packing.notes import Hierarchy, HierarchyIndex, Packed, Packer, PackQuery, PackSettings, TurnIndex
+from memcore.packing.turns import Cues, Windows
 from memcore.schema import method_validator
 from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote, Turn
@@ -269,8 +269,36 @@ class MemCoRe:
                     neighbors=self.cfg.pack_cue_neighbors,
                     rrf_k=self.cfg.rrf_k,
                 ),
+                hierarchy=self.pack_hierarchy(),
+                windows=Windows(self.cfg.pack_window_bm25, self.cfg.pack_window_dense, self.cfg.pack_window_width),
             )
-            self._packer = Packer(TurnIndex(self.store, self.embedder), self.embedder, settings)
+            turns = TurnIndex(self.store, self.embedder)
+            hx = None
+            if settings.hierarchy.active:
+                hx = HierarchyIndex(
+                    turns,
+                    self.kindex,
+                    self.topics,
+                    index.idf,
+                    hub_max_fraction=self.cfg.hub_max_fraction,
+                    graph=settings.hierarchy.keyword > 0 and settings.hierarchy.keyword_graph > 0,
+                    link_text=settings.hierarchy.link_text > 0,
+                )
+            self._packer = Packer(turns, self.embedder, settings, hx)
+
+    def pack_hierarchy(self) -> Hierarchy:
+        """The packer's hierarchy lists as the config and the ablation switches leave them: a layer switched off
+        (``wo_keyword``, ``wo_topic``, ``wo_neighbor``: the link lists follow the neighbour expansion's edges) has
+        no list in the packer either."""
+        c, sw = self.cfg, self.sw
+        return Hierarchy(
+            keyword=c.pack_keyword if sw.keyword else 0.0,
+            keyword_graph=c.pack_keyword_graph,
+            topic=c.pack_topic if sw.topic else 0.0,
+            link=c.pack_link if sw.neighbor else 0.0,
+            link_anchors=c.pack_link_anchors,
+            link_text=c.pack_link_text if sw.neighbor else 0.0,
+        )
 
     # ------------------------------------------------------------------ query
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
@@ -334,7 +362,9 @@ class MemCoRe:
         whole = count_tokens(Evidence(notes=notes).render())
         target = tokens if tokens is not None else (self.cfg.pack_tokens or max(1, whole))
         queries = [query, *(sq["query"] for entry in pool.log for sq in entry.get("sub_queries", []))]
-        packed = self._packer.pack(queries, pool.ranked, target, pool.channels)
+        packed = self._packer.pack(
+            PackQuery(queries, pool.ranked, pool.channels, pool.first_keywords, pool.first_topics), target
+        )
         self._count_pack(packed)
         extra["packing"] = {
             "tokens": target,
@@ -455,6 +485,15 @@ ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "pack_note_weight": 1.0,
     "pack_summary": False,
     "pack_tokens": None,
+    "pack_keyword": 0.0,
+    "pack_keyword_graph": 0,
+    "pack_topic": 0.0,
+    "pack_link": 0.0,
+    "pack_link_anchors": 10,
+    "pack_link_text": 0.0,
+    "pack_window_bm25": 0.0,
+    "pack_window_dense": 0.0,
+    "pack_window_width": 2,
 }
 
 
@@ -506,5 +545,8 @@ SPEC_CHEAP = dataclasses.replace(
     bad_configs=(
         (("method.tau_merge=2",), ("method.tau_merge=2", "memcore-cheap", "in [0, 1]")),
         (("method.judge=llm",), ("memcore-cheap", "method=memcore")),
+        (("method.pack_keyword=-0.5",), ("method.pack_keyword=-0.5", ">= 0")),
+        (("method.pack_window_width=0",), ("method.pack_window_width=0", ">= 1")),
+        (("method.pack_lnk=1",), ("method.pack_lnk=1", "unknown key", "pack_link")),
     ),
 )

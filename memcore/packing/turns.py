@@ -17,14 +17,25 @@ Frames (:func:`fill_framed`, :func:`render_framed`): ``line`` writes every turn 
 ``Speaker: text`` lines (``session``: sessions and turns in conversation order; ``session_rank``: in the order of
 their best packed turn). The budget is charged for every header; the date of every turn stays unambiguous (the
 header above it).
+
+Session windows (:class:`Windows`, :class:`WindowIndex`; off by default): a turn is also ranked by its *window*,
+the turns of its session within ``width`` turns of it, itself included. Two lists join the turn ranking: BM25 over
+the window's text and cosine to the window's vector (the turns' vectors weighted 2^-distance, normalised). A turn
+that says "it's like therapy" right after "I've been working on cars" is then reachable by a question about cars,
+although it shares no content word with it (coreference, ellipsis, a short answer to a question).
+
+:class:`TurnBM25` is the one BM25 over turn texts that the packers and the RAG baselines use.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+
+import numpy as np
 
 from memcore.packing.budget import fill_units
 from memcore.text import count_tokens, truncate_to_tokens
@@ -260,3 +271,119 @@ def render_framed(dia_ids: Sequence[str], meta: Mapping[str, TurnMeta], frame: s
             lines += [meta[d].line() for d in groups[k]]
         text = "\n".join(lines)
     return truncate_to_tokens(text, cut_to) if cut_to > 0 else text
+
+
+class TurnBM25:
+    """Okapi BM25 (Lucene idf) over turn texts: lower-cased word tokens minus English stop words, via bm25s.
+    Thread-safe (a search holds a lock)."""
+
+    def __init__(self, texts: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
+        import bm25s
+
+        self._bm25s = bm25s
+        self.n = len(texts)
+        self._lock = threading.Lock()
+        self._retriever = bm25s.BM25(k1=k1, b=b)
+        corpus = bm25s.tokenize(list(texts), stopwords="en", show_progress=False) if texts else None
+        if corpus is None or not corpus.vocab:  # nothing but stop words: no text can match a query
+            self.n = 0
+        else:
+            self._retriever.index(corpus, show_progress=False)
+
+    def _retrieve(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        tokens = self._bm25s.tokenize([query], stopwords="en", show_progress=False)
+        if not tokens.vocab:
+            return None
+        with self._lock:
+            docs, scores = self._retriever.retrieve(tokens, k=k, show_progress=False)
+        return docs[0], scores[0]
+
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        """The best ``k`` texts for ``query`` with a score > 0, as (index, score), best first."""
+        if self.n == 0:
+            return []
+        got = self._retrieve(query, min(k, self.n))
+        if got is None:
+            return []
+        return [(int(d), float(s)) for d, s in zip(*got, strict=True) if s > 0]
+
+    def ranked(self, query: str, rows: np.ndarray | Sequence[int]) -> list[int]:
+        """``rows`` (text indices) with a score > 0 for ``query``, best first (ties in ``rows`` order)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.n == 0 or len(rows) == 0:
+            return []
+        got = self._retrieve(query, self.n)
+        if got is None:
+            return []
+        score = np.zeros(self.n)
+        score[np.asarray(got[0], dtype=np.int64)] = got[1]
+        mine = score[rows]
+        order = np.argsort(-mine, kind="stable")
+        return [int(rows[i]) for i in order if mine[i] > 0]
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The session-window lists' knobs: RRF weights of BM25 over each turn's window text (``bm25``) and of cosine
+    to its window vector (``dense``), 0 = off; ``width``: turns on each side, in the same session."""
+
+    bm25: float = 0.0
+    dense: float = 0.0
+    width: int = 2
+
+    @property
+    def active(self) -> bool:
+        return bool(self.bm25 or self.dense) and self.width > 0
+
+
+def session_windows(dia_ids: Sequence[str], width: int) -> list[list[tuple[int, int]]]:
+    """For each position of ``dia_ids`` (``D<session>:<turn>`` ids), the positions of the turns of its session
+    within ``width`` turns of it, as (position, distance), itself first at distance 0. A turn repeated in
+    ``dia_ids`` stands at its first position."""
+    first: dict[str, int] = {}
+    for i, d in enumerate(dia_ids):
+        first.setdefault(d, i)
+    out: list[list[tuple[int, int]]] = []
+    for i, d in enumerate(dia_ids):
+        window = [(i, 0)]
+        session, _, turn = d.partition(":")
+        if turn.isdigit():
+            for dist in range(1, width + 1):
+                for t in (int(turn) - dist, int(turn) + dist):
+                    j = first.get(f"{session}:{t}")
+                    if j is not None:
+                        window.append((j, dist))
+        out.append(window)
+    return out
+
+
+class WindowIndex:
+    """Every turn's session window (:func:`session_windows`): its vector (the turns' ``vectors`` weighted
+    2^-distance, L2-normalised) and a :class:`TurnBM25` over its text (the window's turns in conversation order).
+    Read-only after construction."""
+
+    def __init__(self, dia_ids: Sequence[str], texts: Sequence[str], vectors: np.ndarray, width: int) -> None:
+        windows = session_windows(dia_ids, width)
+        self.vectors = np.zeros_like(vectors)
+        window_texts: list[str] = []
+        for i, window in enumerate(windows):
+            for j, dist in window:
+                self.vectors[i] += vectors[j] * 0.5**dist
+            window_texts.append(" ".join(texts[j] for j, _ in sorted(window)))
+        norms = np.linalg.norm(self.vectors, axis=1, keepdims=True)
+        self.vectors /= np.where(norms > 0, norms, 1.0)
+        self.bm25 = TurnBM25(window_texts)
+
+    def lists(self, question: str, qvec: np.ndarray, windows: Windows) -> tuple[dict[str, list[int]], dict[str, float]]:
+        """The window lists for ``question`` (its vector ``qvec``) over every turn, with their RRF weights: ranked
+        lists of turn positions named ``window_bm25`` / ``window_dense`` (only those with a weight > 0)."""
+        lists: dict[str, list[int]] = {}
+        weights: dict[str, float] = {}
+        if windows.bm25 > 0:
+            lists["window_bm25"] = self.bm25.ranked(question, np.arange(len(self.vectors)))
+            weights["window_bm25"] = windows.bm25
+        if windows.dense > 0 and len(self.vectors):
+            sims = self.vectors @ qvec
+            lists["window_dense"] = [int(i) for i in np.argsort(-sims, kind="stable")]
+            weights["window_dense"] = windows.dense
+        return lists, weights

@@ -35,9 +35,20 @@ def context_tokens_of(run: RunData) -> int | None:
     return None if value is None else int(value)
 
 
+#: The ranked lists a packing method may add to its turn ranking (``method.pack_<name>`` > 0), as a row label says
+#: them: the session windows, then MemCoRe's hierarchy lists.
+LIST_LABELS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("pack_window_bm25", "pack_window_dense"), "windows"),
+    (("pack_keyword",), "keywords"),
+    (("pack_topic",), "topics"),
+    (("pack_link", "pack_link_text"), "links"),
+)
+
+
 def row_label(run: RunData) -> str:
     """``method [ablation]``, plus how a MemCoRe run filled the budget (``packed`` / ``whole notes``) and, for a
-    method packing turns, a non-default frame (``session frame``) and re-ranking cues (``+ cues``)."""
+    method packing turns, a non-default frame (``session frame``), re-ranking cues (``+ cues``) and the extra
+    ranked lists it fused (``+ windows, keywords, links``)."""
     label = run.label()
     mcfg = run.config.get("method") or {}
     if "pack" in mcfg:
@@ -50,6 +61,9 @@ def row_label(run: RunData) -> str:
         mcfg.get(k) for k in ("pack_cue_speaker", "pack_cue_date", "pack_cue_filler", "pack_cue_neighbors")
     ):
         label += " + cues"
+    lists = [name for keys, name in LIST_LABELS if packs_turns and any(mcfg.get(k) for k in keys)]
+    if lists:
+        label += " + " + ", ".join(lists)
     return label
 
 
