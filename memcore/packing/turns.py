@@ -115,7 +115,7 @@ class Cues:
         return bool(self.speaker or self.date or self.filler or self.neighbors)
 
 
-def _dates_in(question: str) -> list[tuple[int | None, int, int]]:
+def stated_dates(question: str) -> list[tuple[int | None, int, int]]:
     """(day or None, month, year) of every date the question states."""
     out: list[tuple[int | None, int, int]] = []
     taken: list[tuple[int, int]] = []
@@ -141,6 +141,11 @@ def _session_date(date: str) -> tuple[int, int, int] | None:
 def content_words(text: str) -> int:
     """Words of ``text`` that are not stop words or small talk."""
     return sum(1 for w in _WORD.findall(text.lower()) if w not in _STOP)
+
+
+def content_word_set(text: str) -> frozenset[str]:
+    """The distinct lower-cased words of ``text`` that :func:`content_words` counts."""
+    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
 
 
 def named_speaker(question: str, speakers: Sequence[str]) -> str | None:
@@ -169,7 +174,7 @@ def rerank(
             for r, d in enumerate(hits):
                 scores[d] += cues.speaker / (cues.rrf_k + r + 1)
     if cues.date:
-        stated = _dates_in(question)
+        stated = stated_dates(question)
         if stated:
 
             def matches(d: str) -> bool:
