@@ -12,6 +12,7 @@ fields first, then the method's own constructor (its cross-field checks), each p
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -131,8 +132,11 @@ def check_fields(
     unknown = sorted(set(raw) - known - set(ignore))
     if unknown:
         key = unknown[0]
+        close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(prefix + c for c in close)}? " if close else ""
         raise ConfigError(
-            f"{prefix}{key}={raw[key]!r} is not allowed ({where}): unknown key; known keys: {', '.join(sorted(known))}"
+            f"{prefix}{key}={raw[key]!r} is not allowed ({where}): unknown key; {hint}"
+            f"known keys: {', '.join(sorted(known))}"
         )
     rules = rules or {}
     for key, value in raw.items():

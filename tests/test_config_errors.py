@@ -220,3 +220,13 @@ def test_validate_method_rejects_what_the_method_constructor_rejects() -> None:
     """Cross-field checks come from the method's own config class (A-MEM's content_template placeholders)."""
     with pytest.raises(ConfigError, match=r"content_template must contain \{speaker\} and \{text\}"):
         validate_method("amem", {"name": "amem", "content_template": "no placeholders"}, {"name": "none"})
+
+
+def test_an_unknown_method_key_names_the_close_ones() -> None:
+    from memcore.errors import ConfigError
+    from memcore.memory.config import MemCoReConfig
+    from memcore.schema import check_fields
+
+    with pytest.raises(ConfigError, match=r"unknown key; did you mean method\.pack_keyword or ") as err:
+        check_fields(MemCoReConfig, {"pack_keywords": 1.0}, prefix="method.", where="method memcore-cheap")
+    assert "\n" not in str(err.value)

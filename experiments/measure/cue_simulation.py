@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from experiments.measure.splits import DEV
 from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
@@ -26,7 +27,6 @@ from memcore.itemlog import read_run_items
 from memcore.packing.turns import Cues, TurnMeta, fill_framed, rerank
 
 DEFAULT_RUN = Path("results/measured/equal_tokens/runs/eqtok_2000/locomo/local/amem/memcore-cheap/none")
-DEV = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
 
 
 def simulate(items: list[dict], data: dict, cues: Cues, frame: str, tokens: int) -> dict[str, float]:

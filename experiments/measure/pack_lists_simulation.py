@@ -29,6 +29,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from experiments.benchmarks.common import compose, machine_state
+from experiments.measure.splits import DEV
 from memcore.config import EmbedderConfig
 from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.loader import load_locomo
@@ -41,7 +42,6 @@ from memcore.packing.notes import Hierarchy, HierarchyIndex, Packer, PackQuery
 from memcore.packing.turns import WindowIndex, Windows
 from memcore.types import Conversation
 
-DEV = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
 BUDGETS = (500, 2000)
 CATS = (1, 2, 3, 4)
 #: The grid of each knob, or of knobs that only act together (a neighbour count is nothing without its list's
