@@ -73,9 +73,7 @@ def test_split_recall_gives_each_split_and_the_margin_over_the_reference() -> No
     from experiments.measure import split_recall
 
     def run(name: str, method: str, recalls: dict[str, float]) -> RunData:
-        items = [
-            {"item_id": f"{conv}-q", "conv_id": conv, "category": 2, "recall": r} for conv, r in recalls.items()
-        ]
+        items = [{"item_id": f"{conv}-q", "conv_id": conv, "category": 2, "recall": r} for conv, r in recalls.items()]
         config = {"method": {"name": method}, "eval": {"context_tokens": 500}}
         return RunData(Path(name), {"run": {"method": method}}, config=config, _items=items)
 
