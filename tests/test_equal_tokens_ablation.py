@@ -64,9 +64,13 @@ def test_rows_pair_each_run_with_the_full_one_at_its_budget() -> None:
     assert table[1][2][500].startswith("75.0 (+0.0 [+0.0, +0.0]")
 
 
-def test_two_default_runs_at_one_budget_are_an_error() -> None:
-    with pytest.raises(ValueError, match="2 full-method runs"):
+def test_two_default_runs_at_one_budget_must_agree_item_by_item() -> None:
+    _, table = eta.rows([_run("a", [1.0, 0.0]), _run("b", [1.0, 0.0])], DEFAULTS)
+    assert [name for name, _, _ in table] == ["full"]
+    with pytest.raises(ValueError, match="disagree item by item"):
         eta.rows([_run("a", [1.0]), _run("b", [0.0])], DEFAULTS)
+    with pytest.raises(ValueError, match="no full-method run"):
+        eta.rows([_run("a", [1.0], pack_link=0.0)], DEFAULTS)
 
 
 def test_split_recall_gives_each_split_and_the_margin_over_the_reference() -> None:

@@ -75,6 +75,11 @@ def knob_diff(run: RunData, full: RunData) -> str:
     return ", ".join(f"{k}={a.get(k)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
 
 
+def per_item_recall(run: RunData) -> dict[str, float | None]:
+    """Each item's recall, by item id."""
+    return {str(it["item_id"]): it.get("recall") for it in run.items}
+
+
 def recall(run: RunData) -> float | None:
     vals = [it["recall"] for it in run.items if int(it["category"]) in CATS and it.get("recall") is not None]
     return 100.0 * sum(vals) / len(vals) if vals else None
@@ -95,12 +100,15 @@ def rows(
     table: dict[str, tuple[str, dict[int, str]]] = {}
     for n in budgets:
         candidates = [r for r in by_budget[n] if r.ablation == "none" and is_default(r, defaults)]
-        if len(candidates) != 1:
-            raise ValueError(f"{len(candidates)} full-method runs (ablation none, default packer knobs) at {n} tokens")
+        if not candidates:
+            raise ValueError(f"no full-method run (ablation none, default packer knobs) at {n} tokens")
         full = candidates[0]
+        for other in candidates[1:]:  # the same configuration twice (a sweep's ablation=none): must agree
+            if per_item_recall(other) != per_item_recall(full):
+                raise ValueError(f"full-method runs {full.path} and {other.path} at {n} tokens disagree item by item")
         table.setdefault("full", ("memcore-cheap's default", {}))[1][n] = f"**{recall(full):.1f}**"
         for r in by_budget[n]:
-            if r is full:
+            if r in candidates:
                 continue
             name = r.ablation if r.ablation != "none" else knob_diff(r, full)
             if not name:
