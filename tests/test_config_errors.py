@@ -20,9 +20,11 @@ import pytest
 
 import memcore.cli as cli
 from memcore.config import ConfigError
+from memcore.memory.config import MemCoReConfig
 from memcore.methods import method_names, method_specs
 from memcore.pipeline.rundir import RUN_STATE
 from memcore.pipeline.runlock import LOCK_FILE
+from memcore.schema import check_fields
 from memcore.validation import METHOD_VALIDATORS, validate_method
 from tests.support import CHILD_OF_TEST, REPO, compose_run
 
@@ -223,10 +225,6 @@ def test_validate_method_rejects_what_the_method_constructor_rejects() -> None:
 
 
 def test_an_unknown_method_key_names_the_close_ones() -> None:
-    from memcore.errors import ConfigError
-    from memcore.memory.config import MemCoReConfig
-    from memcore.schema import check_fields
-
     with pytest.raises(ConfigError, match=r"unknown key; did you mean method\.pack_keyword or ") as err:
         check_fields(MemCoReConfig, {"pack_keywords": 1.0}, prefix="method.", where="method memcore-cheap")
     assert "\n" not in str(err.value)

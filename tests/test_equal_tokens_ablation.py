@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from experiments.measure import equal_tokens_ablation as eta
+from experiments.measure import split_recall
 from memcore.report.collect import RunData
 
 DEFAULTS = {
@@ -74,8 +75,6 @@ def test_two_default_runs_at_one_budget_must_agree_item_by_item() -> None:
 
 
 def test_split_recall_gives_each_split_and_the_margin_over_the_reference() -> None:
-    from experiments.measure import split_recall
-
     def run(name: str, method: str, recalls: dict[str, float]) -> RunData:
         items = [{"item_id": f"{conv}-q", "conv_id": conv, "category": 2, "recall": r} for conv, r in recalls.items()]
         config = {"method": {"name": method}, "eval": {"context_tokens": 500}}

@@ -48,7 +48,7 @@ SWITCH_NOTES = {
 
 def default_knobs() -> dict[str, float]:
     """memcore-cheap's packer knobs as ``memcore-run method=memcore-cheap`` composes them."""
-    from experiments.benchmarks.common import compose
+    from experiments.benchmarks.common import compose  # Hydra: only for the table, not for importing the rows
 
     method = compose(["method=memcore-cheap"], Path("/nonexistent")).method
     return {k: float(method[k]) for k in (*PACK_LISTS, *PACK_SHAPE)}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the memory already knows, at equal tokens, on all of LoCoMo without an LLM: memcore-cheap's default (the
-# session windows and the hierarchy lists in the packer) at 250 / 500 / 1,000 / 2,000 tokens beside rag_hybrid with
+# session windows in the packer) at 250 / 500 / 1,000 / 2,000 tokens beside rag_hybrid with
 # the same session frame and cues, and with the same windows too; the paper's nine ablations (experiment=
 # paper_ablation, LLM-free), each packer list off and each list left at 0 on, at 500 and 2,000; K = 20 with packing off and on. Then the
 # items are archived slim, the oracle runs written, the reports, the ablation table and the miss classes made.
@@ -25,10 +25,9 @@ EOF
 )"
 # each packer list of the default off, and each list the dev split left at 0 switched on at its best dev value
 # (the method knobs a row of the ablation table differs by)
-OFF=("method.pack_window_bm25=0.0 method.pack_window_dense=0.0" "method.pack_link=0.0"
-  "method.pack_window_bm25=0.0 method.pack_window_dense=0.0 method.pack_link=0.0"
+OFF=("method.pack_window_bm25=0.0 method.pack_window_dense=0.0" "method.pack_link=0.6"
   "method.pack_keyword=0.25 method.pack_keyword_graph=3" "method.pack_topic=0.2" "method.pack_link_text=0.5")
-OFF_NAMES=(windows links windows_links plus_keyword plus_topic plus_link_text)
+OFF_NAMES=(windows plus_link plus_keyword plus_topic plus_link_text)
 log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 run() {  # a leading -m (Hydra's multirun flag) goes before the overrides
   local t0=$SECONDS flags=()
@@ -56,19 +55,23 @@ ARCHIVE=${RUN%memcore-run}memcore-archive
 "$PY" -m experiments.measure.slim_items "$OUT/runs"
 "$PY" -m experiments.measure.oracle_runs "$OUT"/runs/eta_{250,500,1000,2000}
 REPORT=${RUN%memcore-run}memcore-report
-R=$(for n in 250 500 1000 2000; do printf '%s ' "$OUT/runs/eta_$n" "$OUT/runs/eta_${n}_cues" "$OUT/runs/eta_${n}_windows"; done)
+# the tables name the runs relative to the note dir, as the note's commands (and the regeneration test) do
+REPORT=$(realpath -ms "$REPORT") PY_IN_OUT=$(realpath -ms "$PY")
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+cd "$OUT"
+R=$(for n in 250 500 1000 2000; do printf '%s ' "runs/eta_$n" "runs/eta_${n}_cues" "runs/eta_${n}_windows"; done)
 # shellcheck disable=SC2086
-"$REPORT" $R --no-reference --layout detail --formats md,csv --out "$OUT/report" \
+"$REPORT" $R --no-reference --layout detail --formats md,csv --out report \
   --equal-tokens-reference "rag_hybrid, session frame + cues"
 # shellcheck disable=SC2086
-"$REPORT" $R --no-reference --layout detail --formats md,csv --no-plots --out "$OUT/report_vs_rag_windows" \
+"$REPORT" $R --no-reference --layout detail --formats md,csv --no-plots --out report_vs_rag_windows \
   --equal-tokens-reference "rag_hybrid, session frame + cues + windows"
-"$PY" -m experiments.measure.equal_tokens_ablation "$OUT"/runs/eta_{500,2000} "$OUT"/runs/eta_abl_* "$OUT"/runs/eta_off_* \
-  --out "$OUT/table.md"
+"$PY_IN_OUT" -m experiments.measure.equal_tokens_ablation runs/eta_{500,2000} runs/eta_abl_* runs/eta_off_* --out table.md
 # shellcheck disable=SC2086
-"$PY" -m experiments.measure.split_recall $R --reference "rag_hybrid, session frame + cues" --out "$OUT/split_recall.md"
+"$PY_IN_OUT" -m experiments.measure.split_recall $R --reference "rag_hybrid, session frame + cues" --out split_recall.md
 # shellcheck disable=SC2086
-"$PY" -m experiments.measure.split_recall $R --reference "rag_hybrid, session frame + cues + windows" \
-  --out "$OUT/split_recall_vs_rag_windows.md"
+"$PY_IN_OUT" -m experiments.measure.split_recall $R --reference "rag_hybrid, session frame + cues + windows" \
+  --out split_recall_vs_rag_windows.md
+cd - >/dev/null
 "$PY" -m experiments.measure.miss_classes --results "$ROOT" --out "$OUT/miss_classes.json"
 log "all runs finished"

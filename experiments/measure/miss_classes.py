@@ -106,7 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if len(examples[b][c]) < 5:
                     examples[b][c].append(f"{item} {g}")
     result: dict[str, Any] = {
-        "command": "python -m experiments.measure.miss_classes " + " ".join(argv or sys.argv[1:]),
+        "command": "python -m experiments.measure.miss_classes "
+        + " ".join(argv or sys.argv[1:]).replace(str(args.results), "<results>"),
         "machine": machine_state(),
         "gold_turns": sum(len(q[2]) for q in sim.questions),
         "missed": {str(b): {c: counts[b][c] for c in CLASSES} for b in args.budgets},

@@ -225,7 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     log: list[dict[str, Any]] = []
     chosen = ascend(sim, args.sweeps, log)
     result = {
-        "command": "python -m experiments.measure.pack_lists_simulation " + " ".join(argv or sys.argv[1:]),
+        "command": "python -m experiments.measure.pack_lists_simulation "
+        + " ".join(argv or sys.argv[1:]).replace(str(args.results), "<results>"),
         "machine": machine_state(),
         "dev": list(DEV),
         "budgets": list(BUDGETS),
