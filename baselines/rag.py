@@ -17,6 +17,7 @@ the Hugging Face hub where it is reachable; here it is not, and the run stops wi
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,6 +201,13 @@ class RAG:
             context = "\n".join(locomo_rag_line(self.turns[i], self.cfg.locomo_captions) for i, _, _ in ranked)
             return Evidence(notes=notes, context=context, extra=dict(extra or {}))
         return Evidence(notes=notes, extra=dict(extra or {}))
+
+    def prefetch_queries(self, questions: Sequence[str]) -> None:
+        """Embed the questions in one batch (dense and hybrid retrievers: the query is the question as asked)."""
+        if self.vectors is None or not self.turns or not questions:
+            return
+        embedder = self.embedder
+        getattr(embedder, "encode_queries", embedder.encode)(list(dict.fromkeys(questions)))
 
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         return self._evidence(self._ranked(query, budget or self.cfg.top_k))

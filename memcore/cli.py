@@ -13,6 +13,7 @@ from typing import NoReturn
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException, MissingConfigException
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -27,6 +28,7 @@ from memcore.llm.local_server import LocalServerError
 from memcore.methods import METHODS, NO_BACKBONE, backbone_label
 from memcore.pipeline.runlock import RunDirBusyError, RunDirError, unwritable_line
 from memcore.registry import UnknownNameError
+from memcore.timing import process_age_s
 
 log = logging.getLogger("memcore")
 
@@ -57,7 +59,10 @@ def _hydra_main(cfg: DictConfig) -> float | None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     point_to_earlier_run(cfg, run_dir)
     try:
-        result = run_config(cfg, run_dir)
+        # a multirun's later jobs share the process: only the first job's run was waiting on the imports
+        hc = HydraConfig.get()
+        startup = process_age_s() if hc.mode != RunMode.MULTIRUN or int(hc.job.num) == 0 else None
+        result = run_config(cfg, run_dir, startup_s=startup)
     except _user_errors() as exc:
         log_to_files(logging.ERROR, str(exc))  # the run's log keeps it; the terminal gets the one line below
         print(f"error: {exc}", file=sys.stderr)

@@ -60,6 +60,9 @@ class EmbedderConfig:
     batch_size: int = 64
     query_model: str | None = None  # hub: a dual encoder's query side (DRAGON); None: ``model`` embeds both
     pooling: str = "mean"  # hub: mean (Contriever) | cls (DRAGON)
+    # minilm: torch's threads for encoding; null: every core in the run's process (its encodes take turns behind
+    # one lock, so they cannot oversubscribe), one in a build worker process
+    threads: int | None = None
 
 
 @dataclass

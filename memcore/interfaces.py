@@ -256,3 +256,15 @@ class SelfAnsweringMemory(Protocol):
 
     def after_qa(self) -> None:
         """Called once after the conversation's last QA item (e.g. consolidation)."""
+
+
+@runtime_checkable
+class PrefetchesQueries(Protocol):
+    """A memory that can embed, in one batch, the query texts its ``retrieve`` will embed for these questions.
+
+    The runner calls it once per conversation, after ``finalize``/``load`` and before the first item; the
+    vectors land in the run's cached embedder, which then serves each question's lookups. It must not change
+    what ``retrieve`` returns (a text embedded in a batch or alone gets the same vector, within float tolerance),
+    and texts that exist only after an LLM step are not prefetched."""
+
+    def prefetch_queries(self, questions: Sequence[str]) -> None: ...

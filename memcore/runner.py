@@ -23,7 +23,7 @@ from memcore.config import ConfigError, EmbedderConfig, validate
 from memcore.eval.judge import get_preset, judge_run_info
 from memcore.eval.protocols import EvalProtocol, get_protocol
 from memcore.eval.upstream import no_upstream_line
-from memcore.interfaces import LazyResource, MethodSpec, SelfAnsweringMemory
+from memcore.interfaces import LazyResource, MethodSpec, PrefetchesQueries, SelfAnsweringMemory
 from memcore.itemlog import ItemWriter, read_items, require_unique_ids
 from memcore.llm.cache_shards import CacheLayout
 from memcore.llm.factory import precheck_embedder
@@ -43,6 +43,7 @@ from memcore.pipeline.rundir import RunConflictError, guard_run_dir, result_fiel
 from memcore.pipeline.runlock import RunDirLock
 from memcore.pipeline.score import run_extra_metrics, score_item
 from memcore.stopflag import StopFlag, StopRequested, wait_interruptibly
+from memcore.timing import StageClock
 from memcore.types import Conversation, QAItem
 from memcore.validation import validate_run
 
@@ -68,7 +69,9 @@ class Runner:
         backbone_override: Any = None,
         embedder_override: Any = None,
         stop: StopFlag | None = None,
+        startup_s: float | None = None,
     ) -> None:
+        """``startup_s``: the seconds the process took before this run (imports), when the caller knows them."""
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.backbone_override = backbone_override
@@ -78,6 +81,9 @@ class Runner:
         self.protocol: EvalProtocol = get_protocol(str(cfg.protocol.name))
         self.extra_metrics: tuple[Metric, ...] = run_extra_metrics(cfg)
         self.timings: dict[str, float] = {}
+        self.clock = StageClock()
+        if startup_s is not None:
+            self.clock.add("start-up", startup_s)
         self.conv_stats: dict[str, Any] = {}
         self._stop = stop or StopFlag()  # set on the first fatal error, Ctrl-C or SIGTERM: workers stop taking work
         self._cache_layout: CacheLayout | None = None
@@ -107,7 +113,8 @@ class Runner:
         """Check every knob and load the slice (an empty selection stops here), guard the run dir, then build,
         predict and score each pending conversation and item; finally report over everything in items.jsonl."""
         t_start = time.perf_counter()
-        data = self._check()
+        with self.clock.stage("load"):
+            data = self._check()
         with RunDirLock(self.run_dir):  # one writer per run dir, before anything in it is read or written
             return self._run_locked(data, t_start)
 
@@ -139,6 +146,7 @@ class Runner:
             items_written=self.items_written,
             protocol=self.protocol,
             extra_metrics=self.extra_metrics,
+            clock=self.clock,
         )
 
     def _record_unfinished(self, data: LoadedSlice, started: str, t_start: float, exc: BaseException) -> None:
@@ -198,7 +206,7 @@ class Runner:
             log.info(no_upstream_line(self.spec.name))
         return data
 
-    def _process(self, data: LoadedSlice) -> dict[str, bool]:
+    def _process(self, data: LoadedSlice) -> dict[str, Any]:
         """Build, predict and score every pending item, conversations in parallel threads; returns which lazy
         resources were started."""
         plan = self.concurrency
@@ -299,6 +307,7 @@ class Runner:
             bars.ingested(n)
             stop_check()
 
+        t_build = time.perf_counter()
         memory = builder.build(
             conv,
             backbone=LazyResource(lambda: ScopedBackbone(res.backbone.get(), scope)),
@@ -309,8 +318,13 @@ class Runner:
         )
         if memory.reused:
             bars.build(len(conv.turns), reused=True)
+        self.clock.add("build", time.perf_counter() - t_build)
         self.conv_stats[conv.conv_id] = memory.stats
         system = memory.system
+        pending = [q for q in conv.qa if q.item_id not in done]
+        if isinstance(system, PrefetchesQueries) and pending and not self._stop.is_set():
+            with self.clock.stage("prefetch"):
+                system.prefetch_queries([q.question for q in pending])
         judge = res.judge if self.cfg.eval.judge else None
 
         def one(item: QAItem) -> None:
@@ -328,6 +342,9 @@ class Runner:
                         answer=bool(self.cfg.eval.answer),
                         method=self.spec.name,
                     )
+                    self.clock.add("retrieve", prediction.retrieve_s)
+                    self.clock.add("answer", prediction.answer_s)
+                    t_score = time.perf_counter()
                     record = score_item(
                         item,
                         prediction,
@@ -337,16 +354,17 @@ class Runner:
                         audited=data.audited.get(item.item_id),
                         judge=judge,
                     )
+                    self.clock.add("score", time.perf_counter() - t_score)
             except StopRequested:
                 return  # the run is stopping (Ctrl-C or a failure elsewhere): the rerun answers this item
             except BaseException:
                 self._stop.set()
                 raise
             record.usage = item_usage(spent)
-            writer.write(record.to_json())
+            with self.clock.stage("write"):
+                writer.write(record.to_json())
             bars.qa(1)
 
-        pending = [q for q in conv.qa if q.item_id not in done]
         if self.spec.sequential_qa or isinstance(system, SelfAnsweringMemory):
             for item in pending:
                 one(item)

@@ -88,7 +88,12 @@ BACKBONE_RULES: dict[str, Rule] = {
     "price_out_per_mtok": NONNEG,
     "scripted_latency_s": NONNEG,
 }
-EMBEDDER_RULES: dict[str, Rule] = {"dim": POS, "batch_size": POS, "pooling": Rule(choices=("mean", "cls"))}
+EMBEDDER_RULES: dict[str, Rule] = {
+    "dim": POS,
+    "batch_size": POS,
+    "threads": POS,
+    "pooling": Rule(choices=("mean", "cls")),
+}
 DATASET_RULES: dict[str, Rule] = {"max_sessions": POS, "max_qa": POS}
 PROTOCOL_RULES: dict[str, Rule] = {
     "temperature": TEMPERATURE,

@@ -4,6 +4,7 @@ throughput fixes: one request bound, process builds for CPU-bound builds, the sc
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from experiments.benchmarks.cache_rerun import sweep
 from experiments.benchmarks.common import compose, md_table, run_scripted
 from experiments.benchmarks.fake_openai import backbone_overrides, fake_openai_server
 from experiments.benchmarks.retrieval_scale import run_size
+from experiments.benchmarks.retrieval_speed import main as retrieval_speed_main
 from memcore.config import EmbedderConfig, validate
 from memcore.interfaces import Completion, Message
 from memcore.llm.limiter import RequestLimiter
@@ -283,3 +285,24 @@ def test_memory_build_counts_cached_calls_too(tmp_path: Path) -> None:
         c["llm_calls_per_turn"],
         0,
     )
+
+
+@pytest.mark.e2e  # MiniLM in three processes and two memcore-run processes: make test, not make test-fast
+@pytest.mark.usefixtures("locomo_path")
+def test_retrieval_speed_writes_its_floor_rows_and_targets(tmp_path: Path) -> None:
+    argv = ["--dataset", "conv-30", "--methods", "rag_bm25", "--budgets", "500", "--out", str(tmp_path)]
+    assert retrieval_speed_main([*argv, "--name", "smoke"]) == 0
+    result = json.loads((tmp_path / "smoke.json").read_text())
+    assert sorted(f["threads"] for f in result["floor"]) == sorted({1, os.cpu_count() or 1})
+    assert all(f["texts"] == f["turns"] + f["questions"] > 0 for f in result["floor"])
+    phases = [(r["method"], r["phase"], r["budget"]) for r in result["runs"]]
+    assert phases == [("rag_bm25", "cold", "500"), ("rag_bm25", "warm", "500")]
+    warm = result["runs"][1]
+    assert warm["items"] > 0 and warm["texts_computed"] == 0 and "retrieve" in warm["stages_s"]
+    table = (tmp_path / "smoke.md").read_text()
+    assert "÷ floor" in table and "≤ 20 s" in table and str(result["machine_at_start"]) in table
+
+
+def test_retrieval_speed_refuses_a_method_it_does_not_time(tmp_path: Path, capsys) -> None:
+    assert retrieval_speed_main(["--methods", "memcore", "--out", str(tmp_path)]) == 2
+    assert "not a retrieval-only method" in capsys.readouterr().err

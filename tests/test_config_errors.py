@@ -53,6 +53,7 @@ HARNESS_BAD_VALUES: list[tuple[list[str], list[str]]] = [
     (["backbone.kind=openai"], ["backbone.kind='openai'", "Known: llamacpp"]),
     (["embedder.dim=0"], ["embedder.dim=0", ">= 1"]),
     (["embedder=minilm", "+embedder.batch_size=-1"], ["embedder.batch_size=-1", ">= 1"]),
+    (["embedder=minilm", "embedder.threads=0"], ["embedder.threads=0", ">= 1"]),
     # eval, dataset, protocol, run
     (["eval.budget=0"], ["eval.budget=0", ">= 1"]),
     (["eval.context_tokens=0"], ["eval.context_tokens=0", ">= 1"]),

@@ -90,6 +90,17 @@ def test_itemlog_drops_torn_last_line_and_repairs(tmp_path) -> None:
     assert [r["item_id"] for r in read_items(p)] == ["a", "b", "c"]
 
 
+def test_a_record_is_in_the_file_as_soon_as_it_is_written_between_fsyncs(tmp_path) -> None:
+    p = tmp_path / "items.jsonl"
+    w = ItemWriter(p, sync_every_s=3600.0)  # no fsync until close: a killed process still leaves its records
+    w.write({"item_id": "a"})
+    w.write({"item_id": "b"})
+    assert [r["item_id"] for r in read_items(p)] == ["a", "b"] and w.written == 2
+    w.close()
+    w.close()  # closing twice is harmless
+    assert [r["item_id"] for r in read_items(p)] == ["a", "b"]
+
+
 def test_itemlog_damage_in_the_middle_is_an_error(tmp_path) -> None:
     p = tmp_path / "items.jsonl"
     p.write_text('{"item_id": "a"}\nnot json\n{"item_id": "b"}\n')

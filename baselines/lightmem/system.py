@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +144,11 @@ class LightMem:
         return self._updater.queues(self.entries, self._vectors)
 
     # ------------------------------------------------------------------ retrieval
+    def prefetch_queries(self, questions: Sequence[str]) -> None:
+        """Embed the questions in one batch: the search query is the question as asked."""
+        if questions and self.entries:
+            self.embedder.encode(list(dict.fromkeys(questions)))
+
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """Embedding top-k (``top_k``, or ``budget``) over the long-term entries."""
         k = int(budget or self.cfg.top_k)

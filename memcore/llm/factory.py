@@ -223,7 +223,7 @@ def build_backbone(
 
 
 def _minilm(cfg: EmbedderConfig) -> Embedder:
-    return MiniLMEmbedder(batch_size=cfg.batch_size)
+    return MiniLMEmbedder(batch_size=cfg.batch_size, threads=cfg.threads or os.cpu_count() or 1)
 
 
 def _openai_embedder(cfg: EmbedderConfig) -> Embedder:

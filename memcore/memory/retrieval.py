@@ -6,6 +6,7 @@ Read-only after ``finalize``: every method here may run from several threads at 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,10 +154,22 @@ class Decomposer:
         self.extractor = extractor
         self.cfg = cfg
         self.seed = seed
+        self._cheap: dict[str, QueryPlan] = {}
+        self._lock = threading.Lock()
+
+    def cheap(self, query: str) -> QueryPlan:
+        """:func:`cheap_plan` of ``query``, computed once per question (prefetch and retrieval share it)."""
+        with self._lock:
+            plan = self._cheap.get(query)
+        if plan is None:
+            plan = cheap_plan(query, self.extractor)
+            with self._lock:
+                self._cheap[query] = plan
+        return plan
 
     def plan(self, query: str) -> QueryPlan:
         if self.backbone is None:
-            return cheap_plan(query, self.extractor)
+            return self.cheap(query)
         res = complete_json(
             self.backbone,
             [

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -301,6 +301,20 @@ class MemCoRe:
         )
 
     # ------------------------------------------------------------------ query
+    def prefetch_queries(self, questions: Sequence[str]) -> None:
+        """Cheap mode: embed in one batch the texts the first round embeds for each question (the rule-based plan's
+        topic and entities; the packer's query is the question, the topic). LLM mode plans with the LLM, and IER's
+        later rounds depend on the first, so nothing of them is prefetched."""
+        if self.cfg.uses_llm or not questions:
+            return
+        if self._refiner is None:
+            raise NotFinalizedError("MemCoRe.prefetch_queries() needs finalize() (or load()) after the last ingest()")
+        texts: list[str] = []
+        for question in dict.fromkeys(questions):
+            plan = self._refiner.decomposer.cheap(question)
+            texts += [plan.topic or plan.query, *plan.entities]
+        self.embedder.encode(list(dict.fromkeys(texts)))
+
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """Tri-pathway retrieval with IER; ``budget`` overrides K_final (the number of notes). With ``pack`` the
         evidence is the packed raw turns within ``pack_tokens`` (None: the tokens of the top K_final whole

@@ -33,7 +33,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -138,11 +138,13 @@ def _session_date(date: str) -> tuple[int, int, int] | None:
     return None
 
 
+@lru_cache(maxsize=1 << 16)  # the same turns are counted for every question of their conversation
 def content_words(text: str) -> int:
     """Words of ``text`` that are not stop words or small talk."""
     return sum(1 for w in _WORD.findall(text.lower()) if w not in _STOP)
 
 
+@lru_cache(maxsize=1 << 16)
 def content_word_set(text: str) -> frozenset[str]:
     """The distinct lower-cased words of ``text`` that :func:`content_words` counts."""
     return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
@@ -193,7 +195,8 @@ def rerank(
             m = meta(d)
             return m is not None and content_words(m.text) < cues.filler
 
-        ranked = [d for d in ranked if not is_filler(d)] + [d for d in ranked if is_filler(d)]
+        filler = {d for d in ranked if is_filler(d)}
+        ranked = [d for d in ranked if d not in filler] + [d for d in ranked if d in filler]
     if cues.neighbors:
         out: list[str] = []
         placed: set[str] = set()

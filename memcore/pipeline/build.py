@@ -12,6 +12,7 @@ the server, and the backbone lives in the runner).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import time
@@ -203,7 +204,7 @@ def _no_backbone(method: str) -> Any:
     )
 
 
-def build_in_worker(job: BuildJob) -> tuple[bool, dict[str, int]]:
+def build_in_worker(job: BuildJob) -> tuple[bool, dict[str, float]]:
     """Build ``job``'s snapshot in this process unless a complete one exists; returns whether it was built here
     and the embedder's :meth:`~memcore.llm.embedders.CachedEmbedder.counts` (empty when none was loaded)."""
     spec: MethodSpec = get_method(job.method)
@@ -214,7 +215,9 @@ def build_in_worker(job: BuildJob) -> tuple[bool, dict[str, int]]:
             return False, {}
     except SnapshotError:
         pass  # damaged: build_or_load below moves it aside and rebuilds
-    embedder = LazyResource(lambda: build_embedder(job.embedder, cache=job.embedder_cache))
+    # one torch thread per worker process unless the config says otherwise: the workers run side by side
+    ecfg = job.embedder if job.embedder.threads else dataclasses.replace(job.embedder, threads=1)
+    embedder = LazyResource(lambda: build_embedder(ecfg, cache=job.embedder_cache))
     backbone = LazyResource(lambda: _no_backbone(job.method))
     scope = UsageTracker()
 
@@ -225,12 +228,20 @@ def build_in_worker(job: BuildJob) -> tuple[bool, dict[str, int]]:
     return not snap.reused, embedding_counts(embedder)
 
 
-def embedding_counts(embedder: LazyResource) -> dict[str, int]:
-    """The counts of ``embedder`` when it was built and counts (:class:`~memcore.llm.embedders.CachedEmbedder`)."""
+def embedding_counts(embedder: LazyResource) -> dict[str, float]:
+    """The counts of ``embedder`` when it was built and counts (:class:`~memcore.llm.embedders.CachedEmbedder`),
+    with the seconds its model spent encoding."""
     if not embedder.built:
         return {}
-    counts = getattr(embedder.get(), "counts", None)
-    return dict(counts()) if callable(counts) else {}
+    inner = embedder.get()
+    counts = getattr(inner, "counts", None)
+    if not callable(counts):
+        return {}
+    out: dict[str, float] = dict(counts())
+    seconds = getattr(inner, "seconds", None)
+    if callable(seconds):
+        out["seconds"] = round(float(seconds()), 3)
+    return out
 
 
 def no_worker_processes(
@@ -387,11 +398,11 @@ class MemoryBuilder:
         return BuiltMemory(snap.system, snap.reused, stats)
 
 
-def run_embedding_counts(embedder: LazyResource, conv_stats: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+def run_embedding_counts(embedder: LazyResource, conv_stats: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     """Texts this invocation embedded with the model and texts the caches served: the run's own embedder plus the
     builds in worker processes (``worker_embeddings`` of :meth:`MemoryBuilder.build`'s stats)."""
-    total = {"computed": 0, "from_cache": 0, **embedding_counts(embedder)}
+    total: dict[str, float] = {"computed": 0, "from_cache": 0, **embedding_counts(embedder)}
     for stats in conv_stats:
         for k, v in (stats.get("worker_embeddings") or {}).items():
-            total[k] = total.get(k, 0) + int(v)
+            total[k] = round(total.get(k, 0) + float(v), 3) if k == "seconds" else int(total.get(k, 0)) + int(v)
     return total

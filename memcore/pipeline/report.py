@@ -26,6 +26,7 @@ from memcore.metrics import Metric
 from memcore.pipeline.build import other_memory_backbone
 from memcore.pipeline.load import LoadedSlice
 from memcore.pipeline.resources import run_upstream_answer
+from memcore.timing import StageClock, timing_block, timing_line
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ def run_cost(
     n_items: int,
     *,
     wall_s: dict[str, float],
-    built: dict[str, bool],
+    built: dict[str, Any],
     items: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """``cost.json``: LLM calls and tokens by stage, the memory build's cost per turn, calls per question and
@@ -345,18 +346,21 @@ def write_report(
     usage: dict[str, Any],
     timings: dict[str, float],
     t_start: float,
-    built: dict[str, bool],
+    built: dict[str, Any],
     started: str = "",
     items_written: int = 0,
     protocol: EvalProtocol | None = None,
     extra_metrics: Sequence[Metric] = (),
+    clock: StageClock | None = None,
 ) -> RunResult:
     """Aggregate ``run_dir/items.jsonl`` (the items of ``data`` only, in dataset order: float sums then do not
     depend on threads or on resuming) and write the run's metrics, cost, stats and table.
 
     Counters cover every invocation of the run (``stats.json → invocations``, one entry per invocation that did
     work; ``cost.json → run_totals``); an invocation with nothing to do adds no entry and keeps the previous
-    ``cost.json`` usage, so its report repeats the previous numbers."""
+    ``cost.json`` usage, so its report repeats the previous numbers. ``clock``: this invocation's seconds per
+    stage (:mod:`memcore.timing`), written as ``stats.json``'s ``timing`` and logged as one line."""
+    t_report = time.perf_counter()
     items = read_items(run_dir / "items.jsonl")
     require_unique_ids(items, run_dir)
     order = {q.item_id: i for i, q in enumerate(q for c in data.conversations for q in c.qa)}
@@ -398,6 +402,13 @@ def write_report(
     cost["this_invocation"] = {"idle": idle, "calls": entry["calls"], "items_written": entry["items_written"]}
     metrics["parse_failures"] = cost["run_totals"]["parse_failures_by_kind"]
     stats = {"conversations": conv_stats, "method": method, "data_cleaning": data.cleaning, "invocations": invocations}
+    if clock is not None:
+        clock.add("write", time.perf_counter() - t_report)
+        embeddings = built.get("embeddings")
+        stats["timing"] = timing_block(
+            clock.seconds(), time.perf_counter() - t_start, embeddings if isinstance(embeddings, dict) else None
+        )
+        log.info("%s", timing_line(stats["timing"]))
 
     backbone = backbone_label(cfg)
     title = f"{method} / {cfg.ablation.name} / {'-' if backbone == NO_BACKBONE else backbone} / {cfg.dataset.name} ({cfg.protocol.name} protocol)"

@@ -35,9 +35,7 @@ import re
 import string
 from collections import Counter
 from functools import lru_cache
-
-from nltk.stem import PorterStemmer
-from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+from typing import TYPE_CHECKING
 
 from memcore.datasets.locomo.categories import Category
 from memcore.eval.tokenize import word_tokenize
@@ -48,6 +46,10 @@ LOCOMO_REFUSAL_MARKERS: tuple[str, ...] = ("no information available", "not ment
 _AMEM_SEPARATORS = str.maketrans({".": " ", ",": " ", "!": " ", "?": " "})
 _ASCII_PUNCT = frozenset(string.punctuation)
 _ARTICLES_RE = re.compile(r"\b(a|an|the|and)\b")
+
+if TYPE_CHECKING:
+    from nltk.stem import PorterStemmer
+    from nltk.translate.bleu_score import SmoothingFunction
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,6 +76,8 @@ def amem_f1(prediction: str, gold: str) -> float:
 
 @lru_cache(maxsize=1)
 def _smoothing() -> SmoothingFunction:
+    from nltk.translate.bleu_score import SmoothingFunction  # nltk costs ~1 s to import: only when answers are scored
+
     return SmoothingFunction()
 
 
@@ -83,6 +87,8 @@ def amem_bleu1(prediction: str, gold: str) -> float:
         return 0.0
     hyp = word_tokenize(str(prediction).strip().lower())
     ref = word_tokenize(str(gold).strip().lower())
+    from nltk.translate.bleu_score import sentence_bleu  # see _smoothing
+
     try:
         score = sentence_bleu([ref], hyp, weights=(1, 0, 0, 0), smoothing_function=_smoothing().method1)
     except (ZeroDivisionError, ValueError):
@@ -96,6 +102,8 @@ def amem_bleu1(prediction: str, gold: str) -> float:
 # ---------------------------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def _stemmer() -> PorterStemmer:
+    from nltk.stem import PorterStemmer  # see _smoothing
+
     return PorterStemmer()
 
 
