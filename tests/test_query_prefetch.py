@@ -98,7 +98,7 @@ def test_building_minilm_imports_neither_torch_nor_nltk_until_a_text_is_encoded(
     assert out.stdout.split() == ["384", "True", "False", "False"]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # loads the real MiniLM weights (seconds): make test, not make test-fast
 def test_minilm_gives_a_text_the_same_vector_alone_and_in_a_batch() -> None:
     texts = [*QUESTIONS, *TOPIC_TURNS[::3]]
     embedder = MiniLMEmbedder()
