@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from experiments.measure.table_output import emit_table
 from memcore.eval.bootstrap import paired_delta_ci
 from memcore.memory.ablations import ABLATIONS
 from memcore.report.collect import RunData, load_runs
@@ -148,16 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not runs:
         print(f"error: no memcore-cheap run under {', '.join(map(str, args.runs))}", file=sys.stderr)
         return 2
-    try:
-        text = markdown(runs, default_knobs())
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    print(text, end="")
-    return 0
+    return emit_table(lambda: markdown(runs, default_knobs()), args.out)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.measure.splits import split_of
+from experiments.measure.table_output import emit_table
 from memcore.eval.bootstrap import paired_delta_ci
 from memcore.report.collect import RunData, load_runs
 from memcore.report.equal_tokens import context_tokens_of, row_label
@@ -88,16 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not runs:
         print(f"error: no run under {', '.join(map(str, args.runs))}", file=sys.stderr)
         return 2
-    try:
-        text = markdown(runs, args.reference)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    print(text, end="")
-    return 0
+    return emit_table(lambda: markdown(runs, args.reference), args.out)
 
 
 if __name__ == "__main__":
