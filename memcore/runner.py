@@ -31,6 +31,7 @@ from memcore.llm.scoped import ScopedBackbone
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.methods import get_method, run_uses_llm
 from memcore.metrics import Metric
+from memcore.metrics.scorers.answer import load_nltk
 from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, run_embedding_counts, worker_pool
 from memcore.pipeline.concurrency import Concurrency, plan_concurrency
 from memcore.pipeline.load import LoadedSlice, load_slice
@@ -257,6 +258,8 @@ class Runner:
                     self._stop.set()
                     raise
 
+            if self.cfg.eval.answer and pending_convs:
+                load_nltk()  # before the threads: a first import of nltk in two threads at once can fail
             t0 = time.perf_counter()
             workers = max(1, min(plan.threads, len(pending_convs)))
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="conv") as threads:

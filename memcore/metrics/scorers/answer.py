@@ -74,6 +74,15 @@ def amem_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 
 
+def load_nltk() -> None:
+    """Import the parts of nltk the answer scorers use. nltk costs about a second to import, so it loads when first
+    needed; two threads importing it for the first time at once can see a half-initialised ``nltk.corpus``, so a
+    caller that scores answers in threads calls this once before starting them."""
+    import nltk.stem
+    import nltk.tokenize.punkt
+    import nltk.translate.bleu_score  # noqa: F401
+
+
 @lru_cache(maxsize=1)
 def _smoothing() -> SmoothingFunction:
     from nltk.translate.bleu_score import SmoothingFunction  # nltk costs ~1 s to import: only when answers are scored
