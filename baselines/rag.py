@@ -146,8 +146,7 @@ class RAG:
         assert self.vectors is not None
         if not len(self.turns):
             return []
-        embedder = self.embedder
-        q = getattr(embedder, "encode_queries", embedder.encode)([query])[0]
+        q = self._encode_queries([query])[0]
         sims = self.vectors @ q
         k = min(k, len(sims))
         top = np.argpartition(-sims, k - 1)[:k]
@@ -181,8 +180,12 @@ class RAG:
         """The query's vector, or zeros when this retriever has no dense vectors (window_dense is then refused)."""
         if self.vectors is None:
             return np.zeros(0, dtype=np.float32)
+        return self._encode_queries([query])[0]
+
+    def _encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Query vectors: through the embedder's query side when it has one (a dual encoder), else ``encode``."""
         embedder = self.embedder
-        return getattr(embedder, "encode_queries", embedder.encode)([query])[0]
+        return getattr(embedder, "encode_queries", embedder.encode)(list(texts))
 
     def _window_index(self) -> WindowIndex:
         if self._windows is None:
@@ -204,10 +207,8 @@ class RAG:
 
     def prefetch_queries(self, questions: Sequence[str]) -> None:
         """Embed the questions in one batch (dense and hybrid retrievers: the query is the question as asked)."""
-        if self.vectors is None or not self.turns or not questions:
-            return
-        embedder = self.embedder
-        getattr(embedder, "encode_queries", embedder.encode)(list(dict.fromkeys(questions)))
+        if self.vectors is not None and self.turns and questions:
+            self._encode_queries(questions)
 
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         return self._evidence(self._ranked(query, budget or self.cfg.top_k))

@@ -265,6 +265,7 @@ class PrefetchesQueries(Protocol):
     The runner calls it once per conversation, after ``finalize``/``load`` and before the first item; the
     vectors land in the run's cached embedder, which then serves each question's lookups. It must not change
     what ``retrieve`` returns (a text embedded in a batch or alone gets the same vector, within float tolerance),
-    and texts that exist only after an LLM step are not prefetched."""
+    and texts that exist only after an LLM step are not prefetched. Repeated texts are fine: the cached embedder
+    encodes each distinct text once."""
 
     def prefetch_queries(self, questions: Sequence[str]) -> None: ...

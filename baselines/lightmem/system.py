@@ -147,7 +147,7 @@ class LightMem:
     def prefetch_queries(self, questions: Sequence[str]) -> None:
         """Embed the questions in one batch: the search query is the question as asked."""
         if questions and self.entries:
-            self.embedder.encode(list(dict.fromkeys(questions)))
+            self.embedder.encode(list(questions))
 
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """Embedding top-k (``top_k``, or ``budget``) over the long-term entries."""

@@ -333,7 +333,7 @@ class Mem0TwoPhase:
     def prefetch_queries(self, questions: Sequence[str]) -> None:
         """Embed the questions in one batch: the search query is the question as asked."""
         if questions:
-            self.embedder.encode(list(dict.fromkeys(questions)))
+            self.embedder.encode(list(questions))
 
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """Each speaker's top_k memories (cosine); ``budget`` (``eval.budget``): the ``budget`` best over both

@@ -173,6 +173,9 @@ class CachedEmbedder:
         self._computed = 0
         self._from_cache = 0
         self._seconds = 0.0
+        # the weights' version is in the key: another build of the same name and width never serves its vectors
+        version = getattr(inner, "version", "")
+        self._key_head = f"{self.name}\x00{version}" if version else self.name
 
     def counts(self) -> dict[str, int]:
         """``{"computed": texts the model encoded, "from_cache": texts served by the caches}`` so far."""
@@ -185,10 +188,7 @@ class CachedEmbedder:
             return self._seconds
 
     def _key(self, text: str) -> str:
-        # the weights' version is in the key: another build of the same name and width never serves its vectors
-        version = getattr(self.inner, "version", "")
-        head = f"{self.name}\x00{version}" if version else self.name
-        return hashlib.sha256(f"{head}\x00{text}".encode()).hexdigest()
+        return hashlib.sha256(f"{self._key_head}\x00{text}".encode()).hexdigest()
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Queries: through the inner embedder's ``query_encoder`` when it has its own (a dual encoder such as

@@ -310,10 +310,10 @@ class MemCoRe:
         if self._refiner is None:
             raise NotFinalizedError("MemCoRe.prefetch_queries() needs finalize() (or load()) after the last ingest()")
         texts: list[str] = []
-        for question in dict.fromkeys(questions):
+        for question in questions:
             plan = self._refiner.decomposer.cheap(question)
             texts += [plan.topic or plan.query, *plan.entities]
-        self.embedder.encode(list(dict.fromkeys(texts)))
+        self.embedder.encode(texts)
 
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """Tri-pathway retrieval with IER; ``budget`` overrides K_final (the number of notes). With ``pack`` the
