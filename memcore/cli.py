@@ -16,6 +16,7 @@ from hydra.errors import HydraException, MissingConfigException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+from threadpoolctl import ThreadpoolController
 
 from memcore import config as schema
 from memcore.config import CONFIG_DIR, ConfigError
@@ -147,10 +148,23 @@ def log_to_files(level: int, message: str) -> None:
 LIBRARY_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def pin_library_threads() -> None:
-    """Default every library thread pool to one thread (before numpy / faiss / torch load; kept if set)."""
-    for var in LIBRARY_THREAD_VARS:
-        os.environ.setdefault(var, "1")
+#: The thread pools each variable sizes, as threadpoolctl names them (``user_api`` / ``internal_api``).
+_POOL_OF_VAR = {"OMP_NUM_THREADS": "openmp", "OPENBLAS_NUM_THREADS": "openblas", "MKL_NUM_THREADS": "mkl"}
+
+
+def pin_library_threads() -> list[str]:
+    """Default every library thread pool to one thread; a variable already set is kept. A library loaded
+    before this call (numpy's OpenBLAS: importing this module imports numpy) read its variable at load, so
+    it is resized in place. Returns the pools resized."""
+    defaulted = [var for var in LIBRARY_THREAD_VARS if var not in os.environ]
+    for var in defaulted:
+        os.environ[var] = "1"
+    resized: list[str] = []
+    for lib in ThreadpoolController().lib_controllers:  # the libraries loaded so far
+        if any(_POOL_OF_VAR[v] in (lib.user_api, lib.internal_api) for v in defaulted) and lib.num_threads != 1:
+            lib.set_num_threads(1)
+            resized.append(f"{lib.internal_api} ({lib.prefix})")
+    return resized
 
 
 def stop_on_sigterm() -> None:

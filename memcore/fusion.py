@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from operator import itemgetter
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -16,13 +17,18 @@ def rrf_fuse(
     Returns (id, score) sorted by score descending; ties keep first-seen order (deterministic).
     A list may not repeat an id (only its first occurrence counts)."""
     scores: dict[K, float] = {}
+    get = scores.get
     for name, ranked in rankings.items():
         w = 1.0 if weights is None else float(weights.get(name, 1.0))
+        if len(set(ranked)) == len(ranked):  # no repeats (the usual case): no seen-set to keep
+            for rank, doc in enumerate(ranked, start=k + 1):
+                scores[doc] = get(doc, 0.0) + w / rank
+            continue
         seen: set[K] = set()
         for rank, doc in enumerate(ranked, start=1):
             if doc in seen:
                 continue
             seen.add(doc)
-            scores[doc] = scores.get(doc, 0.0) + w / (k + rank)
-    order = {doc: i for i, doc in enumerate(scores)}
-    return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+            scores[doc] = get(doc, 0.0) + w / (k + rank)
+    # a stable sort, reversed stably: ties stay in first-seen (insertion) order
+    return sorted(scores.items(), key=itemgetter(1), reverse=True)

@@ -248,6 +248,9 @@ class Runner:
             if pool is not None:
                 resources.enter_context(pool)
             builder = self._builder(pool)
+            if pool is not None:
+                builder.queue(pending_convs)
+                resources.callback(builder.cancel_queued)  # runs before the pool's shutdown (a stack unwinds LIFO)
             errors: list[BaseException] = []
 
             def process(conv: Conversation) -> None:

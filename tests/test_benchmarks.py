@@ -8,6 +8,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 from omegaconf import open_dict
 
-from experiments.benchmarks import build_once, harness_overhead, ingest_cost, synthetic
+from experiments.benchmarks import build_once, harness_overhead, ingest_cost, onnx_encoder, synthetic
 from experiments.benchmarks.cache_rerun import sweep
 from experiments.benchmarks.common import compose, md_table, run_scripted
 from experiments.benchmarks.fake_openai import backbone_overrides, fake_openai_server
@@ -31,6 +32,7 @@ from memcore.pipeline.build import BackboneInBuildWorkerError, BuildJob, build_i
 from memcore.runner import Runner, run_config
 from memcore.snapshots import construction_fields
 from memcore.testing.sim_replies import structured_responder
+from tests.support import story_conversation
 
 
 # ---------------------------------------------------------------- helpers
@@ -243,6 +245,33 @@ def test_cpu_bound_builds_run_in_worker_processes(tmp_path: Path) -> None:
     assert rag.concurrency.build_processes == 0
 
 
+class _QueueingPool:
+    """Records what is submitted; its futures never run (so a cancel always succeeds)."""
+
+    def __init__(self) -> None:
+        self.submitted: list[str] = []
+        self.futures: list[Future[Any]] = []
+
+    def submit(self, fn: Any, job: BuildJob) -> Future[Any]:
+        self.submitted.append(job.conversation.conv_id)
+        self.futures.append(Future())
+        return self.futures[-1]
+
+
+@pytest.mark.usefixtures("locomo_path")
+def test_every_build_is_queued_to_the_workers_at_once_and_a_stop_cancels_the_unstarted(tmp_path: Path) -> None:
+    overrides = ["method=memcore-cheap", "dataset=locomo", "dataset.conversations=[conv-26,conv-30,conv-41]"]
+    runner = Runner(validate(compose([*overrides, "embedder=hashing", "eval.answer=false"], tmp_path)), tmp_path / "r")
+    pool = _QueueingPool()
+    builder = runner._builder(pool)  # type: ignore[arg-type]
+    convs = [story_conversation(c) for c in ("conv-26", "conv-30", "conv-41")]
+    builder.queue(convs)
+    builder.queue(convs[:1])  # a conversation already queued is not queued again
+    assert pool.submitted == ["conv-26", "conv-30", "conv-41"]
+    builder.cancel_queued()
+    assert all(f.cancelled() for f in pool.futures)
+
+
 def test_build_worker_refuses_a_build_that_touches_the_backbone(tmp_path: Path, tiny_conversation) -> None:
     conv = tiny_conversation
 
@@ -301,6 +330,21 @@ def test_retrieval_speed_writes_its_floor_rows_and_targets(tmp_path: Path) -> No
     assert warm["items"] > 0 and warm["texts_computed"] == 0 and "retrieve" in warm["stages_s"]
     table = (tmp_path / "smoke.md").read_text()
     assert "÷ floor" in table and "≤ 20 s" in table and str(result["machine_at_start"]) in table
+
+
+def test_onnx_encoder_without_its_extra_says_what_to_install_before_any_work(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(onnx_encoder.importlib.util, "find_spec", lambda name: None)
+    assert onnx_encoder.main(["--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == "error: this benchmark needs onnxruntime and onnx: pip install -e '.[onnx]'\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_onnx_encoder_refuses_thread_counts_below_one(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(onnx_encoder, "missing_packages", lambda: [])
+    assert onnx_encoder.main(["--threads", "0,2", "--out", str(tmp_path)]) == 2
+    assert "--threads must be positive integers" in capsys.readouterr().err
 
 
 def test_retrieval_speed_refuses_a_method_it_does_not_time(tmp_path: Path, capsys) -> None:

@@ -41,10 +41,15 @@ def _plan(compose: Compose, overrides: Sequence[str], n_convs: int = 1, cpus: in
 
 
 RETRIEVAL = ["method=rag_bm25", "eval.answer=false"]
+ANSWERING = ["method=rag_bm25", "backbone=scripted"]
+ONE_AT_A_TIME = (
+    "one conversation and one QA item at a time (the run calls no LLM: its work holds the GIL, and threads would "
+    "only contend for it)"
+)
 
 
 def test_concurrency_above_the_slices_work_is_capped_with_one_line(compose: Compose) -> None:
-    plan = _plan(compose, [*RETRIEVAL, "concurrency=100000"], n_convs=2)
+    plan = _plan(compose, [*ANSWERING, "concurrency=100000"], n_convs=2)
     assert (plan.threads, plan.requests) == (3, 3)
     assert plan.lines == (
         "concurrency=100000 capped at 3 (the slice has 2 conversations and at most 3 QA items in one)",
@@ -52,8 +57,21 @@ def test_concurrency_above_the_slices_work_is_capped_with_one_line(compose: Comp
 
 
 def test_concurrency_the_slice_can_use_is_kept_without_a_word(compose: Compose) -> None:
-    plan = _plan(compose, [*RETRIEVAL, "concurrency=4"], n_convs=4)
+    plan = _plan(compose, [*ANSWERING, "concurrency=4"], n_convs=4)
     assert (plan.threads, plan.requests, plan.lines) == (4, 4, ())
+
+
+def test_a_run_that_calls_no_llm_takes_one_conversation_and_item_at_a_time_and_says_so(compose: Compose) -> None:
+    plan = _plan(compose, [*RETRIEVAL, "concurrency=100000"], n_convs=2)
+    assert (plan.threads, plan.requests) == (1, 1)
+    assert plan.lines == (f"concurrency=100000: {ONE_AT_A_TIME}",)
+    cheap = _plan(compose, ["method=memcore-cheap", "eval.answer=false", "concurrency=4"], n_convs=10, cpus=2)
+    assert (cheap.threads, cheap.build_processes) == (1, 2)  # the builds still run side by side
+    assert cheap.lines == (
+        "concurrency=4: one conversation and one QA item at a time; builds in 2 worker processes (the run calls no "
+        "LLM: its work holds the GIL, and threads would only contend for it)",
+    )
+    assert _plan(compose, [*RETRIEVAL, "concurrency=1"], n_convs=2).lines == ()
 
 
 def test_backbone_requests_in_flight_are_bound_by_the_backbones_limit(compose: Compose) -> None:
@@ -80,7 +98,8 @@ def test_a_backbone_kind_that_serves_one_request_caps_max_concurrency(compose: C
 
 
 def test_a_run_that_calls_no_llm_or_an_injected_backbone_has_no_backbone_bound(compose: Compose) -> None:
-    assert _plan(compose, [*RETRIEVAL, "backbone=local", "concurrency=4"], n_convs=4).requests == 4
+    retrieval = _plan(compose, [*RETRIEVAL, "backbone=local", "concurrency=4"], n_convs=4)
+    assert (retrieval.requests, retrieval.lines) == (1, (f"concurrency=4: {ONE_AT_A_TIME}",))
     injected = _plan(compose, ["method=rag_bm25", "backbone=local", "concurrency=4"], n_convs=4, backbone_injected=True)
     assert (injected.requests, injected.lines) == (4, ())
 
@@ -104,23 +123,27 @@ def test_the_judges_own_llama_cpp_backbone_is_capped_too(compose: Compose) -> No
 CHEAP = ["method=memcore-cheap", "eval.answer=false"]
 
 
+def _build_lines(plan: Concurrency) -> tuple[str, ...]:
+    return tuple(line for line in plan.lines if line.startswith("build_processes"))
+
+
 def test_build_processes_are_capped_at_the_cores_and_the_conversations(compose: Compose) -> None:
     plan = _plan(compose, [*CHEAP, "build_processes=64"], n_convs=10, cpus=2)
     assert plan.build_processes == 2
-    assert plan.lines == ("build_processes=64 capped at 2 (the machine's 2 CPU cores)",)
+    assert _build_lines(plan) == ("build_processes=64 capped at 2 (the machine's 2 CPU cores)",)
     one = _plan(compose, [*CHEAP, "build_processes=8", "concurrency=3"], n_convs=1, cpus=4)
     assert one.build_processes == 0
-    assert one.lines == (
+    assert _build_lines(one) == (
         "build_processes=8 capped at 1 (the slice's 1 conversation); the builds run in the conversation threads",
     )
     default = _plan(compose, [*CHEAP, "concurrency=4"], n_convs=10, cpus=2)
-    assert (default.build_processes, default.lines) == (2, ())  # null: as many as concurrency, within the cores
+    assert (default.build_processes, _build_lines(default)) == (2, ())  # null: as many as concurrency, within the cores
     assert _plan(compose, [*CHEAP, "build_processes=0"], n_convs=10, cpus=2).build_processes == 0
 
 
 def test_build_processes_a_method_cannot_use_are_said_to_be_unused(compose: Compose) -> None:
     plan = _plan(compose, [*RETRIEVAL, "build_processes=4"], n_convs=4)
-    assert (plan.build_processes, plan.lines) == (
+    assert (plan.build_processes, _build_lines(plan)) == (
         0,
         ("build_processes=4 not used: method rag_bm25's memory builds are not CPU-bound",),
     )
@@ -148,7 +171,7 @@ def test_a_capped_run_says_so_and_scores_what_an_uncapped_one_does(
     capped = _run(tmp_path, "capped", ["concurrency=100000"], monkeypatch)
     plain = _run(tmp_path, "plain", ["concurrency=1"], monkeypatch)
     said = "".join(p.read_text() for p in capped.glob("*.log"))  # the run's log (Hydra's file handler)
-    assert "concurrency=100000 capped at 8 (the slice has 1 conversation and at most 8 QA items in one)" in said
+    assert f"concurrency=100000: {ONE_AT_A_TIME}" in said
     assert "concurrency=" not in "".join(p.read_text() for p in plain.glob("*.log"))
     a, b = (json.loads((r / "metrics.json").read_text()) for r in (capped, plain))
     for key in ("overall", "overall_no_adv", "by_category", "recall_at_k"):

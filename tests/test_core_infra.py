@@ -54,6 +54,16 @@ def test_rrf_ties_keep_first_seen_and_weights() -> None:
     assert weighted["q"] == pytest.approx(2 / 61)
 
 
+def test_rrf_a_repeated_id_counts_once_at_its_first_rank_and_the_ranks_after_it_keep_their_places() -> None:
+    fused = dict(rrf_fuse({"a": ["x", "x", "y"]}, k=60))
+    assert fused == {"x": 1 / 61, "y": 1 / 63}  # y is third in the list, repeat or not
+
+
+def test_rrf_equal_scores_from_different_lists_stay_in_first_seen_order() -> None:
+    fused = rrf_fuse({"a": ["p", "r"], "b": ["q", "s"], "c": ["s"]}, k=60)
+    assert [d for d, _ in fused] == ["s", "p", "q", "r"]  # p and q tie at 1/61: p was seen first
+
+
 def test_derive_seed_stable_and_purpose_specific() -> None:
     assert derive_seed(42, "answer", "conv-26#3") == derive_seed(42, "answer", "conv-26#3")
     assert derive_seed(42, "answer", "conv-26#3") != derive_seed(42, "method", "conv-26#3")

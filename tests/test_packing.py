@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memcore.itemlog import read_items
-from memcore.packing.budget import ContextBudgeted, fill_units, fit_evidence, retrieve_within
+from memcore.packing.budget import ContextBudgeted, fill_units, fit_evidence, rendered_tokens, retrieve_within
 from memcore.report.collect import load_runs
 from memcore.report.equal_tokens import category_table, equal_token_table, plot_recall_vs_context_tokens
 from memcore.runner import run_config
@@ -33,6 +33,19 @@ def test_fill_units_skips_what_does_not_fit_and_cuts_only_when_nothing_fits() ->
 
 def _notes(*texts: str) -> list[EvidenceNote]:
     return [EvidenceNote(f"n{i}", t, (f"D1:{i}",), timestamp="1 May") for i, t in enumerate(texts)]
+
+
+def test_rendered_tokens_is_the_count_of_the_rendered_notes() -> None:
+    notes = [
+        EvidenceNote("a", "Caroline: I went to the LGBTQ support group.", ("D1:3",), 1.0, (), "8 May, 2023"),
+        EvidenceNote("b", "...and then? (it's fine)", ("D1:4",), 0.5, ()),
+        EvidenceNote("c", "", ("D1:5",), 0.1, (), "9 May"),
+    ]
+    for k in range(len(notes) + 1):
+        assert rendered_tokens(notes[:k]) == count_tokens(Evidence(notes=notes[:k]).render())
+    # hand-counted: [ 8 May , 2023 ] + Caroline : I went to the LGBTQ support group . = 6 + 10;
+    # . . . and then ? ( it ' s fine ) = 12; [ 9 May ] = 4 (an empty text adds nothing)
+    assert rendered_tokens(notes) == 16 + 12 + 4
 
 
 def test_fit_evidence_fills_rendered_notes_and_records_the_cut() -> None:

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -89,6 +90,12 @@ class MiniLMEmbedder:
         if dim != self.dim:
             raise EmbedderError(f"all-MiniLM-L6-v2 loaded with width {dim}, expected {self.dim}")
         self._model = model
+
+    def sentence_transformer(self) -> Any:
+        """The loaded sentence-transformers model (loaded now if need be), for tools that run the same weights
+        another way (``experiments/benchmarks/onnx_encoder.py``)."""
+        self.load()
+        return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -25,11 +25,10 @@ from memcore.memory.persistence import MemoryFiles, load_memory, save_memory
 from memcore.memory.retrieval import CHANNELS, Decomposer, RetrievalIndex, Retriever
 from memcore.memory.stats import distribution, note_shape, retrieval_summary
 from memcore.memory.topics import Topics, compute_topics
-from memcore.packing.budget import BUDGET_KEY, budget_record, fit_evidence
+from memcore.packing.budget import BUDGET_KEY, budget_record, fit_evidence, rendered_tokens
 from memcore.packing.notes import Hierarchy, HierarchyIndex, Packed, Packer, PackQuery, PackSettings, TurnIndex
 from memcore.packing.turns import Cues, Windows
 from memcore.schema import method_validator
-from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote, Turn
 
 NEAR_DUP_COSINE = 0.9
@@ -373,7 +372,7 @@ class MemCoRe:
                 extra["final_pool_dia_ids"] = sorted({d for nid in top for d in self.store.notes[nid].source_ids})
         if self._packer is None:
             return Evidence(notes=notes, rounds=pool.rounds, extra=extra)
-        whole = count_tokens(Evidence(notes=notes).render())
+        whole = rendered_tokens(notes)
         target = tokens if tokens is not None else (self.cfg.pack_tokens or max(1, whole))
         queries = [query, *(sq["query"] for entry in pool.log for sq in entry.get("sub_queries", []))]
         packed = self._packer.pack(

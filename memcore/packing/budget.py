@@ -66,6 +66,12 @@ def note_line(note: EvidenceNote) -> str:
     return f"[{note.timestamp}] {note.text}" if note.timestamp else note.text
 
 
+def rendered_tokens(notes: Sequence[EvidenceNote]) -> int:
+    """``count_tokens(Evidence(notes=notes).render())`` without rendering it: the sum over its lines, since no
+    token spans the newline that joins them (and each line's count is memoised)."""
+    return sum(count_tokens(note_line(n)) for n in notes)
+
+
 def cut_note(note: EvidenceNote, tokens: int) -> EvidenceNote:
     """``note`` cut so that its rendered line is at most ``tokens`` tokens: the text is cut after its timestamp;
     when the timestamp alone does not fit, it is dropped and the text cut."""

@@ -274,7 +274,7 @@ class Packer:
         for j, text in enumerate(query.queries):
             w = 1.0 if j == 0 else self.s.subquery_weight
             order = np.argsort(-sims[:, j], kind="stable")
-            lists[f"dense{j}"] = [int(rows[k]) for k in order]
+            lists[f"dense{j}"] = rows[order].tolist()
             lists[f"bm25{j}"] = self.ix.bm25.ranked(text, rows)
             weights[f"dense{j}"] = weights[f"bm25{j}"] = w
         h = self.s.hierarchy

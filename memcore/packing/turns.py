@@ -90,6 +90,11 @@ class TurnMeta:
         return count_tokens(self.line())
 
     @cached_property
+    def content_word_count(self) -> int:
+        """:func:`content_words` of the text (the filler cue reads it for every candidate of every question)."""
+        return content_words(self.text)
+
+    @cached_property
     def header_tokens(self) -> int:
         """Tokens of the ``[date]`` header (0 without a date)."""
         return count_tokens(f"[{self.date}]") if self.date else 0
@@ -189,14 +194,13 @@ def rerank(
             for r, d in enumerate([d for d in order if matches(d)]):
                 scores[d] += cues.date / (cues.rrf_k + r + 1)
     ranked = sorted(order, key=lambda d: -scores[d])
-    if cues.filler:
-
-        def is_filler(d: str) -> bool:
+    if cues.filler:  # filler turns move behind the rest, each part in its order
+        kept: list[str] = []
+        filler: list[str] = []
+        for d in ranked:
             m = meta(d)
-            return m is not None and content_words(m.text) < cues.filler
-
-        filler = {d for d in ranked if is_filler(d)}
-        ranked = [d for d in ranked if d not in filler] + [d for d in ranked if d in filler]
+            (filler if m is not None and m.content_word_count < cues.filler else kept).append(d)
+        ranked = kept + filler
     if cues.neighbors:
         out: list[str] = []
         placed: set[str] = set()
@@ -306,6 +310,16 @@ class TurnBM25:
             docs, scores = self._retriever.retrieve(tokens, k=k, show_progress=False)
         return docs[0], scores[0]
 
+    def _scores(self, query: str) -> np.ndarray | None:
+        """Every text's score for ``query`` (the scores ``_retrieve`` ranks, without its top-k sort), or None
+        when the query has no word that is not a stop word."""
+        tokens = self._bm25s.tokenize([query], stopwords="en", show_progress=False)
+        if not tokens.vocab:
+            return None
+        words = self._bm25s.tokenization.convert_tokenized_to_string_list(tokens)[0]
+        with self._lock:
+            return self._retriever.get_scores(words)
+
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """The best ``k`` texts for ``query`` with a score > 0, as (index, score), best first."""
         if self.n == 0:
@@ -320,14 +334,12 @@ class TurnBM25:
         rows = np.asarray(rows, dtype=np.int64)
         if self.n == 0 or len(rows) == 0:
             return []
-        got = self._retrieve(query, self.n)
-        if got is None:
+        score = self._scores(query)
+        if score is None:
             return []
-        score = np.zeros(self.n)
-        score[np.asarray(got[0], dtype=np.int64)] = got[1]
         mine = score[rows]
         order = np.argsort(-mine, kind="stable")
-        return [int(rows[i]) for i in order if mine[i] > 0]
+        return rows[order[mine[order] > 0]].tolist()
 
 
 @dataclass(frozen=True)
@@ -392,6 +404,6 @@ class WindowIndex:
             weights["window_bm25"] = windows.bm25
         if windows.dense > 0 and len(self.vectors):
             sims = self.vectors @ qvec
-            lists["window_dense"] = [int(i) for i in np.argsort(-sims, kind="stable")]
+            lists["window_dense"] = np.argsort(-sims, kind="stable").tolist()
             weights["window_dense"] = windows.dense
         return lists, weights

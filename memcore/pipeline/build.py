@@ -16,14 +16,22 @@ import dataclasses
 import logging
 import multiprocessing
 import time
-from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memcore.config import ConfigError, EmbedderConfig
-from memcore.interfaces import BufferedIngest, LazyResource, MemorySystem, MethodContext, MethodSpec, StagedIngest
+from memcore.interfaces import (
+    BufferedIngest,
+    LazyResource,
+    MemorySystem,
+    MethodContext,
+    MethodSpec,
+    PrefetchesQueries,
+    StagedIngest,
+)
 from memcore.llm.cache_shards import CacheLayout
 from memcore.llm.factory import build_embedder
 from memcore.llm.usage import UsageTracker
@@ -225,6 +233,10 @@ def build_in_worker(job: BuildJob) -> tuple[bool, dict[str, float]]:
     snap = store.build_or_load(
         method=spec.name, fields=job.fields, make=make, build=lambda s: build_memory(s, job.conversation, scope)
     )
+    if not snap.reused and isinstance(snap.system, PrefetchesQueries) and job.conversation.qa:
+        # the questions' query texts go into the shared cache from here, beside the other builds, and not from
+        # the runner's process, whose torch threads would compete with the workers for the cores
+        snap.system.prefetch_queries([q.question for q in job.conversation.qa])
     return not snap.reused, embedding_counts(embedder)
 
 
@@ -320,6 +332,7 @@ class MemoryBuilder:
         self.pool = None if load_only else pool
         self.load_only = load_only
         self.store = SnapshotStore(snapshots)
+        self._queued: dict[str, Future[tuple[bool, dict[str, float]]]] = {}
 
     def fields(self, conversation: Conversation) -> dict[str, Any]:
         """The construction fields that key ``conversation``'s snapshot."""
@@ -332,6 +345,21 @@ class MemoryBuilder:
             conversation=conversation,
             seed=self.run_seed,
         )
+
+    def queue(self, conversations: Sequence[Conversation]) -> None:
+        """Hand every conversation's build to the worker processes now, in order (no-op without them), so that the
+        workers stay busy however few conversation threads take the memories; :meth:`build` then waits on its own.
+        Call :meth:`cancel_queued` when the run stops, before the pool shuts down."""
+        if self.pool is None:
+            return
+        for conversation in conversations:
+            if conversation.conv_id not in self._queued:
+                self._queued[conversation.conv_id] = self.pool.submit(build_in_worker, self._job(conversation))
+
+    def cancel_queued(self) -> None:
+        """Cancel the queued builds no worker has started (a stopped run must not wait for them)."""
+        for future in self._queued.values():
+            future.cancel()
 
     def require_snapshots(self, conversations: list[Conversation], where: str) -> None:
         """A ``load_only`` builder's check before any work: every conversation's memory has a finished snapshot,
@@ -346,6 +374,20 @@ class MemoryBuilder:
                 f"the backbone preset whose model is {self.backbone_model}, or drop memory_backbone"
             )
 
+    def _job(self, conversation: Conversation) -> BuildJob:
+        return BuildJob(
+            method=self.spec.name,
+            method_cfg=self.method_cfg,
+            ablation=self.ablation,
+            conversation=conversation,
+            run_seed=self.run_seed,
+            fields=self.fields(conversation),
+            snapshots=str(self.snapshots),
+            embedder=self.embedder_cfg,
+            embedder_cache=self.embedder_cache,
+            extras=self.extras,
+        )
+
     def build(
         self,
         conversation: Conversation,
@@ -359,22 +401,12 @@ class MemoryBuilder:
         """Load ``conversation``'s memory, building and saving it first when no complete snapshot exists.
         ``backbone`` should record its usage in ``scope`` (the build's usage goes into the manifest);
         ``on_turn`` / ``on_ingested`` are :func:`build_memory`'s callbacks and may raise to stop the build."""
-        fields = self.fields(conversation)
-        job = BuildJob(
-            method=self.spec.name,
-            method_cfg=self.method_cfg,
-            ablation=self.ablation,
-            conversation=conversation,
-            run_seed=self.run_seed,
-            fields=fields,
-            snapshots=str(self.snapshots),
-            embedder=self.embedder_cfg,
-            embedder_cache=self.embedder_cache,
-            extras=self.extras,
-        )
-        built_in_worker, worker_embeddings = (
-            self.pool.submit(build_in_worker, job).result() if self.pool is not None else (False, {})
-        )
+        job = self._job(conversation)
+        fields = job.fields
+        built_in_worker, worker_embeddings = False, {}
+        if self.pool is not None:
+            queued = self._queued.pop(conversation.conv_id, None)
+            built_in_worker, worker_embeddings = (queued or self.pool.submit(build_in_worker, job)).result()
         make = system_factory(self.spec, job, backbone=backbone, embedder=embedder)
         snap = self.store.build_or_load(
             method=self.spec.name,

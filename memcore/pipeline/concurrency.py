@@ -5,7 +5,10 @@ used and why:
 - ``concurrency``: conversations at once, QA items at once within a conversation, and backbone requests in flight
   (the request limiter, :mod:`memcore.llm.limiter`). No more threads can run than the slice has conversations or
   its largest conversation has QA items, so the value is capped at the larger of the two; requests in flight are
-  also bound by the backbone's limit.
+  also bound by the backbone's limit. A run that calls no LLM takes its conversations and their QA items one at
+  a time: its retrieval is CPU-bound Python, and more threads would only contend for the GIL (all of LoCoMo warm
+  with memcore-cheap: 25 s with four conversations and four QA items at once, 20 s one at a time); its builds
+  still run side by side in the worker processes.
 - ``backbone.max_concurrency`` (and the judge's own backbone's): the most requests the backbone serves at once,
   the preset's documented limit; a kind whose server answers a fixed number (llama.cpp's: one) caps it there
   (:func:`memcore.llm.factory.backbone_limit`).
@@ -35,9 +38,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Concurrency:
-    """What a run does at once: ``threads`` conversations, and as many QA items within each; at most ``requests``
-    backbone requests in flight; ``build_processes`` worker processes for builds (0: builds run in the
-    conversation threads). ``lines``: one per knob whose value was capped, saying the value used and why."""
+    """What a run does at once: ``threads`` conversations, and as many QA items within each (1 for a run that
+    calls no LLM); at most ``requests`` backbone requests in flight; ``build_processes`` worker processes for
+    builds (0: builds run in the conversation threads). ``lines``: one per knob whose value was capped, saying the
+    value used and why."""
 
     threads: int
     requests: int
@@ -88,7 +92,8 @@ def plan_concurrency(
         if limit < threads:
             requests = limit
             parts.append(f"{':' if not parts else ';'} at most {_plural(limit, 'backbone request')} in flight ({why})")
-    if parts:
+    one_at_a_time = not calls_llm and threads > 1  # said in its own line below
+    if parts and not one_at_a_time:
         lines.append(f"concurrency={given}" + "".join(parts))
     judge_line = _judge_line(cfg) if calls_llm and not backbone_injected else None
     if judge_line is not None:
@@ -96,6 +101,13 @@ def plan_concurrency(
     processes, process_line = _build_processes(cfg, spec, n_convs, cpus, embedder_injected)
     if process_line is not None:
         lines.append(process_line)
+    if one_at_a_time:
+        builds = f"; builds in {processes} worker processes" if processes else ""
+        lines.append(
+            f"concurrency={given}: one conversation and one QA item at a time{builds} (the run calls no LLM: its "
+            "work holds the GIL, and threads would only contend for it)"
+        )
+        threads = requests = 1
     return Concurrency(threads, requests, processes, tuple(lines))
 
 
