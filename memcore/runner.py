@@ -248,9 +248,8 @@ class Runner:
             if pool is not None:
                 resources.enter_context(pool)
             builder = self._builder(pool)
-            if pool is not None:
-                builder.queue(pending_convs)
-                resources.callback(builder.cancel_queued)  # runs before the pool's shutdown (a stack unwinds LIFO)
+            builder.queue(pending_convs)  # a no-op when the builds run in the threads
+            resources.callback(builder.cancel_queued)  # runs before the pool's shutdown (a stack unwinds LIFO)
             errors: list[BaseException] = []
 
             def process(conv: Conversation) -> None:

@@ -34,6 +34,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -302,9 +303,14 @@ class TurnBM25:
         else:
             self._retriever.index(corpus, show_progress=False)
 
-    def _retrieve(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def _tokens(self, query: str) -> Any:
+        """``query`` tokenised as the texts were, or None when it has no word that is not a stop word."""
         tokens = self._bm25s.tokenize([query], stopwords="en", show_progress=False)
-        if not tokens.vocab:
+        return tokens if tokens.vocab else None
+
+    def _retrieve(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        tokens = self._tokens(query)
+        if tokens is None:
             return None
         with self._lock:
             docs, scores = self._retriever.retrieve(tokens, k=k, show_progress=False)
@@ -313,8 +319,8 @@ class TurnBM25:
     def _scores(self, query: str) -> np.ndarray | None:
         """Every text's score for ``query`` (the scores ``_retrieve`` ranks, without its top-k sort), or None
         when the query has no word that is not a stop word."""
-        tokens = self._bm25s.tokenize([query], stopwords="en", show_progress=False)
-        if not tokens.vocab:
+        tokens = self._tokens(query)
+        if tokens is None:
             return None
         words = self._bm25s.tokenization.convert_tokenized_to_string_list(tokens)[0]
         with self._lock:
