@@ -35,7 +35,7 @@ from memcore.metrics.scorers.answer import load_nltk
 from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, run_embedding_counts, worker_pool
 from memcore.pipeline.concurrency import Concurrency, plan_concurrency
 from memcore.pipeline.load import LoadedSlice, load_slice
-from memcore.pipeline.predict import predict
+from memcore.pipeline.predict import Prediction, predict
 from memcore.pipeline.preflight import check_dirs, check_resources
 from memcore.pipeline.progress import StageBars
 from memcore.pipeline.report import RunResult, invocation_entry, record_unfinished, write_report
@@ -43,6 +43,7 @@ from memcore.pipeline.resources import RunResources, cache_layout, open_resource
 from memcore.pipeline.rundir import RunConflictError, guard_run_dir, result_fields, write_run_config
 from memcore.pipeline.runlock import RunDirLock
 from memcore.pipeline.score import run_extra_metrics, score_item
+from memcore.pipeline.worker_retrieval import RetrievedConversation, WorkerRetrievals
 from memcore.stopflag import StopFlag, StopRequested, wait_interruptibly
 from memcore.timing import StageClock
 from memcore.types import Conversation, QAItem
@@ -248,13 +249,26 @@ class Runner:
             if pool is not None:
                 resources.enter_context(pool)
             builder = self._builder(pool)
-            builder.queue(pending_convs)  # a no-op when the builds run in the threads
-            resources.callback(builder.cancel_queued)  # runs before the pool's shutdown (a stack unwinds LIFO)
+            retrievals = None
+            if plan.retrieval_in_workers and builder.pool is not None:
+                retrievals = WorkerRetrievals(
+                    builder, budget=self.cfg.eval.budget, context_tokens=self.cfg.eval.get("context_tokens")
+                )
+                retrievals.queue(pending_convs, lambda c: pending_items(c, done))
+            else:
+                builder.queue(pending_convs)  # a no-op when the builds run in the threads
+            resources.callback((retrievals or builder).cancel_queued)  # before the pool's shutdown (a stack is LIFO)
             errors: list[BaseException] = []
 
             def process(conv: Conversation) -> None:
                 try:
-                    self._process_conversation(conv, done, builder, res, writer, bars, data)
+                    if retrievals is not None:
+                        if self._stop.is_set():  # stopping: the worker's results would not be written
+                            return
+                        got = retrievals.result(conv)
+                        self._write_retrieved(conv, pending_items(conv, done), got, writer, bars, data)
+                    else:
+                        self._process_conversation(conv, done, builder, res, writer, bars, data)
                 except BaseException as exc:  # collected and re-raised in the main thread after the pool drains
                     errors.append(exc)
                     self._stop.set()
@@ -326,7 +340,7 @@ class Runner:
         self.clock.add("build", time.perf_counter() - t_build)
         self.conv_stats[conv.conv_id] = memory.stats
         system = memory.system
-        pending = [q for q in conv.qa if q.item_id not in done]
+        pending = pending_items(conv, done)
         if isinstance(system, PrefetchesQueries) and pending and not self._stop.is_set():
             with self.clock.stage("prefetch"):
                 system.prefetch_queries([q.question for q in pending])
@@ -347,28 +361,12 @@ class Runner:
                         answer=bool(self.cfg.eval.answer),
                         method=self.spec.name,
                     )
-                    self.clock.add("retrieve", prediction.retrieve_s)
-                    self.clock.add("answer", prediction.answer_s)
-                    t_score = time.perf_counter()
-                    record = score_item(
-                        item,
-                        prediction,
-                        self.protocol,
-                        category_name=data.categories.get(int(item.category)).name,
-                        metrics=self.extra_metrics,
-                        audited=data.audited.get(item.item_id),
-                        judge=judge,
-                    )
-                    self.clock.add("score", time.perf_counter() - t_score)
+                    self._score_and_write(item, prediction, spent, judge, writer, bars, data)
             except StopRequested:
                 return  # the run is stopping (Ctrl-C or a failure elsewhere): the rerun answers this item
             except BaseException:
                 self._stop.set()
                 raise
-            record.usage = item_usage(spent)
-            with self.clock.stage("write"):
-                writer.write(record.to_json())
-            bars.qa(1)
 
         if self.spec.sequential_qa or isinstance(system, SelfAnsweringMemory):
             for item in pending:
@@ -390,6 +388,58 @@ class Runner:
             system.after_qa()
         with contextlib.suppress(AttributeError):
             self.conv_stats[conv.conv_id]["memory_after_qa"] = system.stats()
+
+    def _score_and_write(
+        self,
+        item: QAItem,
+        prediction: Prediction,
+        spent: UsageTracker,
+        judge: LazyResource | None,
+        writer: ItemWriter,
+        bars: StageBars,
+        data: LoadedSlice,
+    ) -> None:
+        """Score ``item``'s ``prediction`` (its calls so far in ``spent``) and append its record to items.jsonl."""
+        self.clock.add("retrieve", prediction.retrieve_s)
+        self.clock.add("answer", prediction.answer_s)
+        t_score = time.perf_counter()
+        record = score_item(
+            item,
+            prediction,
+            self.protocol,
+            category_name=data.categories.get(int(item.category)).name,
+            metrics=self.extra_metrics,
+            audited=data.audited.get(item.item_id),
+            judge=judge,
+        )
+        self.clock.add("score", time.perf_counter() - t_score)
+        record.usage = item_usage(spent)
+        with self.clock.stage("write"):
+            writer.write(record.to_json())
+        bars.qa(1)
+
+    def _write_retrieved(
+        self,
+        conv: Conversation,
+        items: list[QAItem],
+        got: RetrievedConversation,
+        writer: ItemWriter,
+        bars: StageBars,
+        data: LoadedSlice,
+    ) -> None:
+        """Score and write the predictions a worker process made for ``items``, ``conv``'s pending QA items (a run
+        that calls no LLM: nothing to judge, no usage), in item order; the worker's build, prefetch and retrieval
+        seconds go to the clock."""
+        bars.build(len(conv.turns), reused=not got.built)
+        self.clock.add("build", got.build_s)
+        self.clock.add("prefetch", got.prefetch_s)
+        self.conv_stats[conv.conv_id] = got.stats
+        for item, prediction in zip(items, got.predictions, strict=True):
+            if self._stop.is_set():  # a fatal error elsewhere, or Ctrl-C: the rerun retrieves the rest
+                return
+            self._score_and_write(item, prediction, UsageTracker(), None, writer, bars, data)
+        if got.memory_after_qa is not None:
+            self.conv_stats[conv.conv_id]["memory_after_qa"] = got.memory_after_qa
 
     # ---------------------------------------------------------------- resources
     def _method_parts(self) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -415,6 +465,11 @@ class Runner:
             extras={"context_budget_tokens": int(self.cfg.backbone.context_budget_tokens), "seed": int(self.cfg.seed)},
             pool=pool,
         )
+
+
+def pending_items(conv: Conversation, done: set[str]) -> list[QAItem]:
+    """``conv``'s QA items not in ``done`` (the item ids already in items.jsonl), in order."""
+    return [q for q in conv.qa if q.item_id not in done]
 
 
 def run_config(cfg: DictConfig, run_dir: Path, **overrides: Any) -> RunResult:

@@ -70,7 +70,7 @@ def timing_block(
         "embed_s": round(float(emb.get("seconds", 0.0)), 3),
         "texts_computed": int(emb.get("computed", 0)),
         "texts_from_cache": int(emb.get("from_cache", 0)),
-        "note": "stages summed over threads; embed_s is inside build, prefetch and retrieve",
+        "note": "stages summed over threads and worker processes; embed_s is inside build, prefetch and retrieve",
     }
 
 

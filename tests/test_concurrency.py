@@ -66,12 +66,17 @@ def test_a_run_that_calls_no_llm_takes_one_conversation_and_item_at_a_time_and_s
     assert (plan.threads, plan.requests) == (1, 1)
     assert plan.lines == (f"concurrency=100000: {ONE_AT_A_TIME}",)
     cheap = _plan(compose, ["method=memcore-cheap", "eval.answer=false", "concurrency=4"], n_convs=10, cpus=2)
-    assert (cheap.threads, cheap.build_processes) == (1, 2)  # the builds still run side by side
+    # the builds and the retrieval still run side by side, in the worker processes
+    assert (cheap.threads, cheap.build_processes, cheap.retrieval_in_workers) == (1, 2, True)
     assert cheap.lines == (
-        "concurrency=4: one conversation and one QA item at a time; builds in 2 worker processes (the run calls no "
-        "LLM: its work holds the GIL, and threads would only contend for it)",
+        "concurrency=4: each conversation built or loaded, and its QA items retrieved, in one of 2 worker processes; "
+        "this process scores and writes them (the run calls no LLM: its work holds the GIL, and threads would only "
+        "contend for it)",
     )
+    assert not plan.retrieval_in_workers  # rag_bm25's builds are not CPU-bound: it has no worker processes
     assert _plan(compose, [*RETRIEVAL, "concurrency=1"], n_convs=2).lines == ()
+    answering = _plan(compose, ["method=memcore-cheap", "backbone=scripted", "concurrency=4"], n_convs=10, cpus=2)
+    assert (answering.build_processes, answering.retrieval_in_workers) == (2, False)  # it answers in the threads
 
 
 def test_backbone_requests_in_flight_are_bound_by_the_backbones_limit(compose: Compose) -> None:

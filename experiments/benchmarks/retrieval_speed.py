@@ -7,7 +7,8 @@ pass over the same texts, in the same session.
 - **methods**: ``memcore-run method=M dataset=locomo eval.answer=false``, one process per run, cold (an empty
   results root: no cache, no snapshot) and warm (the same root again, a new run dir), with
   ``eval.context_tokens`` unset and set. memcore-cheap is also run warm with the session windows off (its
-  default before the packer took them) for the p95 retrieval time per question before and after.
+  default before the packer took them) for the p95 retrieval time per question before and after, and warm with
+  ``build_processes=0``: everything in the runner's process, as before its worker processes also retrieved.
 
 Each row gives wall, CPU, peak RSS, texts encoded / served by the cache, the run's own stage split
 (``stats.json`` ``timing``), p50 / p95 retrieval time per question, and the wall as a ratio to the floor on every
@@ -44,6 +45,7 @@ COLD_RATIO_TARGET = {"rag_dense": 1.3, "rag_hybrid": 1.3, "rag_locomo": 1.3, "me
 WARM_WALL_TARGET_S = 20.0
 STARTUP_TARGET_S = 2.0
 WINDOWS_OFF = ("method.pack_window_bm25=0.0", "method.pack_window_dense=0.0")
+IN_THREADS = ("build_processes=0",)
 
 
 def floor_child(data: str, conversations: Sequence[str] | None) -> dict[str, Any]:
@@ -276,7 +278,7 @@ def render(result: dict[str, Any]) -> str:
                 "start-up + load s",
                 "retrieve p50 ms",
                 "retrieve p95 ms",
-                "stages s (summed over threads)",
+                "stages s (summed over threads and worker processes)",
                 "load before",
             ],
             rows,
@@ -300,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--methods", nargs="+", default=list(METHODS))
     p.add_argument("--budgets", nargs="+", default=["none", "2000"], help="eval.context_tokens values; none = unset")
     p.add_argument("--no-windows-off", action="store_true", help="skip memcore-cheap with the windows off")
+    p.add_argument("--no-in-threads", action="store_true", help="skip memcore-cheap with build_processes=0")
     p.add_argument("--out", type=Path, default=RESULTS_DIR)
     p.add_argument("--name", default="retrieval_speed")
     p.add_argument("--floor-child", action="store_true", help=argparse.SUPPRESS)
@@ -344,6 +347,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     row = one_run(root, "warm_windows_off", method, budget, (args.dataset, args.data), WINDOWS_OFF, env)
                     runs.append({"label": "memcore-cheap, windows off", "phase": "warm", **row})
                     print(f"{method} {budget} warm, windows off: {row['wall_s']:.1f} s", file=sys.stderr)
+                if method == "memcore-cheap" and not args.no_in_threads:
+                    row = one_run(root, "warm_in_threads", method, budget, (args.dataset, args.data), IN_THREADS, env)
+                    runs.append({"label": "memcore-cheap, build_processes=0", "phase": "warm", **row})
+                    print(f"{method} {budget} warm, build_processes=0: {row['wall_s']:.1f} s", file=sys.stderr)
                 shutil.rmtree(root, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)

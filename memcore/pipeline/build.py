@@ -37,7 +37,7 @@ from memcore.llm.factory import build_embedder
 from memcore.llm.usage import UsageTracker
 from memcore.methods import get_method
 from memcore.seeding import derive_seed
-from memcore.snapshots import SnapshotError, SnapshotStore, construction_fields, snapshot_key
+from memcore.snapshots import SnapshotError, SnapshotResult, SnapshotStore, construction_fields, snapshot_key
 from memcore.types import Conversation
 
 log = logging.getLogger(__name__)
@@ -215,29 +215,49 @@ def _no_backbone(method: str) -> Any:
 def build_in_worker(job: BuildJob) -> tuple[bool, dict[str, float]]:
     """Build ``job``'s snapshot in this process unless a complete one exists; returns whether it was built here
     and the embedder's :meth:`~memcore.llm.embedders.CachedEmbedder.counts` (empty when none was loaded)."""
-    spec: MethodSpec = get_method(job.method)
     store = SnapshotStore(Path(job.snapshots))
     key = snapshot_key(job.fields)
     try:
-        if store.verify(store.path_for(spec.name, key), key) is not None:
+        if store.verify(store.path_for(job.method, key), key) is not None:
             return False, {}
     except SnapshotError:
         pass  # damaged: build_or_load below moves it aside and rebuilds
+    snap, embedder, built = snapshot_in_worker(job)
+    if built and isinstance(snap.system, PrefetchesQueries) and job.conversation.qa:
+        # the questions' query texts go into the shared cache from here, beside the other builds, and not from
+        # the runner's process, whose torch threads would compete with the workers for the cores
+        snap.system.prefetch_queries([q.question for q in job.conversation.qa])
+    return built, embedding_counts(embedder)
+
+
+def snapshot_in_worker(job: BuildJob) -> tuple[SnapshotResult, LazyResource, bool]:
+    """In this (worker) process: ``job``'s memory, loaded from its snapshot or built and saved first; with the
+    lazy embedder it used and whether it was built here."""
+    spec: MethodSpec = get_method(job.method)
     # one torch thread per worker process unless the config says otherwise: the workers run side by side
     ecfg = job.embedder if job.embedder.threads else dataclasses.replace(job.embedder, threads=1)
     embedder = LazyResource(lambda: build_embedder(ecfg, cache=job.embedder_cache))
     backbone = LazyResource(lambda: _no_backbone(job.method))
     scope = UsageTracker()
-
     make = system_factory(spec, job, backbone=backbone, embedder=embedder)
-    snap = store.build_or_load(
+    snap = SnapshotStore(Path(job.snapshots)).build_or_load(
         method=spec.name, fields=job.fields, make=make, build=lambda s: build_memory(s, job.conversation, scope)
     )
-    if not snap.reused and isinstance(snap.system, PrefetchesQueries) and job.conversation.qa:
-        # the questions' query texts go into the shared cache from here, beside the other builds, and not from
-        # the runner's process, whose torch threads would compete with the workers for the cores
-        snap.system.prefetch_queries([q.question for q in job.conversation.qa])
-    return not snap.reused, embedding_counts(embedder)
+    return snap, embedder, not snap.reused
+
+
+def snapshot_stats(snap: SnapshotResult, conversation: Conversation, *, built_in_worker: bool) -> dict[str, Any]:
+    """A conversation's ``stats.json`` entry for its memory ``snap``: snapshot path, whether it was reused (not
+    when a worker process of this run built it), turns, the build's usage, seconds and trace, the memory's stats."""
+    return {
+        "snapshot": str(snap.path),
+        "reused": snap.reused and not built_in_worker,
+        "turns": len(conversation.turns),
+        "ingest_usage": snap.manifest.get("ingest_usage", {}),
+        "ingest_seconds": snap.manifest.get("ingest_seconds"),
+        "ingest_trace": snap.manifest.get("ingest_trace"),
+        "memory": snap.manifest.get("stats", {}),
+    }
 
 
 def embedding_counts(embedder: LazyResource) -> dict[str, float]:
@@ -277,7 +297,9 @@ def worker_pool(n_convs: int, processes: int) -> ProcessPoolExecutor | None:
     workers = min(processes, n_convs)
     if workers < 2:
         return None
-    log.info("building %d memories in %d worker processes (ingestion uses no LLM)", n_convs, workers)
+    log.info(
+        "%d worker processes build or load the memories of %d conversations (ingestion uses no LLM)", workers, n_convs
+    )
     # spawn, not fork: the runner already has threads (and faiss/torch thread pools) at this point.
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
@@ -354,7 +376,7 @@ class MemoryBuilder:
             return
         for conversation in conversations:
             if conversation.conv_id not in self._queued:
-                self._queued[conversation.conv_id] = self.pool.submit(build_in_worker, self._job(conversation))
+                self._queued[conversation.conv_id] = self.pool.submit(build_in_worker, self.job(conversation))
 
     def cancel_queued(self) -> None:
         """Cancel the queued builds no worker has started (a stopped run must not wait for them)."""
@@ -374,7 +396,8 @@ class MemoryBuilder:
                 f"the backbone preset whose model is {self.backbone_model}, or drop memory_backbone"
             )
 
-    def _job(self, conversation: Conversation) -> BuildJob:
+    def job(self, conversation: Conversation) -> BuildJob:
+        """The picklable job that builds (or loads) ``conversation``'s memory in a worker process."""
         return BuildJob(
             method=self.spec.name,
             method_cfg=self.method_cfg,
@@ -401,7 +424,7 @@ class MemoryBuilder:
         """Load ``conversation``'s memory, building and saving it first when no complete snapshot exists.
         ``backbone`` should record its usage in ``scope`` (the build's usage goes into the manifest);
         ``on_turn`` / ``on_ingested`` are :func:`build_memory`'s callbacks and may raise to stop the build."""
-        job = self._job(conversation)
+        job = self.job(conversation)
         fields = job.fields
         built_in_worker, worker_embeddings = False, {}
         if self.pool is not None:
@@ -416,15 +439,7 @@ class MemoryBuilder:
             if self.load_only
             else lambda system: build_memory(system, conversation, scope, on_turn=on_turn, on_ingested=on_ingested),
         )
-        stats = {
-            "snapshot": str(snap.path),
-            "reused": snap.reused and not built_in_worker,
-            "turns": len(conversation.turns),
-            "ingest_usage": snap.manifest.get("ingest_usage", {}),
-            "ingest_seconds": snap.manifest.get("ingest_seconds"),
-            "ingest_trace": snap.manifest.get("ingest_trace"),
-            "memory": snap.manifest.get("stats", {}),
-        }
+        stats = snapshot_stats(snap, conversation, built_in_worker=built_in_worker)
         if worker_embeddings:  # this invocation's embeddings of a build in a worker process
             stats["worker_embeddings"] = worker_embeddings
         return BuiltMemory(snap.system, snap.reused, stats)

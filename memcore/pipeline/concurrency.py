@@ -7,8 +7,10 @@ used and why:
   its largest conversation has QA items, so the value is capped at the larger of the two; requests in flight are
   also bound by the backbone's limit. A run that calls no LLM takes its conversations and their QA items one at
   a time: its retrieval is CPU-bound Python, and more threads would only contend for the GIL (all of LoCoMo warm
-  with memcore-cheap: 25 s with four conversations and four QA items at once, 20 s one at a time); its builds
-  still run side by side in the worker processes.
+  with memcore-cheap: 25 s with four conversations and four QA items at once, 20 s one at a time). When its
+  builds go to worker processes, each worker also retrieves for its conversation
+  (:mod:`memcore.pipeline.worker_retrieval`), so the retrieval runs side by side as well, and the runner's
+  process only scores and writes.
 - ``backbone.max_concurrency`` (and the judge's own backbone's): the most requests the backbone serves at once,
   the preset's documented limit; a kind whose server answers a fixed number (llama.cpp's: one) caps it there
   (:func:`memcore.llm.factory.backbone_limit`).
@@ -40,13 +42,15 @@ log = logging.getLogger(__name__)
 class Concurrency:
     """What a run does at once: ``threads`` conversations, and as many QA items within each (1 for a run that
     calls no LLM); at most ``requests`` backbone requests in flight; ``build_processes`` worker processes for
-    builds (0: builds run in the conversation threads). ``lines``: one per knob whose value was capped, saying the
-    value used and why."""
+    builds (0: builds run in the conversation threads); ``retrieval_in_workers``: those workers also prefetch and
+    retrieve for their conversation (a run that calls no LLM). ``lines``: one per knob whose value was capped, saying
+    the value used and why."""
 
     threads: int
     requests: int
     build_processes: int
     lines: tuple[str, ...] = ()
+    retrieval_in_workers: bool = False
 
     def log(self) -> None:
         """Log :attr:`lines` (INFO)."""
@@ -101,14 +105,20 @@ def plan_concurrency(
     processes, process_line = _build_processes(cfg, spec, n_convs, cpus, embedder_injected)
     if process_line is not None:
         lines.append(process_line)
-    if one_at_a_time:
-        builds = f"; builds in {processes} worker processes" if processes else ""
+    in_workers = not calls_llm and processes >= 2
+    if one_at_a_time or in_workers:
+        where = (
+            f"each conversation built or loaded, and its QA items retrieved, in one of {processes} worker processes;"
+            " this process scores and writes them"
+            if in_workers
+            else "one conversation and one QA item at a time"
+        )
         lines.append(
-            f"concurrency={given}: one conversation and one QA item at a time{builds} (the run calls no LLM: its "
-            "work holds the GIL, and threads would only contend for it)"
+            f"concurrency={given}: {where} (the run calls no LLM: its work holds the GIL, and threads would only "
+            "contend for it)"
         )
         threads = requests = 1
-    return Concurrency(threads, requests, processes, tuple(lines))
+    return Concurrency(threads, requests, processes, tuple(lines), retrieval_in_workers=in_workers)
 
 
 def _judge_line(cfg: DictConfig) -> str | None:
