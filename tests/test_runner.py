@@ -23,7 +23,7 @@ from memcore.llm.scripted import ScriptedBackbone
 from memcore.llm.usage import UsageTracker
 from memcore.memory.batched import BatchSettings, MemCoReBatched
 from memcore.memory.config import MemCoReConfig, Switches
-from memcore.memory.system import MemCoRe
+from memcore.memory.system import INGEST_BATCH, MemCoRe
 from memcore.pipeline.build import build_memory
 from memcore.pipeline.progress import StageBars as _Bars
 from memcore.pipeline.rundir import RUN_STATE, guard_run_dir, without_added_defaults
@@ -31,7 +31,7 @@ from memcore.runner import RunConflictError, run_config
 from memcore.stopflag import StopFlag
 from memcore.testing.sim_replies import structured_responder
 from tests.fakes import AMemMem0RunnerLLM
-from tests.support import story_conversation
+from tests.support import STORY, conversation_of, story_conversation
 
 BASE = ["dataset=locomo-tiny", "embedder=hashing", "backbone=scripted", "method=rag_bm25"]
 
@@ -309,6 +309,37 @@ def test_a_buffered_staged_build_traces_each_turn_with_its_own_gate_calls() -> N
     assert out["ingest_trace"]["calls"] == [2] * n
     assert out["ingest_trace"]["prompt_tokens"] == [10 + 100 * k for k in range(1, n + 1)]
     assert out["ingest_trace"]["completion_tokens"] == [1] * n
+
+
+class _CallSizes(HashingEmbedder):
+    """A hashing embedder that records how many texts each ``encode`` call was given."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.calls: list[int] = []
+
+    def encode(self, texts: Any) -> Any:
+        self.calls.append(len(texts))
+        return super().encode(texts)
+
+
+def test_a_cheap_build_embeds_every_context_in_one_call_and_an_llm_build_every_32_turns() -> None:
+    """Cheap mode's ingestion is free, so all its contexts are embedded at once (sorted by length into batches with
+    little padding); LLM mode flushes every ``INGEST_BATCH`` turns."""
+    story = [text for session in STORY for _, text in session]
+    # 36 turns: one full LLM-mode batch of 32 and 4 more
+    conv = conversation_of([f"{story[i % len(story)]} (turn {i})" for i in range(36)])
+    assert len(conv.turns) == 36 > INGEST_BATCH == 32
+    cheap_embedder = _CallSizes()
+    cheap = MemCoRe(MemCoReConfig(judge="embedding"), Switches(), embedder=cheap_embedder, backbone=None)
+    build_memory(cheap, conv, UsageTracker())
+    assert cheap_embedder.calls[0] == 36  # the contexts, before the first gate decision
+    assert len(cheap.store.notes) > 0
+    llm_embedder = _CallSizes()
+    backbone = ScriptedBackbone(structured_responder)
+    llm = MemCoRe(MemCoReConfig(), Switches(), embedder=llm_embedder, backbone=lambda: backbone)
+    build_memory(llm, conv, UsageTracker())
+    assert llm_embedder.calls[0] == 32 and 4 in llm_embedder.calls[1:]
 
 
 @pytest.mark.parametrize("batched", [False, True])
