@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -265,8 +266,8 @@ class Runner:
                     if retrievals is not None:
                         if self._stop.is_set():  # stopping: the worker's results would not be written
                             return
-                        got = retrievals.result(conv)
-                        self._write_retrieved(conv, pending_items(conv, done), got, writer, bars, data)
+                        items, got = retrievals.result(conv)
+                        self._write_retrieved(conv, items, got, writer, bars, data)
                     else:
                         self._process_conversation(conv, done, builder, res, writer, bars, data)
                 except BaseException as exc:  # collected and re-raised in the main thread after the pool drains
@@ -421,7 +422,7 @@ class Runner:
     def _write_retrieved(
         self,
         conv: Conversation,
-        items: list[QAItem],
+        items: Sequence[QAItem],
         got: RetrievedConversation,
         writer: ItemWriter,
         bars: StageBars,

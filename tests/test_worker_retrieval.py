@@ -85,8 +85,11 @@ def test_jobs_are_queued_longest_first_once_each_and_a_stop_cancels_the_unstarte
     pool = builder.pool
     assert isinstance(pool, _Pool)
     assert pool.submitted == ["b", "c", "a"]  # 9, 6 and 3 turns
+    done = object()
+    pool.futures[0].set_result(done)
+    assert retrievals.result(convs[1]) == (convs[1].qa[:1], done)  # the items queued, with the worker's result
     retrievals.cancel_queued()
-    assert all(f.cancelled() for f in pool.futures)
+    assert pool.futures[0].done() and all(f.cancelled() for f in pool.futures[1:])
     with pytest.raises(ValueError, match="worker processes"):
         WorkerRetrievals(Runner(cfg, tmp_path / "r2")._builder(None), budget=None, context_tokens=None)
 

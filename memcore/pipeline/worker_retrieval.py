@@ -91,8 +91,9 @@ def retrieve_in_worker(job: RetrievalJob) -> RetrievedConversation:
 
 
 class WorkerRetrievals:
-    """Every conversation's :class:`RetrievalJob`, handed to ``builder``'s worker processes at once (in order, so
-    the workers stay busy however the runner takes the results); :meth:`result` waits for one conversation's."""
+    """Every conversation's :class:`RetrievalJob`, handed to ``builder``'s worker processes at once (longest
+    first, so the workers stay busy however the runner takes the results); :meth:`result` waits for one
+    conversation's."""
 
     def __init__(self, builder: MemoryBuilder, *, budget: int | None, context_tokens: int | None) -> None:
         if builder.pool is None:
@@ -100,7 +101,7 @@ class WorkerRetrievals:
         self.builder = builder
         self.budget = budget
         self.context_tokens = context_tokens
-        self._queued: dict[str, Future[RetrievedConversation]] = {}
+        self._queued: dict[str, tuple[tuple[QAItem, ...], Future[RetrievedConversation]]] = {}
 
     def queue(
         self, conversations: Sequence[Conversation], items_of: Callable[[Conversation], Sequence[QAItem]]
@@ -113,14 +114,17 @@ class WorkerRetrievals:
         for conv in sorted(conversations, key=lambda c: len(c.turns), reverse=True):
             if conv.conv_id in self._queued:
                 continue
-            job = RetrievalJob(self.builder.job(conv), tuple(items_of(conv)), self.budget, self.context_tokens)
-            self._queued[conv.conv_id] = pool.submit(retrieve_in_worker, job)
+            items = tuple(items_of(conv))
+            job = RetrievalJob(self.builder.job(conv), items, self.budget, self.context_tokens)
+            self._queued[conv.conv_id] = items, pool.submit(retrieve_in_worker, job)
 
-    def result(self, conversation: Conversation) -> RetrievedConversation:
-        """``conversation``'s predictions, once its worker is done (its error, raised here, if it failed)."""
-        return self._queued.pop(conversation.conv_id).result()
+    def result(self, conversation: Conversation) -> tuple[tuple[QAItem, ...], RetrievedConversation]:
+        """The QA items queued for ``conversation`` and its worker's predictions for them, once the worker is done
+        (its error, raised here, if it failed)."""
+        items, future = self._queued.pop(conversation.conv_id)
+        return items, future.result()
 
     def cancel_queued(self) -> None:
         """Cancel the jobs no worker has started (a stopped run must not wait for them)."""
-        for future in self._queued.values():
+        for _, future in self._queued.values():
             future.cancel()
