@@ -41,11 +41,12 @@ from baselines.turns import load_turns, save_turns, text_without_caption, turn_n
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
-from memcore.eval.protocols import EvalProtocol, adversarial_options, get_protocol
+from memcore.datasets.locomo.prompts import answer as answer_prompts
+from memcore.datasets.locomo.protocols import adversarial_options
+from memcore.eval.protocols import EvalProtocol, get_protocol
 from memcore.interfaces import BadConfig, ChatBackbone, MethodContext, MethodSpec
 from memcore.llm.usage import usage_of
 from memcore.packing.budget import BUDGET_KEY, budget_record
-from memcore.prompts import answer as answer_prompts
 from memcore.schema import POS, Rule, check_rules, knob, method_validator
 from memcore.text import count_tokens, truncate_to_tokens
 from memcore.types import Conversation, Evidence, QAItem, Turn

@@ -2,7 +2,7 @@
 ``QA_PROMPT`` / ``QA_PROMPT_CAT_5`` of snap-research/locomo ``task_eval/evaluate_gpts.py``, sent as its
 ``get_gpt_answers`` sends them with batch size 1 (commit ``9228632``).
 
-The texts are the harness's LoCoMo protocol prompts (:mod:`memcore.prompts.answer`, ``LOCOMO_*``; sha256 in
+The texts are the harness's LoCoMo protocol prompts (:mod:`memcore.datasets.locomo.prompts.answer`, ``LOCOMO_*``; sha256 in
 ``baselines/FIDELITY.md``): the method's context (the official ``get_input_context`` layout for ``full_context``,
 ``<date>: <speaker> said, "<text>"`` lines for ``rag_locomo``), then the prompt, as one user message; temperature
 0; 32 answer tokens; category 2 appends the DATE instruction to the question; category 5 offers the two options

@@ -14,10 +14,12 @@ name is looked up (so an optional extra such as mem0ai loads only when its metho
 
 from __future__ import annotations
 
+import ast
 import difflib
 import importlib
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -137,3 +139,31 @@ def unknown_name_message(kind: str, name: str, known: list[str]) -> str:
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     return f"unknown {kind} {name!r}.{hint} Known: {', '.join(known) or '(none)'}."
+
+
+def declared_literal(path: Path, literal: str) -> dict[str, str]:
+    """The module-level dict literal ``literal`` (name → ``"module:OBJECT"``) of the Python file at ``path``, read
+    from its source without importing it ({} when it declares none)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == literal:
+            declared = ast.literal_eval(value)
+            if not isinstance(declared, dict):
+                raise TypeError(f"{path}: {literal} must be a dict literal of name -> 'module:OBJECT'")
+            return {str(k): str(v) for k, v in declared.items()}
+    return {}
+
+
+def declared_in_folder(folder: Path, literal: str) -> dict[str, str]:
+    """Every ``literal`` declaration of the packages directly under ``folder`` (their ``__init__.py``), merged in
+    folder order: how a dataset package registers its datasets, protocols and metrics."""
+    out: dict[str, str] = {}
+    for init in sorted(folder.glob("*/__init__.py")):
+        out.update(declared_literal(init, literal))
+    return out

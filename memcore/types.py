@@ -5,6 +5,7 @@ Everything here is a plain, immutable-by-convention dataclass: no I/O, no global
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -44,7 +45,10 @@ class QAItem:
     a dataset may store an ``IntEnum`` member, the harness reads it as its int). ``answer`` is the original gold
     (``None`` when the question has none, e.g. most of LoCoMo's adversarial items), always a stripped string when
     present; ``evidence`` holds cleaned ids of the turns (``Turn.dia_id``) that answer it. The gold string an item
-    is scored against is the evaluation protocol's rule (``protocol.gold(item)``).
+    is scored against is the evaluation protocol's rule (``protocol.gold(item)``). ``question_date``: when the
+    question is asked, as the dataset writes it (None when the dataset has no such date). ``metadata``: what
+    else the dataset knows of the item that its own protocols read (LoCoMo's ``adversarial_answer``, a
+    LongMemEval question's ``question_type`` and ``evidence_sessions``); JSON-ready values, never hashed.
     """
 
     conv_id: str
@@ -52,9 +56,10 @@ class QAItem:
     question: str
     category: int
     answer: str | None
-    adversarial_answer: str | None
     evidence: tuple[str, ...]
     raw_evidence: tuple[str, ...] = ()
+    question_date: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
     def item_id(self) -> str:

@@ -133,9 +133,17 @@ def story_conversation(conv_id: str = "conv-x", n_sessions: int = 2) -> Conversa
         for s in range(n_sessions)
     ]
     qa = (
-        QAItem(conv_id, 0, "What breed is Rex?", Category.SINGLE_HOP, "beagle", None, ("D1:3",)),
-        QAItem(conv_id, 1, "When did Bob start the violin?", Category.TEMPORAL, "March", None, ("D2:1",)),
-        QAItem(conv_id, 2, "What did Alice name her cat?", Category.ADVERSARIAL, None, "Rex", ("D1:1",)),
+        QAItem(conv_id, 0, "What breed is Rex?", Category.SINGLE_HOP, "beagle", ("D1:3",)),
+        QAItem(conv_id, 1, "When did Bob start the violin?", Category.TEMPORAL, "March", ("D2:1",)),
+        QAItem(
+            conv_id,
+            2,
+            "What did Alice name her cat?",
+            Category.ADVERSARIAL,
+            None,
+            ("D1:1",),
+            metadata={"adversarial_answer": "Rex"},
+        ),
     )
     return conversation(sessions, conv_id=conv_id, qa=qa)
 

@@ -32,7 +32,7 @@ MEM0_REPLY = "Step 1: the memories say so. Answer: the support group"
 def _item(category: int = 1) -> QAItem:
     return QAItem(
         conv_id="conv-t", index=0, question="What did Caroline attend?", answer="support group",
-        category=Category(category), adversarial_answer=None, evidence=("D1:1",),
+        category=Category(category), evidence=("D1:1",),
     )  # fmt: skip
 
 

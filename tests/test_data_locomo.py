@@ -78,10 +78,10 @@ def test_category5_answers(ds: LoCoMoDataset) -> None:
     cat5 = [q for c in ds.conversations for q in c.qa if q.category is Category.ADVERSARIAL]
     assert len(cat5) == 446
     assert sum(q.answer is None for q in cat5) == 444
-    assert all(q.adversarial_answer for q in cat5)
+    assert all(q.metadata["adversarial_answer"] for q in cat5)
     assert all(q.answer for c in ds.conversations for q in c.qa if q.category is not Category.ADVERSARIAL)
     with_answer = [q for q in cat5 if q.answer is not None]
-    assert [(q.answer, q.adversarial_answer) for q in with_answer] == [("No", "Yes"), ("No", "Yes")]
+    assert [(q.answer, q.metadata["adversarial_answer"]) for q in with_answer] == [("No", "Yes"), ("No", "Yes")]
     assert get_protocol("amem").gold(with_answer[0]) == "Yes"
     assert get_protocol("locomo").gold(with_answer[0]) == "No"
 

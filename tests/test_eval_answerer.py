@@ -7,8 +7,9 @@ import random
 import pytest
 
 from memcore.datasets.locomo.categories import Category
-from memcore.eval.answerer import Answerer, adversarial_options, locomo_cat5_choice, strip_answer_label
-from memcore.prompts import answer as prompts
+from memcore.datasets.locomo.prompts import answer as prompts
+from memcore.datasets.locomo.protocols import adversarial_options, locomo_cat5_choice
+from memcore.eval.answerer import Answerer, strip_answer_label
 from memcore.seeding import derive_seed
 from memcore.types import QAItem
 
@@ -16,7 +17,15 @@ CONTEXT = "[8 May, 2023] Alice: We moved to Lisbon yesterday."
 
 
 def qa(index: int, category: Category, answer: str | None = "Lisbon", adversarial: str | None = None) -> QAItem:
-    return QAItem("conv-t", index, "Where did Alice move?", category, answer, adversarial, ("D1:1",))
+    return QAItem(
+        "conv-t",
+        index,
+        "Where did Alice move?",
+        category,
+        answer,
+        ("D1:1",),
+        metadata={} if adversarial is None else {"adversarial_answer": adversarial},
+    )
 
 
 def test_amem_temporal_prompt_and_sampling(scripted) -> None:

@@ -369,7 +369,10 @@ def load(path: Path) -> DatasetFile:
                 )
             )
         qa = tuple(
-            QAItem(conv_id, i, q["question"], q["category"], q.get("answer"), q.get("wrong"), tuple(q["evidence"]))
+            QAItem(
+                conv_id, i, q["question"], q["category"], q.get("answer"), tuple(q["evidence"]),
+                metadata={"wrong": q.get("wrong")},
+            )
             for i, q in enumerate(questions.get(conv_id, []))
         )
         speakers = sorted({t.speaker for s in built for t in s.turns})

@@ -60,7 +60,7 @@ def build(script: FluxMemLLM, tmp_path: Path, **overrides: Any) -> tuple[FluxMem
 
 
 def item(question: str, index: int = 0, answer: str = "GOLD-SENTINEL") -> QAItem:
-    return QAItem("conv-x", index, question, Category.SINGLE_HOP, answer, None, ("D1:3",))
+    return QAItem("conv-x", index, question, Category.SINGLE_HOP, answer, ("D1:3",))
 
 
 class Answerer:

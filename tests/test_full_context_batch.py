@@ -13,10 +13,10 @@ import pytest
 from baselines.full_context import SPEC, BatchedFullContext, FullContext, FullContextConfig, parse_batch_reply
 from baselines.locomo_batch_prompt import QA_PROMPT_BATCH
 from memcore.datasets.locomo.categories import Category
+from memcore.datasets.locomo.prompts import answer as answer_prompts
 from memcore.interfaces import SelfAnsweringMemory
 from memcore.itemlog import read_items
 from memcore.llm.scripted import ScriptedBackbone
-from memcore.prompts import answer as answer_prompts
 from memcore.runner import run_config
 from tests.support import method_context, story_conversation
 

@@ -26,7 +26,15 @@ AMEM, LOCOMO = get_protocol("amem"), get_protocol("locomo")
 def _item(
     category: Category = Category.SINGLE_HOP, answer: str | None = "a beagle", adversarial: str | None = None
 ) -> QAItem:
-    return QAItem("conv-x", 0, "What breed is Rex?", category, answer, adversarial, ("D1:3",))
+    return QAItem(
+        "conv-x",
+        0,
+        "What breed is Rex?",
+        category,
+        answer,
+        ("D1:3",),
+        metadata={} if adversarial is None else {"adversarial_answer": adversarial},
+    )
 
 
 def test_correct_verdict_is_one_call_on_stage_judge(scripted) -> None:

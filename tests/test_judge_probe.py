@@ -107,7 +107,7 @@ def test_probe_dry_run_prints_the_cases(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def _qa(i: int, cat: Category, answer: str) -> QAItem:
-    return QAItem("conv-x", i, f"q{i}?", cat, answer, None, ("D1:1",))
+    return QAItem("conv-x", i, f"q{i}?", cat, answer, ("D1:1",))
 
 
 def test_gold_ceiling_counts_wrong_gold_answers_not_citation_fixes() -> None:

@@ -64,7 +64,15 @@ def test_backbone_and_embedder_kinds_are_registries() -> None:
 
 
 def _item(category: Category, answer: str | None, adversarial: str | None) -> QAItem:
-    return QAItem("c", 0, "Where?", category, answer, adversarial, ())
+    return QAItem(
+        "c",
+        0,
+        "Where?",
+        category,
+        answer,
+        (),
+        metadata={} if adversarial is None else {"adversarial_answer": adversarial},
+    )
 
 
 def test_protocols_own_gold_refusal_prompt_and_scoring() -> None:
@@ -79,7 +87,7 @@ def test_protocols_own_gold_refusal_prompt_and_scoring() -> None:
     assert [m["role"] for m in amem.messages(_item(Category.SINGLE_HOP, "x", None), "ctx", ())] == ["system", "user"]
     assert locomo.postprocess("Answer: (b)", ("A", "B")) == "B"
     assert locomo.score("not mentioned", "", Category.ADVERSARIAL)["f1"] == 1.0
-    assert amem.cat5_note and locomo.cat5_note is None
+    assert amem.table_notes(("5",)) and not amem.table_notes(("1",)) and not locomo.table_notes(("5",))
     with pytest.raises(ValueError, match="unknown protocol 'amen'"):
         get_protocol("amen")
 

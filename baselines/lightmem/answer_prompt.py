@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 
 from memcore.datasets.locomo.loader import parse_session_time
-from memcore.eval.protocols import EvalProtocol
+from memcore.datasets.locomo.protocols import LoCoMoEvalProtocol
 from memcore.eval.upstream import UpstreamAnswer
 from memcore.interfaces import Message
 from memcore.types import Evidence, QAItem
@@ -96,7 +96,7 @@ def speaker_blocks(entries: list[tuple[str, str, str]]) -> list[tuple[str, str]]
 
 
 @dataclass(frozen=True)
-class LightMemAnswer(EvalProtocol):
+class LightMemAnswer(LoCoMoEvalProtocol):
     """LightMem's answer call: ``ANSWER_PROMPT`` over the per-speaker blocks, one system message, reply unchanged."""
 
     def context(self, evidence: Evidence) -> str:

@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from memcore.eval.protocols import EvalProtocol
+from memcore.datasets.locomo.protocols import LoCoMoEvalProtocol
 from memcore.eval.upstream import UpstreamAnswer
 from memcore.interfaces import Message
 from memcore.types import Evidence, QAItem
@@ -81,7 +81,7 @@ def render(template: str, values: dict[str, str]) -> str:
 
 
 @dataclass(frozen=True)
-class Mem0Answer(EvalProtocol):
+class Mem0Answer(LoCoMoEvalProtocol):
     """Mem0's answer call: the rendered ``ANSWER_PROMPT`` as one system message, reply unchanged."""
 
     def context(self, evidence: Evidence) -> str:

@@ -14,6 +14,13 @@ from pathlib import Path
 from memcore.datasets.errors import DataError
 
 
+def memcore_home(env: Mapping[str, str] | None = None) -> Path:
+    """``$MEMCORE_HOME`` or ``~/.cache/memcore``: where downloads go by default."""
+    env = os.environ if env is None else env
+    home = env.get("MEMCORE_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".cache" / "memcore"
+
+
 def repo_root() -> Path:
     """The repository holding this package (parent of ``memcore/``)."""
     return Path(__file__).resolve().parents[2]

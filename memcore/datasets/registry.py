@@ -1,21 +1,21 @@
 """Dataset registry: ``dataset.kind`` → :class:`~memcore.datasets.spec.DatasetSpec`, found without a central list.
 
 A dataset package ``memcore/datasets/<kind>/`` declares its datasets in its ``__init__.py`` as a module-level
-literal ``DATASETS = {"<kind>": "<module>:<SPEC>"}``; the literal is read from the source (no import), so a
+literal ``DATASETS = {"<kind>": "<module>:<SPEC>"}`` (and its protocols as ``PROTOCOLS``, which
+:mod:`memcore.eval.protocols` reads the same way); the literal is read from the source (no import), so a
 dataset's loader is imported only when a run uses it. A package outside the repository registers the same
 ``"<module>:<SPEC>"`` under the ``memcore.datasets`` entry-point group.
 """
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from memcore.datasets.spec import DatasetSpec
-from memcore.registry import Registry
+from memcore.registry import Registry, declared_in_folder, declared_literal
 
 #: ``dataset.kind`` when a config names none (runs made before the key existed are LoCoMo runs).
 DEFAULT_DATASET_KIND = "locomo"
@@ -25,28 +25,19 @@ ENTRY_POINT_GROUP = "memcore.datasets"
 DATASETS_DIR = Path(__file__).resolve().parent
 
 
-def declared_datasets(path: Path) -> dict[str, str]:
-    """The ``DATASETS`` literal of the module at ``path`` ({} when it declares none)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            target, value = node.target, node.value
-        else:
-            continue
-        if isinstance(target, ast.Name) and target.id == "DATASETS":
-            declared = ast.literal_eval(value)
-            if not isinstance(declared, dict):
-                raise TypeError(f"{path}: DATASETS must be a dict literal of kind -> 'module:SPEC'")
-            return {str(k): str(v) for k, v in declared.items()}
-    return {}
+def declared_datasets(path: Path, literal: str = "DATASETS") -> dict[str, str]:
+    """The ``DATASETS`` (or another ``literal``'s) dict of the module at ``path`` ({} when it declares none)."""
+    return declared_literal(path, literal)
+
+
+def declared_in_packages(literal: str) -> dict[str, str]:
+    """Every ``literal`` declaration of the dataset packages under :data:`DATASETS_DIR`, merged in folder order."""
+    return declared_in_folder(DATASETS_DIR, literal)
 
 
 def _discover(registry: Registry[DatasetSpec]) -> None:
-    for init in sorted(DATASETS_DIR.glob("*/__init__.py")):
-        for kind, target in declared_datasets(init).items():
-            registry.add_lazy(kind, target)
+    for kind, target in declared_in_packages("DATASETS").items():
+        registry.add_lazy(kind, target)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         registry.add_lazy(ep.name, ep.value)
 

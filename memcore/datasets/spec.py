@@ -38,9 +38,11 @@ class CategoryInfo:
 
 @dataclass(frozen=True)
 class DatasetCategories:
-    """A dataset's categories in table order; ids are unique."""
+    """A dataset's categories in table order; ids are unique. ``headline_title``: how tables name the headline
+    overall (the categories not ``headline_excludes``)."""
 
     categories: tuple[CategoryInfo, ...]
+    headline_title: str = "Overall, headline"
 
     def __post_init__(self) -> None:
         ids = [c.id for c in self.categories]
@@ -80,6 +82,23 @@ class DatasetCategories:
         known = ", ".join(c.heading for c in self.categories)
         raise ValueError(f"unknown category {category!r}; this dataset's categories are {known}")
 
+    @staticmethod
+    def span(ids: tuple[int, ...]) -> str:
+        """``"1-4"`` for consecutive ids, else ``"1,3,4"``."""
+        if ids and list(ids) == list(range(ids[0], ids[0] + len(ids))) and len(ids) > 1:
+            return f"{ids[0]}-{ids[-1]}"
+        return ",".join(str(i) for i in ids)
+
+    @property
+    def overall_label(self) -> str:
+        """``"Overall, cat. 1-5"``: how tables head the overall of every category."""
+        return f"Overall, cat. {self.span(self.ids)}"
+
+    @property
+    def headline_label(self) -> str:
+        """``"Overall w/o adv, cat. 1-4"``: how tables head the headline overall."""
+        return f"{self.headline_title}, cat. {self.span(self.headline_ids)}"
+
     def describe(self) -> str:
         """``"1 multi-hop, 2 temporal, …"``: for error messages and notes."""
         return ", ".join(c.heading for c in self.categories)
@@ -105,6 +124,8 @@ class AuditOverlay:
     summary: dict[str, Any]
 
 
+#: The granularities a dataset's gold evidence can be given at.
+EVIDENCE_LEVELS: tuple[str, ...] = ("turn", "session")
 #: ``locate(dataset.path)`` → the dataset file; raises ``DataError`` saying where it looked and how to get it.
 Locate = Callable[[str | None], Path]
 #: ``load(path)`` → the file's conversations; raises ``DataError`` (one line, what to fix) for a bad file.
@@ -120,7 +141,10 @@ class DatasetSpec:
     - ``locate`` / ``load``: where the file is by default (given ``dataset.path``, which may be null) and how it
       becomes conversations; every QA item's ``category`` is one of ``categories``' ids and every evidence id
       names a turn (``Turn.dia_id``) of its conversation: recall is computed against them.
-    - ``evidence_unit``: what one evidence id names, in words (for the docs and error messages).
+    - ``evidence_unit``: what one evidence id names, in words (for the docs and error messages);
+      ``evidence_levels``: the granularities its gold evidence is given at (``turn``, ``session`` or both): at
+      ``session`` an item's session ids are in ``metadata["evidence_sessions"]``, and session recall is scored.
+    - ``table_notes``: the footnotes every table of a run on it carries (what its category ids mean).
     - ``protocols``: the answer protocols (``protocol.name``) whose rules fit its questions, the default first;
       a dataset with none can only be run retrieval-only (``eval.answer=false``).
     - ``audit``: the overlay of corrected gold behind ``eval.audited=true``, or ``None`` when it has none.
@@ -134,6 +158,13 @@ class DatasetSpec:
     evidence_unit: str
     protocols: tuple[str, ...] = ()
     audit: Audit | None = None
+    evidence_levels: tuple[str, ...] = ("turn",)
+    table_notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        bad = [level for level in self.evidence_levels if level not in EVIDENCE_LEVELS]
+        if bad or not self.evidence_levels:
+            raise ValueError(f"dataset {self.kind!r}: evidence_levels {self.evidence_levels!r}; use {EVIDENCE_LEVELS}")
 
     @property
     def default_protocol(self) -> str | None:

@@ -17,7 +17,7 @@ from typing import Any
 from memcore.datasets.registry import DEFAULT_DATASET_KIND, get_dataset
 from memcore.datasets.spec import DatasetCategories
 from memcore.eval.disclosure import disclosure_line, evidence_line
-from memcore.eval.protocols import protocol_cat5_note, recorded_protocol, run_metrics_of
+from memcore.eval.protocols import protocol_notes, recorded_protocol, run_metrics_of
 from memcore.metrics import Metric, mean
 from memcore.metrics.scorers.evidence import evidence_scores, recall_at_budget
 from memcore.packing.budget import BUDGET_KEY
@@ -255,10 +255,16 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100.0 * value:.2f}"
 
 
-CATEGORY_NAME_NOTE = (
-    "Categories are the official LoCoMo ints (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial); "
-    "Mem0's harness and its forks call the same ints 1 single-hop, 2 temporal, 3 multi-hop, 4 open-domain."
-)
+def run_dataset_kind(metrics: Mapping[str, Any]) -> str:
+    """The dataset kind a run's ``metrics.json`` names (``run.dataset_kind``; LoCoMo's runs carry none)."""
+    return str((metrics.get("run") or {}).get("dataset_kind") or DEFAULT_DATASET_KIND)
+
+
+def dataset_notes(kind: str) -> tuple[str, ...]:
+    """The table notes of dataset ``kind`` (none for a kind no longer registered)."""
+    from memcore.datasets.registry import DATASETS
+
+    return get_dataset(kind).table_notes if kind in DATASETS else ()
 
 
 def metric_header(metric: Metric) -> str:
@@ -314,9 +320,11 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
         (f"{key} {block.get('name') or key} (n={block['n']})", key, block)
         for key, block in sorted(metrics["by_category"].items(), key=lambda kv: int(kv[0]))
     ]
-    rows.append((f"Overall, cat. 1-5 (n={metrics['overall']['n']})", "overall", metrics["overall"]))
+    kind = run_dataset_kind(metrics)
+    cats = get_dataset(kind).categories
+    rows.append((f"{cats.overall_label} (n={metrics['overall']['n']})", "overall", metrics["overall"]))
     rows.append(
-        (f"Overall w/o adv, cat. 1-4 (n={metrics['overall_no_adv']['n']})", "overall_no_adv", metrics["overall_no_adv"])
+        (f"{cats.headline_label} (n={metrics['overall_no_adv']['n']})", "overall_no_adv", metrics["overall_no_adv"])
     )
     columns = [(metric_header(m), m) for m in metrics_of_run(metrics) if not m.needs_llm and m.stored != "derived"]
     header_cells = [name for name, _ in columns]
@@ -345,14 +353,13 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
     budgets = budgets_within_cap(metrics)
     if budgets:
         parts = [f"{int(b):,} tok {_pct(v['recall'])}" for b, v in budgets.items()]
-        lines += ["", "Recall % at equal context-token budgets (categories 1-4): " + ", ".join(parts) + "."]
+        span = cats.span(cats.headline_ids)
+        lines += ["", f"Recall % at equal context-token budgets (categories {span}): " + ", ".join(parts) + "."]
     n_missing = metrics.get("n_without_evidence")
     if n_missing:
         lines += ["", f"Recall and hit rate exclude {n_missing} item(s) without gold evidence."]
     run = metrics.get("run") or {}
-    lines += ["", CATEGORY_NAME_NOTE]
-    note = protocol_cat5_note(run.get("protocol", "amem"))
-    if note and "5" in metrics["by_category"]:
+    for note in (*dataset_notes(kind), *protocol_notes(run.get("protocol", "amem"), tuple(metrics["by_category"]))):
         lines += ["", note]
     if run.get("answer"):
         lines += ["", disclosure_line(run["answer"])]

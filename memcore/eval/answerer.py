@@ -3,23 +3,9 @@
 The protocol object (:mod:`memcore.eval.protocols`) supplies the messages, the sampling defaults, whether the
 reply is JSON and the post-processing; this module makes the call and keeps the bookkeeping.
 
-``protocol="amem"`` mirrors ``advancedMemAgent.answer_question`` of A-MEM's ``test_advanced.py``:
-system + user message, JSON reply ``{"answer": ...}`` (parsed through
-:func:`~memcore.llm.json_reply.complete_json`; an unparseable reply falls back to the raw text, as
-A-MEM does, and is counted in the backbone's usage tracker), temperature 0.7 and 0.5 for
-category 5 (A-MEM's ``temperature_c5`` default; the paper states the same), ``max_tokens`` 1000
-(A-MEM's client). A-MEM makes one attempt; ``json_attempts`` (default 1) allows retries.
-
-``protocol="locomo"`` mirrors ``get_gpt_answers`` of the official ``task_eval/evaluate_gpts.py``
-(batch size 1): one user message, temperature 0, 32 answer tokens; a category-5 reply of just
-``a``/``b``/``(a)``/``(b)`` is mapped to the option text and other replies are lower-cased, as the
-official ``get_cat_5_answer`` does.
-
-Deviations, all documented: the category-5 option order comes from a seeded RNG (seed derived
-from the run seed and the item id) instead of the global ``random.random()``; the options use
-``adversarial_answer`` (the official script reads ``answer``, which the released file lacks for
-444 of 446 category-5 items); a leading ``Answer:`` / ``Short answer:`` label is stripped from
-replies under both protocols (A-MEM and LoCoMo strip only white space).
+Each call passes a per-item seed and the protocol's prompt version, so sampled answers are reproducible and
+cacheable; a JSON reply that does not parse falls back to the raw text and is counted in the backbone's usage
+tracker (``json_attempts`` allows retries). What LoCoMo's two protocols send: :mod:`memcore.datasets.locomo.protocols`.
 """
 
 from __future__ import annotations
@@ -27,14 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memcore.datasets.locomo.categories import Category
-from memcore.eval.protocols import (
-    EvalProtocol,
-    adversarial_options,
-    get_protocol,
-    locomo_cat5_choice,
-    strip_answer_label,
-)
+from memcore.eval.protocols import EvalProtocol, get_protocol, strip_answer_label
 from memcore.interfaces import ChatBackbone, Completion, Message
 from memcore.llm.cache import stable_hash
 from memcore.llm.json_reply import complete_json
@@ -45,8 +24,6 @@ __all__ = [
     "AnswerPrompt",
     "AnswerResult",
     "Answerer",
-    "adversarial_options",
-    "locomo_cat5_choice",
     "strip_answer_label",
 ]
 
@@ -117,8 +94,8 @@ def _validate_answer(obj: Any) -> str:
 class Answerer:
     """Answers QA items from a context string under one protocol (a name or an :class:`EvalProtocol`).
 
-    ``temperature_default`` / ``temperature_adversarial`` / ``max_tokens`` default (``None``) to the
-    protocol's sampling defaults. Each call passes a per-item seed (``derive_seed(seed, "answer", item_id)``)
+    ``temperature_default`` / ``max_tokens`` and any other key of the protocol's ``sampling_defaults`` (``sampling``,
+    e.g. LoCoMo's ``temperature_adversarial``) default (``None``) to the protocol's sampling defaults. Each call passes a per-item seed (``derive_seed(seed, "answer", item_id)``)
     and a prompt version to the backbone, so sampled answers are reproducible and cacheable. Thread-safe (no
     mutable state).
     """
@@ -130,21 +107,25 @@ class Answerer:
         *,
         seed: int,
         temperature_default: float | None = None,
-        temperature_adversarial: float | None = None,
         max_tokens: int | None = None,
         json_attempts: int = 1,
+        **sampling: float | None,
     ) -> None:
         self.backbone = backbone
         self.spec: EvalProtocol = protocol if isinstance(protocol, EvalProtocol) else get_protocol(protocol)
         self.protocol = self.spec.name
         self.seed = int(seed)
-        self.temperature_default = float(
-            self.spec.temperature_default if temperature_default is None else temperature_default
-        )
-        self.temperature_adversarial = float(
-            self.spec.temperature_adversarial if temperature_adversarial is None else temperature_adversarial
-        )
-        self.max_tokens = int(self.spec.max_tokens if max_tokens is None else max_tokens)
+        defaults = self.spec.sampling_defaults
+        unknown = sorted(set(sampling) - set(defaults))
+        if unknown:
+            raise TypeError(f"protocol {self.protocol!r} has no sampling key {unknown[0]!r}; it has {sorted(defaults)}")
+        given = {"temperature_default": temperature_default, "max_tokens": max_tokens, **sampling}
+        self.sampling: dict[str, float | int] = {
+            k: (v if given.get(k) is None else given[k])
+            for k, v in defaults.items()  # type: ignore[misc]
+        }
+        self.temperature_default = float(self.sampling["temperature_default"])
+        self.max_tokens = int(self.sampling["max_tokens"])
         if json_attempts < 1:
             raise ValueError(f"json_attempts must be >= 1, got {json_attempts}.")
         self.json_attempts = int(json_attempts)
@@ -162,11 +143,10 @@ class Answerer:
 
     def build_prompt(self, item: QAItem, context: str) -> AnswerPrompt:
         """The exact messages and sampling parameters for ``item`` (no LLM call)."""
-        adversarial = Category(int(item.category)) is Category.ADVERSARIAL
-        options: tuple[str, ...] = adversarial_options(item, self.seed) if adversarial else ()
+        options = self.spec.answer_options(item, self.seed)
         return AnswerPrompt(
             messages=self.spec.messages(item, context, options),
-            temperature=self.temperature_adversarial if adversarial else self.temperature_default,
+            temperature=self.spec.temperature(item, self.sampling),
             max_tokens=self.max_tokens,
             seed=self.item_seed(item),
             prompt_version=self.prompt_version,

@@ -15,7 +15,6 @@ from typing import Any
 
 from memcore.eval.protocols import PROTOCOLS
 from memcore.eval.upstream import no_upstream_line
-from memcore.prompts import answer as prompts
 
 
 def _mean_words(answers: Sequence[str]) -> float | None:
@@ -47,7 +46,9 @@ def answer_disclosure(
             "prompt": ", ".join(versions) or up.prompt_version(),
             "prompt_name": up.prompt_name,
             "temperature": float(up.temperature_default),
-            "temperature_adversarial": float(up.temperature_adversarial),
+            "temperature_adversarial": float(
+                up.sampling_defaults.get("temperature_adversarial", up.temperature_default)
+            ),
             "max_tokens": int(up.max_tokens),
             "mean_words": _mean_words([str(r["answer"]) for r in answered]),
             "mean_words_no_adv": _mean_words([str(r["answer"]) for r in answered if int(r["category"]) != 5]),
@@ -56,7 +57,7 @@ def answer_disclosure(
             "prompt_source": upstream.source,
         }
     out = {
-        "prompt": ", ".join(versions) or f"{prompts.VERSION}/{name}",
+        "prompt": ", ".join(versions) or (spec.prompt_version() if spec is not None else name),
         "prompt_name": spec.prompt_name if spec is not None else name,
         "temperature": float(protocol.get("temperature", defaults.get("temperature_default", 0.0))),
         "temperature_adversarial": float(

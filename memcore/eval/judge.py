@@ -35,7 +35,6 @@ from omegaconf.errors import OmegaConfBaseException
 
 from memcore.config import BackboneConfig, ConfigError
 from memcore.config import load_backbone_preset as compose_backbone_preset
-from memcore.datasets.locomo.categories import Category
 from memcore.eval.protocols import EvalProtocol
 from memcore.interfaces import ChatBackbone, LazyResource, Message
 from memcore.llm.factory import build_backbone
@@ -118,7 +117,7 @@ class JudgePreset:
         base = f"{self.version}@{self.prompt_hash()}"
         return base if run == 0 else f"{base}#run-{run}"
 
-    def judges(self, category: int | Category) -> bool:
+    def judges(self, category: int) -> bool:
         return int(category) in self.categories
 
 

@@ -48,8 +48,7 @@ from omegaconf.errors import OmegaConfBaseException
 from memcore.cli import quiet_http_logs
 from memcore.config import BackboneConfig, ConfigError
 from memcore.datasets.errors import DataError
-from memcore.datasets.locomo.loader import load_locomo
-from memcore.datasets.locomo.paths import resolve_locomo_path
+from memcore.datasets.registry import get_dataset
 from memcore.eval.judge import Judge, get_preset, load_backbone_preset
 from memcore.llm.backbone import BackboneError
 from memcore.llm.cache import ResponseCache
@@ -64,6 +63,8 @@ log = logging.getLogger(__name__)
 WRONG_KINDS: tuple[str, ...] = ("other_gold", "date_shift", "vague")
 RIGHT_KINDS: tuple[str, ...] = ("date_format", "added_detail", "case", "punctuation")
 DEFAULT_OUT = Path("results/measured/judge_probe")
+#: The dataset whose gold answers the probe's cases are made from.
+PROBE_DATASET = "locomo"
 
 _MONTHS: tuple[str, ...] = (
     "January", "February", "March", "April", "May", "June",
@@ -385,7 +386,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OmegaConfBaseException as exc:
             raise ConfigError(f"--set: {exc}".splitlines()[0]) from None
         assert isinstance(bcfg, BackboneConfig)
-        dataset = load_locomo(resolve_locomo_path(args.data))
+        locomo = get_dataset(PROBE_DATASET)
+        dataset = locomo.load(locomo.locate(args.data))
     except (ConfigError, UnknownNameError, DataError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

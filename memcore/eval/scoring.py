@@ -8,7 +8,6 @@ from collections.abc import Iterable, Sequence
 
 from memcore.eval.protocols import EvalProtocol
 from memcore.metrics import Metric
-from memcore.metrics.scorers.answer import as_category
 
 
 def score_answer(
@@ -23,13 +22,13 @@ def score_answer(
 
     ``gold`` is the protocol's gold string (``protocol.gold(item)``); non-strings (LoCoMo has int answers) are
     converted with ``str`` as both original evaluations do. ``None`` counts as empty."""
-    cat = as_category(category)
+    cat = int(category)
     pred = "" if prediction is None else str(prediction)
     ref = "" if gold is None else str(gold)
     scores = protocol.score(pred, ref, cat)
     for metric in extra:
         if metric.target == "answer" and not metric.needs_llm and metric.name not in scores:
-            scores[metric.name] = protocol.scorer(metric)(pred, ref, int(cat))
+            scores[metric.name] = protocol.scorer(metric)(pred, ref, cat)
     return scores
 
 

@@ -66,7 +66,7 @@ def no_upstream_line(method: str) -> str:
 def check_answer_prompt(cfg: dict[str, Any], upstream: UpstreamAnswer | None) -> None:
     """Refuse (ConfigError) an ``eval.answer_prompt`` other than :data:`ANSWER_PROMPTS`, and ``upstream`` for a
     method that cannot honour it because of a switch the run sets: ``protocol.temperature`` /
-    ``temperature_adversarial`` / ``max_tokens`` away from the protocol's defaults (upstream's sampling replaces
+    ``max_tokens`` or another sampling key of the protocol away from the protocol's defaults (upstream's sampling replaces
     them), ``eval.context_tokens`` with a prompt filled from a structured layout, or a method key away from the
     value upstream's layout needs. ``cfg``: the resolved run config as a dict."""
     value = (cfg.get("eval") or {}).get("answer_prompt", "harness")
@@ -78,13 +78,14 @@ def check_answer_prompt(cfg: dict[str, Any], upstream: UpstreamAnswer | None) ->
     protocol = cfg["protocol"]
     defaults = PROTOCOLS.get(str(protocol["name"])) if str(protocol["name"]) in PROTOCOLS else None
     if defaults is not None:
+        # every sampling key the protocol reads; protocol.temperature is its temperature_default, and a
+        # max_tokens of the protocol's own default is still explicit (the config leaves it null)
         explicit = {
-            "protocol.temperature": (protocol.get("temperature"), defaults.temperature_default),
-            "protocol.temperature_adversarial": (
-                protocol.get("temperature_adversarial"),
-                defaults.temperature_adversarial,
-            ),
-            "protocol.max_tokens": (protocol.get("max_tokens"), None),
+            f"protocol.{'temperature' if k == 'temperature_default' else k}": (
+                protocol.get("temperature" if k == "temperature_default" else k),
+                None if k == "max_tokens" else v,
+            )
+            for k, v in defaults.sampling_defaults.items()
         }
         for key, (got, default) in explicit.items():
             if got is not None and got != default:

@@ -2,8 +2,8 @@
 
 A metric is a module ``memcore/metrics/<name>.py`` that defines ``METRIC = Metric(name="<name>", ...)``; a
 package outside the repository adds one through the entry-point group ``memcore.metrics``
-(``<name> = "pkg.module:METRIC"``). Modules are found by scanning this folder (no import) and imported on
-first lookup. A run scores its protocol's metrics (``EvalProtocol.metrics``) plus the registered metrics named
+(``<name> = "pkg.module:METRIC"``), and a dataset package its own in a ``METRICS = {"<name>": "module:OBJECT"}``
+literal of its ``__init__.py``. Modules are found by scanning (no import) and imported on first lookup. A run scores its protocol's metrics (``EvalProtocol.metrics``) plus the registered metrics named
 in ``eval.metrics``; aggregation, bootstrap intervals, tables and re-scoring loop over those.
 
 What a metric declares: what it scores (``target``: an ``"answer"`` against the gold, or the retrieved
@@ -22,7 +22,10 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal
 
-from memcore.registry import Registry
+from memcore.registry import Registry, declared_in_folder
+
+#: The dataset packages, whose ``METRICS`` literals add a dataset's own metrics (read from source, no import).
+DATASETS_DIR = Path(__file__).resolve().parents[1] / "datasets"
 
 #: What an answer scorer receives: the prediction, the protocol's gold string, the item's category int.
 AnswerScorer = Callable[[str, str, int], float]
@@ -105,6 +108,8 @@ def _discover(registry: Registry[Metric]) -> None:
         for path in sorted(directory.glob("*.py")):
             if not path.stem.startswith("_"):
                 registry.add_lazy(path.stem, f"{__name__}.{path.stem}:METRIC")
+    for name, target in declared_in_folder(DATASETS_DIR, "METRICS").items():
+        registry.add_lazy(name, target)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         registry.add_lazy(ep.name, ep.value)
 

@@ -40,6 +40,7 @@ import numpy as np
 
 from memcore.packing.budget import fill_units
 from memcore.text import count_tokens, truncate_to_tokens
+from memcore.turn_ids import neighbour_id, session_number, turn_id, turn_number
 
 FRAMES = ("line", "session", "session_rank")
 
@@ -75,11 +76,11 @@ class TurnMeta:
 
     @property
     def session(self) -> int:
-        return int(self.dia_id.split(":", 1)[0].lstrip("D") or 0)
+        return session_number(self.dia_id)
 
     @property
     def turn(self) -> int:
-        return int(self.dia_id.split(":", 1)[1]) if ":" in self.dia_id else 0
+        return turn_number(self.dia_id) or 0
 
     def line(self) -> str:
         """``Speaker: text``."""
@@ -212,7 +213,7 @@ def rerank(
             placed.add(d)
             if r < cues.neighbors and (m := meta(d)) is not None:
                 for t in (m.turn - 1, m.turn + 1):
-                    nb = f"D{m.session}:{t}"
+                    nb = turn_id(m.session, t)
                     if nb not in placed and meta(nb) is not None:
                         out.append(nb)
                         placed.add(nb)
@@ -372,11 +373,10 @@ def session_windows(dia_ids: Sequence[str], width: int) -> list[list[tuple[int, 
     out: list[list[tuple[int, int]]] = []
     for i, d in enumerate(dia_ids):
         window = [(i, 0)]
-        session, _, turn = d.partition(":")
-        if turn.isdigit():
+        if turn_number(d) is not None:
             for dist in range(1, width + 1):
-                for t in (int(turn) - dist, int(turn) + dist):
-                    j = first.get(f"{session}:{t}")
+                for offset in (-dist, dist):
+                    j = first.get(neighbour_id(d, offset) or "")
                     if j is not None:
                         window.append((j, dist))
         out.append(window)

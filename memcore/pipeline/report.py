@@ -14,6 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from memcore.datasets.registry import DEFAULT_DATASET_KIND, dataset_kind
 from memcore.eval.aggregate import aggregate, budget_recall, format_table, ier_refinement, k_recall
 from memcore.eval.ceiling import gold_ceiling
 from memcore.eval.disclosure import answer_disclosure, evidence_disclosure
@@ -89,6 +90,9 @@ def run_metrics(
         "n_conversations": len(data.conversations),
         "answered": bool(cfg.eval.answer),
     }
+    kind = dataset_kind(cfg.dataset)
+    if kind != DEFAULT_DATASET_KIND:  # only then: a LoCoMo run's metrics.json stays as it was
+        metrics["run"]["dataset_kind"] = kind
     if extra_metrics:  # only then: the metrics.json of a run with its protocol's metrics alone stays as it was
         metrics["run"]["metrics"] = [m.name for m in extra_metrics]
     metrics["run"]["slice"] = slice_info(cfg.dataset, data)

@@ -125,14 +125,19 @@ def _answerer(cfg: DictConfig, backbone: Any) -> Any:
     upstream = run_upstream_answer(cfg)
     if upstream is not None:
         return Answerer(backbone, upstream.spec, seed=int(cfg.seed))
+    from memcore.eval.protocols import get_protocol
+
     p = cfg.protocol
+    protocol = get_protocol(str(p.name))
+    # the protocol's own sampling keys (LoCoMo's temperature_adversarial) from protocol.<key>
+    own = {k: float(p[k]) for k in protocol.sampling_defaults if k not in ("temperature_default", "max_tokens")}
     return Answerer(
         backbone,
-        str(p.name),
+        protocol,
         seed=int(cfg.seed),
         temperature_default=float(p.temperature),
-        temperature_adversarial=float(p.temperature_adversarial),
         max_tokens=None if p.max_tokens is None else int(p.max_tokens),
+        **own,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from memcore.datasets.registry import DEFAULT_DATASET_KIND
 from memcore.itemlog import ItemLogError, read_run_items, require_unique_ids
 from memcore.llm.usage import updates_while_answering, whole_run_stages
 from memcore.methods import find_method, method_names, method_specs
@@ -162,6 +163,11 @@ class RunData:
     @property
     def dataset(self) -> str:
         return self._field("dataset")
+
+    @property
+    def dataset_kind(self) -> str:
+        """The dataset kind (``dataset.kind``); a LoCoMo run's ``metrics.json`` names none."""
+        return str(self.info.get("dataset_kind") or DEFAULT_DATASET_KIND)
 
     @property
     def protocol(self) -> str:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memcore.eval.aggregate import CATEGORY_NAME_NOTE
+from memcore.eval.aggregate import dataset_notes
 from memcore.eval.disclosure import evidence_cell, evidence_disclosure
-from memcore.eval.protocols import protocol_cat5_note
+from memcore.eval.protocols import protocol_notes
 from memcore.methods import METHODS, find_method
 from memcore.report.collect import RunData
 from memcore.report.reference import PaperNumbers
@@ -175,8 +175,8 @@ def headline_notes(summaries: Sequence[RunSummary]) -> list[str]:
     """Footnotes that say what the headline numbers are: category 5 under protocol=amem, the category names
     Mem0's harness uses, what J covers, the ceiling row."""
 
-    notes = list(dict.fromkeys(n for s in summaries if (n := protocol_cat5_note(s.run.protocol))))
-    notes.append(CATEGORY_NAME_NOTE)
+    notes = list(dict.fromkeys(n for s in summaries for n in protocol_notes(s.run.protocol)))
+    notes.extend(n for kind in dict.fromkeys(s.run.dataset_kind for s in summaries) for n in dataset_notes(kind))
     for method in dict.fromkeys(s.run.method for s in summaries):
         spec = find_method(method)
         notes.extend(n for n in (spec.table_notes if spec is not None else ()) if n not in notes)

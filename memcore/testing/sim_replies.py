@@ -17,9 +17,9 @@ import json
 import re
 from collections.abc import Sequence
 
+from memcore.datasets.locomo.prompts import answer as ANSWER_PROMPT
 from memcore.interfaces import Message
 from memcore.methods import method_specs
-from memcore.prompts import answer as ANSWER_PROMPT
 from memcore.prompts import judge as JUDGE_PROMPT
 from memcore.prompts import judge_mem0
 from memcore.testing.sim_text import (

@@ -1,4 +1,6 @@
 """LoCoMo: the loader and its cleaning, the download and its sha256, the audit overlay of corrected gold and
-the five question categories. ``README.md`` here lists every validation and cleaning rule."""
+the five question categories, the two answer protocols (``amem``, ``locomo``) with their prompts and scorers.
+``README.md`` here lists every validation and cleaning rule."""
 
 DATASETS = {"locomo": "memcore.datasets.locomo.spec:LOCOMO"}
+PROTOCOLS = {"amem": "memcore.datasets.locomo.protocols:AMEM", "locomo": "memcore.datasets.locomo.protocols:LOCOMO"}

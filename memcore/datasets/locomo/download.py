@@ -11,19 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from memcore.datasets.errors import DataError
+from memcore.datasets.paths import memcore_home
 
 LOCOMO_URL = "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json"
 LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
 LOCOMO_SIZE = 2_805_274
 
 _CHUNK = 1 << 20
-
-
-def memcore_home(env: Mapping[str, str] | None = None) -> Path:
-    """``$MEMCORE_HOME`` or ``~/.cache/memcore``."""
-    env = os.environ if env is None else env
-    home = env.get("MEMCORE_HOME")
-    return Path(home).expanduser() if home else Path.home() / ".cache" / "memcore"
 
 
 def default_locomo_destination(env: Mapping[str, str] | None = None) -> Path:

@@ -17,6 +17,8 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from memcore.turn_ids import turn_id
+
 EVIDENCE_FIX_KINDS: tuple[str, ...] = (
     "split",
     "colon_fixed",
@@ -56,7 +58,7 @@ def clean_evidence(raw: Iterable[str], turn_ids: Collection[str]) -> CleanedEvid
                 fixes.append(("garbage_dropped", repr(token)))
                 continue
             colon, session, turn = m.groups()
-            cleaned = f"D{int(session)}:{int(turn)}"
+            cleaned = turn_id(int(session), int(turn))
             if colon:
                 fixes.append(("colon_fixed", f"{token!r} -> {cleaned!r}"))
             if f"D{session}:{turn}" != cleaned:

@@ -377,9 +377,9 @@ class _Parser:
             question=question.strip(),
             category=category,
             answer=answer,
-            adversarial_answer=adversarial,
             evidence=cleaned.ids,
             raw_evidence=tuple(raw_ev),
+            metadata={} if adversarial is None else {"adversarial_answer": adversarial},
         )
 
     def answer(self, label: str, fld: str, value: Any) -> str | None:

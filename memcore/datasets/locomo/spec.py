@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memcore.datasets.locomo.audit import apply_audit, load_audit
-from memcore.datasets.locomo.categories import LOCOMO_CATEGORIES
+from memcore.datasets.locomo.categories import CATEGORY_NAME_NOTE, LOCOMO_CATEGORIES
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_audit_path, resolve_locomo_path
 from memcore.datasets.spec import AuditOverlay, DatasetFile, DatasetSpec
@@ -39,4 +39,6 @@ LOCOMO = DatasetSpec(
     evidence_unit="a turn's dia_id (D<session>:<turn>)",
     protocols=("amem", "locomo"),
     audit=audit,
+    evidence_levels=("turn",),
+    table_notes=(CATEGORY_NAME_NOTE,),
 )

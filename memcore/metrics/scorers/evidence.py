@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from memcore.turn_ids import session_key
+
 
 def evidence_scores(gold_ids: Iterable[str], retrieved_ids: Iterable[str]) -> dict[str, float | None]:
     """Evidence recall |E∩R|/|E| and hit 1[E∩R≠∅] over id *sets*.
@@ -25,21 +27,16 @@ def evidence_scores(gold_ids: Iterable[str], retrieved_ids: Iterable[str]) -> di
 SESSION_HIT_N = 5
 
 
-def session_of(dia_id: str) -> str:
-    """The session of a LoCoMo dia_id: ``D12:3`` → ``D12`` (an id without ``:`` is its own session)."""
-    return str(dia_id).split(":", 1)[0]
-
-
 def session_hit(gold_ids: Iterable[str], retrieved_ids: Iterable[str], n: int = SESSION_HIT_N) -> float | None:
     """Session-level hit: 1 when a gold turn's session is among the first ``n`` distinct sessions of the retrieved
     dia_ids (in retrieval order), else 0; ``None`` without gold evidence. Coarser than :func:`evidence_scores`'
     hit: the gold turn itself need not be retrieved, only a turn of its session."""
-    gold = {session_of(d) for d in gold_ids}
+    gold = {session_key(d) for d in gold_ids}
     if not gold:
         return None
     first: list[str] = []
     for d in retrieved_ids:
-        s = session_of(d)
+        s = session_key(d)
         if s not in first:
             first.append(s)
             if len(first) == n:

@@ -1,4 +1,4 @@
-"""memcore.eval.tokenize.word_tokenize must equal nltk.word_tokenize (English, default settings).
+"""memcore.metrics.scorers.tokenize.word_tokenize must equal nltk.word_tokenize (English, default settings).
 
 nltk's Punkt data cannot be downloaded here, so the fixture writes the bundled English model as a
 ``punkt_tab/english`` directory (nltk's own tab format) and points ``nltk.data.path`` at it; the
@@ -16,7 +16,7 @@ import pytest
 from nltk.tabdata import TabEncoder
 from nltk.tokenize import word_tokenize as nltk_word_tokenize
 
-from memcore.eval.tokenize import punkt_parameters, sent_tokenize, word_tokenize
+from memcore.metrics.scorers.tokenize import punkt_parameters, sent_tokenize, word_tokenize
 
 EDGE_CASES = [
     "",

@@ -1,0 +1,1 @@
+"""LoCoMo's answer prompts (one module per prompt)."""
