@@ -30,7 +30,7 @@ def test_locomo_is_found_by_scanning_the_datasets_folder() -> None:
 def test_an_unknown_kind_is_one_did_you_mean_line() -> None:
     with pytest.raises(UnknownNameError) as info:
         get_dataset("locomoo")
-    assert str(info.value) == "unknown dataset kind 'locomoo'. Did you mean 'locomo'? Known: locomo."
+    assert str(info.value) == "unknown dataset kind 'locomoo'. Did you mean 'locomo'? Known: locomo, longmemeval."
     with pytest.raises(ConfigError, match=r"^dataset.kind='locomoo': unknown dataset kind .* Did you mean 'locomo'\?"):
         check_dataset({"dataset": {"kind": "locomoo"}, "eval": {}, "protocol": {"name": "amem"}})
 

@@ -469,3 +469,140 @@ def test_new_dataset_is_one_folder(tmp_path: Path) -> None:
     assert "| overall 1-1 |" in detail  # the headline covers the toy's one non-adversarial category
 
     assert edited_files(tree, list(ADDED)) == []
+
+
+DIARY_INIT = '''"""Diary: one person's dated notes to an assistant, evidence given per session, its own protocol and metric."""
+
+DATASETS = {"diary": "memcore.datasets.diary.spec:DIARY"}
+PROTOCOLS = {"diary": "memcore.datasets.diary.spec:DIARY_PROTOCOL"}
+METRICS = {"diary_session_recall": "memcore.datasets.diary.spec:SESSION_RECALL"}
+'''
+
+DIARY_SPEC = '''"""The diary dataset: a JSON object {"days": [[date, [lines...]], ...], "questions": [{question, answer, type,
+days: [day numbers]}]}; a question's evidence is whole days (sessions), so every line of an evidence day is gold."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+
+from memcore.datasets.protocol import EvalProtocol
+from memcore.datasets.spec import CategoryInfo, DatasetCategories, DatasetFile, DatasetSpec
+from memcore.metrics import Metric
+from memcore.turn_ids import session_key, turn_id
+from memcore.types import Conversation, QAItem, Session, Turn
+
+CATEGORIES = DatasetCategories(
+    (CategoryInfo(7, "what", "what"), CategoryInfo(9, "when", "when")), headline_title="All diary questions"
+)
+
+
+def load(path: Path) -> DatasetFile:
+    raw = path.read_bytes()
+    data = json.loads(raw)
+    sessions = []
+    for s, (day, lines) in enumerate(data["days"], start=1):
+        when = datetime.combine(date.fromisoformat(day), datetime.min.time())
+        turns = tuple(Turn(turn_id(s, t), "me", text, s, when, day) for t, text in enumerate(lines, start=1))
+        sessions.append(Session(s, when, day, turns))
+    qa = tuple(
+        QAItem(
+            "diary", i, q["question"], {"what": 7, "when": 9}[q["type"]], q["answer"],
+            tuple(t.dia_id for s in q["days"] for t in sessions[s - 1].turns),
+            question_date=data["days"][-1][0],
+            metadata={"evidence_sessions": [f"D{s}" for s in q["days"]]},
+        )
+        for i, q in enumerate(data["questions"])
+    )
+    return DatasetFile((Conversation("diary", "me", "assistant", tuple(sessions), qa),), hashlib.sha256(raw).hexdigest())
+
+
+@dataclass(frozen=True)
+class DiaryProtocol(EvalProtocol):
+    def messages(self, item, context, options):
+        return [{"role": "user", "content": f"My diary:\\n{context}\\nToday is {item.question_date}. {item.question}"}]
+
+    def table_notes(self, categories=()):
+        return ("protocol=diary: a question's gold is every line of its days.",)
+
+
+def session_recall(gold: Sequence[str], retrieved: Sequence[str]) -> float | None:
+    days = {session_key(d) for d in gold}
+    return len(days & {session_key(d) for d in retrieved}) / len(days) if days else None
+
+
+SESSION_RECALL = Metric("diary_session_recall", "Day recall", "evidence", score=session_recall)
+DIARY_PROTOCOL = DiaryProtocol(
+    "diary", "the diary's own prompt", 0.0, 64, False, metrics=("recall", "hit", "diary_session_recall")
+)
+DIARY = DatasetSpec(
+    kind="diary",
+    description="one diary",
+    locate=lambda path: Path(path) if path else Path(__file__).with_name("diary.json"),
+    load=load,
+    categories=CATEGORIES,
+    evidence_unit="a day (session) of the diary",
+    protocols=("diary",),
+    evidence_levels=("session",),
+    table_notes=("Categories are the diary's question types (7 what, 9 when).",),
+)
+'''
+
+DIARY_DATA = {
+    "days": [
+        ["2024-03-01", ["I adopted a beagle called Rex.", "The weather was grey all day."]],
+        ["2024-03-02", ["Rex chewed my red shoes.", "I bought a new lead for Rex."]],
+        ["2024-03-05", ["I started violin lessons in Lisbon.", "My teacher is called Ana."]],
+    ],
+    "questions": [
+        {"question": "What breed is Rex?", "answer": "beagle", "type": "what", "days": [1]},
+        {"question": "When did I start violin lessons?", "answer": "5 March", "type": "when", "days": [3]},
+        {
+            "question": "What did Rex chew and what did I buy him?",
+            "answer": "shoes, a lead",
+            "type": "what",
+            "days": [2],
+        },
+    ],
+}
+
+DIARY_ADDED = {
+    "memcore/datasets/diary/__init__.py": DIARY_INIT,
+    "memcore/datasets/diary/spec.py": DIARY_SPEC,
+    "memcore/datasets/diary/diary.json": json.dumps(DIARY_DATA),
+    "configs/dataset/diary.yaml": "defaults:\n  - override /protocol@_global_.protocol: diary\n  - _self_\nname: diary\nkind: diary\n",
+    "configs/protocol/diary.yaml": "name: diary\ntemperature: 0.0\nmax_tokens: null\n",
+}
+
+
+def test_dataset_with_session_evidence_its_own_protocol_and_categories_is_one_folder(tmp_path: Path) -> None:
+    tree = copy_tree(tmp_path / "tree")
+    for rel, text in DIARY_ADDED.items():
+        write(tree, rel, text)
+    overrides = ["dataset=diary", "method=rag_bm25", "eval.answer=false", "embedder=hashing", "backbone=scripted"]
+    run = run_module(tree, "memcore.cli", overrides)
+    assert run.returncode == 0, run.stderr[-3000:]
+    (run_dir,) = [p.parent for p in (tree / "results" / "runs").rglob("metrics.json")]
+    assert run_dir.relative_to(tree / "results" / "runs").parts[:4] == ("default", "diary", "none", "diary")
+
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["run"]["dataset_kind"] == "diary" and metrics["run"]["protocol"] == "diary"
+    assert {k: (b["name"], b["n"]) for k, b in metrics["by_category"].items()} == {"7": ("what", 2), "9": ("when", 1)}
+    items = [json.loads(line) for line in (run_dir / "items.jsonl").read_text().splitlines()]
+    for r in items:  # the dataset's own session-level metric, scored by the harness from the record
+        days = {d.split(":")[0] for d in r["evidence"]}
+        found = days & {d.split(":")[0] for d in r["retrieved_dia_ids"]}
+        assert r["scores"]["diary_session_recall"] == len(found) / len(days)
+    table = (run_dir / "table.md").read_text()
+    assert "| Day recall % |" in table.splitlines()[2]
+    assert "7 what (n=2)" in table and "9 when (n=1)" in table
+    assert "All diary questions" not in table  # the headline is every category: one overall row
+    assert "Categories are the diary's question types (7 what, 9 when)." in table
+    assert "protocol=diary: a question's gold is every line of its days." in table
+    assert "LoCoMo" not in table
+
+    assert edited_files(tree, list(DIARY_ADDED)) == []

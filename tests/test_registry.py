@@ -76,7 +76,7 @@ def _item(category: Category, answer: str | None, adversarial: str | None) -> QA
 
 
 def test_protocols_own_gold_refusal_prompt_and_scoring() -> None:
-    assert PROTOCOLS.names() == ["amem", "locomo"]
+    assert PROTOCOLS.names() == ["amem", "locomo", "longmemeval"]
     amem, locomo = get_protocol("amem"), get_protocol("locomo")
     assert isinstance(amem, EvalProtocol) and get_protocol("amem") is amem
     adv = _item(Category.ADVERSARIAL, None, "Paris")

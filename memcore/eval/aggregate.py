@@ -323,9 +323,10 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
     kind = run_dataset_kind(metrics)
     cats = get_dataset(kind).categories
     rows.append((f"{cats.overall_label} (n={metrics['overall']['n']})", "overall", metrics["overall"]))
-    rows.append(
-        (f"{cats.headline_label} (n={metrics['overall_no_adv']['n']})", "overall_no_adv", metrics["overall_no_adv"])
-    )
+    if cats.headline_ids != cats.ids:  # a dataset whose headline is every category has one overall
+        rows.append(
+            (f"{cats.headline_label} (n={metrics['overall_no_adv']['n']})", "overall_no_adv", metrics["overall_no_adv"])
+        )
     columns = [(metric_header(m), m) for m in metrics_of_run(metrics) if not m.needs_llm and m.stored != "derived"]
     header_cells = [name for name, _ in columns]
     has_judge = any("judge" in block for _, _, block in rows)

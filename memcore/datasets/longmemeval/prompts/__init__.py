@@ -1,0 +1,1 @@
+"""LongMemEval's prompts (one module per prompt)."""
