@@ -157,6 +157,19 @@ def _never(config: dict[str, Any]) -> bool:
     return False
 
 
+class RunSummary(Protocol):
+    """A method's own summary of a finished run (``MethodSpec.run_summary``): ``summarize`` returns the
+    ``metrics.json`` entries it adds (``{}``: none) from the run's item records, over the items of ``categories``
+    (the headline ones), ``capped`` when the run had a context-token cap; ``table_lines`` the lines its table
+    prints from those entries."""
+
+    def summarize(
+        self, items: Sequence[Mapping[str, Any]], categories: Sequence[int], capped: bool
+    ) -> dict[str, Any]: ...
+
+    def table_lines(self, metrics: Mapping[str, Any]) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     """A registered memory method: everything the harness needs to know about it, so no other module names it.
@@ -191,6 +204,8 @@ class MethodSpec:
     section, which may lack knobs added since. ``whole_context_tokens(method section, budget, conversations)``:
     the mean context it hands the answerer over whole conversations (``conversations`` None: the full
     dataset), when that differs from a measured slice's (a method that answers from the whole conversation).
+    ``run_summary``: ``"module:ATTRIBUTE"`` of its :class:`RunSummary`, what it reports of a whole run beyond the
+    harness's metrics (MemCoRe: what IER changed; ``""``: nothing).
 
     Testing it:
     ``sim_replies``: ``"module:ATTRIBUTE"`` of its :class:`memcore.testing.sim_text.SimReplies`, the simulator's
@@ -226,6 +241,7 @@ class MethodSpec:
     table_notes: tuple[str, ...] = ()
     conversation_in_context: Callable[[dict[str, Any]], bool] = _never
     whole_context_tokens: Callable[[dict[str, Any], int | None, Sequence[Conversation] | None], float] | None = None
+    run_summary: str = ""
     sim_replies: str = ""
     sim_run_kinds: tuple[str, ...] = ()
     bad_configs: tuple[BadConfig, ...] = ()

@@ -12,6 +12,7 @@ method is on its :class:`~memcore.interfaces.MethodSpec`.
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.metadata
 import importlib.util
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from memcore.interfaces import MethodSpec
+from memcore.interfaces import MethodSpec, RunSummary
 from memcore.registry import Registry
 
 #: Where method packages live (package → file patterns inside it): MemCoRe's own package and every module or
@@ -91,6 +92,16 @@ def find_method(name: str) -> MethodSpec | None:
     """The spec registered under ``name``, or None when no method is (a recorded run's method since removed,
     or a label that names no method): for readers of recorded runs, which must not fail on such a run."""
     return METHODS.get(name) if name in METHODS else None
+
+
+def method_run_summary(name: str) -> RunSummary | None:
+    """The :class:`~memcore.interfaces.RunSummary` method ``name`` names (None: it names none, or the method is no
+    longer registered), imported on first use."""
+    spec = find_method(name)
+    if spec is None or not spec.run_summary:
+        return None
+    module, _, attr = spec.run_summary.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def method_specs() -> Iterator[MethodSpec]:

@@ -11,12 +11,11 @@ from memcore.eval.aggregate import (
     budget_recall,
     category_name,
     format_table,
-    ier_line,
-    ier_refinement,
     k_recall,
     slice_line,
 )
 from memcore.eval.bootstrap import bootstrap_ci
+from memcore.memory.ier_summary import ier_line, ier_refinement
 
 
 def item(

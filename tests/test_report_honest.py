@@ -11,7 +11,8 @@ import matplotlib.image as mpimg
 import pytest
 import yaml
 
-from memcore.eval.aggregate import budgets_within_cap, format_table, ier_line, ier_refinement, ier_shown
+from memcore.eval.aggregate import budgets_within_cap, format_table
+from memcore.memory.ier_summary import ier_line, ier_refinement, ier_shown
 from memcore.report import load_runs, summarize_run
 from memcore.report.ablation_table import ablation_table
 from memcore.report.cli import auto_layout

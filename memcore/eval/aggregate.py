@@ -18,9 +18,9 @@ from memcore.datasets.registry import DEFAULT_DATASET_KIND, get_dataset
 from memcore.datasets.spec import DatasetCategories
 from memcore.eval.disclosure import disclosure_line, evidence_line
 from memcore.eval.protocols import protocol_notes, recorded_protocol, run_metrics_of
+from memcore.methods import method_run_summary
 from memcore.metrics import Metric, mean
 from memcore.metrics.scorers.evidence import evidence_scores, recall_at_budget
-from memcore.packing.budget import BUDGET_KEY
 
 
 def declared_categories(categories: DatasetCategories | None = None) -> DatasetCategories:
@@ -174,85 +174,14 @@ def k_recall(
     return out
 
 
-def ier_refinement(
-    items: Sequence[Mapping[str, Any]], categories: Sequence[int] | None = None, *, same_cap: bool = False
-) -> dict[str, Any] | None:
-    """What iterative refinement changed, for items of ``categories`` with gold evidence: how many were refined
-    (more than one round) and, over those, recall and hit of round 1's pool (``extra.round1_dia_ids``) against
-    the final one. None when refinement was off for every item (``extra.ier_stop`` "off") or the method has none
-    (neither ``extra.rounds_log`` nor ``extra.ier_stop``; a slim archive keeps only the second).
-
-    Round 1's pool is the top K before any context-token cap. ``same_cap`` (for a run under
-    ``eval.context_tokens``) compares it with the final pool before the cap too (``extra.final_pool_dia_ids``),
-    not with the capped context; a refined item that lacks it (a run made before it was recorded) is left out
-    and counted in ``n_unpaired``. Without ``same_cap`` the final pool is what the item retrieved."""
-    extras = [it.get("extra") or {} for it in items]
-    if not any(("rounds_log" in x or "ier_stop" in x) and x.get("ier_stop") != "off" for x in extras):
-        return None
-    scored = _evidence_items(items, categories)
-    refined = [it for it in scored if "round1_dia_ids" in (it.get("extra") or {})]
-
-    def final_ids(it: Mapping[str, Any]) -> list[str] | None:
-        extra = it.get("extra") or {}
-        if not same_cap:
-            return list(it.get("retrieved_dia_ids") or [])
-        if "final_pool_dia_ids" in extra:
-            return list(extra["final_pool_dia_ids"])
-        return None if BUDGET_KEY in extra else list(it.get("retrieved_dia_ids") or [])
-
-    paired = [(it, ids) for it in refined if (ids := final_ids(it)) is not None]
-    before = [evidence_scores(it["evidence"], it["extra"]["round1_dia_ids"]) for it, _ in paired]
-    after = [evidence_scores(it["evidence"], ids) for it, ids in paired]
-    out = {
-        "n": len(scored),
-        "n_refined": len(refined),
-        "recall_round1": _mean(r["recall"] for r in before),
-        "recall_final": _mean(r["recall"] for r in after),
-        "hit_round1": _mean(r["hit"] for r in before),
-        "hit_final": _mean(r["hit"] for r in after),
-    }
-    if same_cap:
-        out["n_unpaired"] = len(refined) - len(paired)
-    return out
-
-
-def ier_shown(metrics: Mapping[str, Any]) -> tuple[dict[str, Any] | None, int | None]:
-    """The IER comparison a table shows for a run, and the run's context-token cap (None: uncapped). Under a cap
-    it is ``ier_refinement_same_cap`` (both rounds before the cap; None when the run did not record it), never
-    the round-1 pool against the capped context."""
-    cap = ((metrics.get("run") or {}).get("evidence") or {}).get("context_tokens")
-    plain = metrics.get("ier_refinement")
-    if cap is None:
-        return plain, None
-    if metrics.get("ier_refinement_same_cap") is None and plain is not None and not plain.get("n_refined"):
-        return plain, int(cap)  # nothing was refined: there is no comparison to get wrong
-    return metrics.get("ier_refinement_same_cap"), int(cap)
-
-
-def ier_line(info: Mapping[str, Any] | None, cap: int | None = None) -> str:
-    """``IER: refined 5 of 35 questions (categories 1-4 with gold evidence); on them recall 40.00 → 60.00 …``;
-    under a ``cap`` the comparison is made before the cap (:func:`ier_refinement` with ``same_cap``), and said so."""
-    if info is None:
-        return (
-            f"IER: under the {int(cap or 0):,}-token cap, round 1's pool (before the cap) and the final context (after "
-            "it) are not comparable, and this run did not record its final pool before the cap: no change shown."
-        )
-    text = f"IER: refined {info['n_refined']} of {info['n']} questions (categories 1-4 with gold evidence)"
-    if not info["n_refined"]:
-        return text + "; every question stopped after round 1."
-    unpaired = int(info.get("n_unpaired") or 0)
-    if unpaired == info["n_refined"]:
-        return ier_line(None, cap)
-    where = "" if cap is None else f" (both rounds' top K before the {int(cap):,}-token cap)"
-    tail = "" if not unpaired else f"; {unpaired} of them lack the final pool before the cap and are left out"
-    return (
-        f"{text}; on them recall {_pct(info['recall_round1'])} at round 1 → {_pct(info['recall_final'])} after "
-        f"refinement{where}, hit rate {_pct(info['hit_round1'])} → {_pct(info['hit_final'])}{tail}."
-    )
-
-
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100.0 * value:.2f}"
+
+
+def method_table_lines(metrics: Mapping[str, Any]) -> list[str]:
+    """The lines the run's method adds to its table from its own summary (``MethodSpec.run_summary``)."""
+    hook = method_run_summary(str((metrics.get("run") or {}).get("method") or ""))
+    return [] if hook is None else list(hook.table_lines(metrics))
 
 
 def run_dataset_kind(metrics: Mapping[str, Any]) -> str:
@@ -366,8 +295,8 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
         lines += ["", disclosure_line(run["answer"])]
     if run.get("slice"):
         lines += ["", slice_line(run.get("dataset", ""), run["slice"])]
-    if metrics.get("ier_refinement"):
-        lines += ["", ier_line(*ier_shown(metrics))]
+    for line in method_table_lines(metrics):
+        lines += ["", line]
     if run.get("evidence"):
         lines += ["", evidence_line(run["evidence"])]
     if run.get("memory_backbone"):

@@ -538,6 +538,7 @@ SPEC = MethodSpec(
     added_key_defaults=ADDED_KEY_DEFAULTS,
     paper_row="memcore",
     report_rank=70,
+    run_summary="memcore.memory.ier_summary:IER_SUMMARY",
     sim_replies="memcore.memory.sim:REPLIES",
     bad_configs=(
         (("method.tau_merge=2",), ("method.tau_merge=2", "in [0, 1]")),

@@ -15,14 +15,14 @@ from typing import Any
 from omegaconf import DictConfig
 
 from memcore.datasets.registry import DEFAULT_DATASET_KIND, dataset_kind
-from memcore.eval.aggregate import aggregate, budget_recall, format_table, ier_refinement, k_recall
+from memcore.eval.aggregate import aggregate, budget_recall, format_table, k_recall
 from memcore.eval.ceiling import gold_ceiling
 from memcore.eval.disclosure import answer_disclosure, evidence_disclosure
 from memcore.eval.judge import judge_run_info
 from memcore.eval.protocols import EvalProtocol, get_protocol, run_metrics_of
 from memcore.itemlog import read_items, require_unique_ids
 from memcore.llm.usage import sum_item_usage, updates_while_answering, whole_run_stages
-from memcore.methods import NO_BACKBONE, backbone_label, get_method
+from memcore.methods import NO_BACKBONE, backbone_label, get_method, method_run_summary
 from memcore.metrics import Metric
 from memcore.pipeline.build import other_memory_backbone
 from memcore.pipeline.load import LoadedSlice
@@ -75,11 +75,9 @@ def run_metrics(
     if cfg.eval.token_budgets:
         metrics["recall_at_budget"] = budget_recall(items, list(cfg.eval.token_budgets), headline)
     metrics["recall_at_k"] = k_recall(items, categories=headline)
-    refinement = ier_refinement(items, headline)
-    if refinement is not None:
-        metrics["ier_refinement"] = refinement
-        if cfg.eval.get("context_tokens") is not None:  # round 1 against the final pool, both before the cap
-            metrics["ier_refinement_same_cap"] = ier_refinement(items, headline, same_cap=True)
+    summary = method_run_summary(method)
+    if summary is not None:  # the method's own summary of the run (MemCoRe: what IER changed)
+        metrics.update(summary.summarize(items, headline, cfg.eval.get("context_tokens") is not None))
     metrics["run"] = {
         "method": method,
         "ablation": str(cfg.ablation.name),

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memcore.eval.aggregate import ier_shown
+from memcore.memory.ier_summary import ier_shown
 from memcore.report.collect import RunData
 from memcore.report.summary import RunSummary
 from memcore.report.tables import Table
