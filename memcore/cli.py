@@ -19,6 +19,7 @@ from omegaconf.errors import OmegaConfBaseException
 from threadpoolctl import ThreadpoolController
 
 from memcore import config as schema
+from memcore.commands import quiet_http_logs, viewer_hint
 from memcore.config import CONFIG_DIR, ConfigError
 from memcore.datasets.errors import DataError
 from memcore.itemlog import ItemLogError
@@ -72,7 +73,6 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         print()
         print(result.table)
         print(f"\nresults: {result.run_dir}")
-        from memcore.view.site import viewer_hint  # heavy (the report tables, the evaluation package): after a run only
 
         print(viewer_hint([result.run_dir], Path(result.run_dir) / "view"))
     overall = result.metrics.get("overall", {})
@@ -81,18 +81,6 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 
 #: Loggers that write one INFO line per HTTP request (304 lines between the progress bars of one make run;
 #: openai 3.x sends through httpx2 / httpcore2) or per model load.
-HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "sentence_transformers")
-
-
-def quiet_http_logs(verbose: bool) -> None:
-    """Per-request logging of the HTTP client and model-loading chatter (INFO lines, the weight-loading bar)
-    off unless ``verbose``; warnings and errors are still shown."""
-    for name in HTTP_LOGGERS:
-        logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.WARNING)
-    if not verbose:
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is imported
-
-
 def earlier_run_dir(cfg: DictConfig, run_dir: Path) -> Path | None:
     """For a new run dir filed under the backbone ``none`` (a run that calls no LLM): the dir the same run had
     when such runs were filed under their backbone preset's name, if a run was recorded there; else None."""

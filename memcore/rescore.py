@@ -28,7 +28,8 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from memcore.cli import _user_errors, quiet_http_logs
+from memcore.cli import _user_errors
+from memcore.commands import quiet_http_logs
 from memcore.config import CONFIG_DIR, ConfigError
 from memcore.eval.aggregate import format_table
 from memcore.eval.judge import judge_run_info

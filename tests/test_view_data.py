@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memcore.commands import view_command, viewer_hint
 from memcore.eval.aggregate import format_table
 from memcore.eval.bootstrap import paired_delta_ci
 from memcore.report.cli import main as report_main
@@ -23,7 +24,7 @@ from memcore.view.data import (
     load_view_run,
     run_lengths,
 )
-from memcore.view.site import MARKER, _js, find_plots, main, view_command, viewer_hint
+from memcore.view.site import MARKER, _js, find_plots, main
 from tests.support import CHILD_OF_TEST
 
 REPO = Path(__file__).resolve().parents[1]

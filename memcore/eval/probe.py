@@ -45,7 +45,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from memcore.cli import quiet_http_logs
+from memcore.commands import quiet_http_logs
 from memcore.config import BackboneConfig, ConfigError
 from memcore.datasets.errors import DataError
 from memcore.datasets.registry import get_dataset

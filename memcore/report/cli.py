@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memcore.commands import viewer_hint
 from memcore.config import CONFIG_DIR
 from memcore.eval.probe import load_probe, probe_table
 from memcore.pipeline.runlock import unwritable_line
@@ -26,7 +27,6 @@ from memcore.report.plots import make_plots
 from memcore.report.reference import ReferenceError, default_reference_dir, load_paper_numbers
 from memcore.report.summary import summarize_run
 from memcore.report.tables import Table
-from memcore.view.site import viewer_hint
 
 FORMATS = ("md", "csv", "tex")
 DEFAULT_PROBE = Path("results/measured/judge_probe.json")

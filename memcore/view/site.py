@@ -160,28 +160,6 @@ def serve(out: Path) -> None:
             pass
 
 
-def _shown(path: str | Path) -> str:
-    """A path as a command line should show it: relative to the working directory when inside it."""
-    p = Path(path)
-    try:
-        return str(p.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(p)
-
-
-def view_command(runs: Sequence[str | Path], out: str | Path) -> str:
-    """The command line that views ``runs`` (one or two) into ``out``; for closing lines of other commands."""
-    return "memcore-view " + " ".join(_shown(r) for r in runs) + f" --out {_shown(out)}"
-
-
-def viewer_hint(runs: Sequence[str | Path], out: str | Path) -> str:
-    """The closing line of ``memcore-run`` / ``memcore-report``: how to look at what they wrote item by item (the
-    runs themselves when one or two, else the form of the command)."""
-    if 1 <= len(runs) <= 2:
-        return f"look at it item by item: {view_command(runs, out)}"
-    return f"look at a run item by item (or two side by side): memcore-view RUN [RUN2] --out {_shown(out)}"
-
-
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="memcore-view", description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", metavar="RUN", help="a run dir (live or archived); a second one to compare")
