@@ -7,11 +7,14 @@ download location) → :class:`DataError` saying where it looked and how to get 
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from memcore.datasets.errors import DataError
+
+_READ_CHUNK = 1 << 20
 
 
 def memcore_home(env: Mapping[str, str] | None = None) -> Path:
@@ -19,6 +22,15 @@ def memcore_home(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     home = env.get("MEMCORE_HOME")
     return Path(home).expanduser() if home else Path.home() / ".cache" / "memcore"
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_READ_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def repo_root() -> Path:

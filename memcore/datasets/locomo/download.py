@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from memcore.datasets.errors import DataError
-from memcore.datasets.paths import memcore_home
+from memcore.datasets.paths import memcore_home, sha256_file
 
 LOCOMO_URL = "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json"
 LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
@@ -23,15 +23,6 @@ _CHUNK = 1 << 20
 def default_locomo_destination(env: Mapping[str, str] | None = None) -> Path:
     """Where ``scripts/get_locomo.py`` puts the file by default: ``$MEMCORE_HOME/data/locomo10.json``."""
     return memcore_home(env) / "data" / "locomo10.json"
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def verify_locomo(path: Path, expected_sha256: str = LOCOMO_SHA256) -> str:

@@ -3,7 +3,6 @@ publishes for it (its LFS object id) where the network allows, and write it atom
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 import urllib.error
@@ -11,6 +10,7 @@ import urllib.request
 from pathlib import Path
 
 from memcore.datasets.errors import DataError
+from memcore.datasets.paths import sha256_file
 
 REPO_URL = "https://huggingface.co/datasets/xiaowu0162/longmemeval-cleaned/resolve/main/"
 #: The release's files (``--file`` of ``scripts/get_longmemeval.py``).
@@ -18,14 +18,6 @@ FILES: tuple[str, ...] = ("longmemeval_s_cleaned.json", "longmemeval_m_cleaned.j
 DEFAULT_FILE = FILES[0]
 _CHUNK = 1 << 20
 _TIMEOUT = 60
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def published_sha256(url: str) -> str | None:
