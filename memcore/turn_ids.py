@@ -30,7 +30,11 @@ def turn_number(dia_id: str) -> int | None:
     return int(turn) if sep and turn.isdigit() else None
 
 
-def neighbour_id(dia_id: str, offset: int) -> str | None:
-    """The id ``offset`` turns away in the same session (``D12:3``, 2 → ``D12:5``); None without a turn part."""
-    turn = turn_number(dia_id)
-    return None if turn is None else f"{session_key(dia_id)}:{turn + offset}"
+def neighbour_ids(dia_id: str, width: int) -> list[tuple[str, int]]:
+    """The ids within ``width`` turns of ``dia_id`` in its session, nearest first, each with its distance
+    (``D12:3``, 1 → ``[("D12:2", 1), ("D12:4", 1)]``); none when the id has no numeric turn part."""
+    session, sep, turn = str(dia_id).partition(":")
+    if not (sep and turn.isdigit()):
+        return []
+    t = int(turn)
+    return [(f"{session}:{n}", dist) for dist in range(1, width + 1) for n in (t - dist, t + dist)]

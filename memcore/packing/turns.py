@@ -40,7 +40,7 @@ import numpy as np
 
 from memcore.packing.budget import fill_units
 from memcore.text import count_tokens, truncate_to_tokens
-from memcore.turn_ids import neighbour_id, session_number, turn_id, turn_number
+from memcore.turn_ids import neighbour_ids, session_number, turn_id, turn_number
 
 FRAMES = ("line", "session", "session_rank")
 
@@ -373,12 +373,10 @@ def session_windows(dia_ids: Sequence[str], width: int) -> list[list[tuple[int, 
     out: list[list[tuple[int, int]]] = []
     for i, d in enumerate(dia_ids):
         window = [(i, 0)]
-        if turn_number(d) is not None:
-            for dist in range(1, width + 1):
-                for offset in (-dist, dist):
-                    j = first.get(neighbour_id(d, offset) or "")
-                    if j is not None:
-                        window.append((j, dist))
+        for nb, dist in neighbour_ids(d, width):
+            j = first.get(nb)
+            if j is not None:
+                window.append((j, dist))
         out.append(window)
     return out
 
