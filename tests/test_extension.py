@@ -6,7 +6,9 @@ files, run through ``memcore-run`` and ``memcore-report``:
 - a new metric: one file ``memcore/metrics/<name>.py``, named in ``eval.metrics``, scored for every item,
   aggregated, shown in ``table.md`` and the report's tables (plus the metric registry's own contracts);
 - a new dataset: a toy in another file format (JSON lines of turns and questions) with its own two categories,
-  one adversarial, as one folder plus one yaml, retrieval only.
+  one adversarial, as one folder plus one yaml, retrieval only;
+- a dataset with session-level evidence, its own protocol (prompt, metrics, table note), its own categories and
+  its own metric, as one folder plus its dataset and protocol yaml.
 """
 
 from __future__ import annotations
