@@ -201,10 +201,11 @@ class LoCoMoProtocol(EvalProtocol):
         return [{"role": "user", "content": query}]
 
     def postprocess(self, reply: str, options: tuple[str, ...]) -> str:
-        text = strip_answer_label(reply)
+        """As ``get_gpt_answers``: the reply stripped of white space only; a category-5 reply goes to the option
+        mapping as it came."""
         if options:
-            text = locomo_cat5_choice(text, options[0], options[1]).strip()
-        return text
+            return locomo_cat5_choice(reply, options[0], options[1]).strip()
+        return reply.strip()
 
 
 def _amem_f1(prediction: str, gold: str, category: int) -> float:
