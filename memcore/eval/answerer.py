@@ -19,7 +19,8 @@ Deviations, all documented: the category-5 option order comes from a seeded RNG 
 from the run seed and the item id) instead of the global ``random.random()``; the options use
 ``adversarial_answer`` (the official script reads ``answer``, which the released file lacks for
 444 of 446 category-5 items); a leading ``Answer:`` / ``Short answer:`` label is stripped from
-replies under both protocols (A-MEM and LoCoMo strip only white space).
+replies under ``protocol="amem"`` (A-MEM strips only white space). ``protocol="locomo"`` strips white space
+only and hands a category-5 reply to the option mapping as it came, as the official code does.
 """
 
 from __future__ import annotations
