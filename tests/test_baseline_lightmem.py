@@ -142,7 +142,7 @@ def test_segments_batches_and_provenance() -> None:
     assert bb.calls_by_stage() == {"ingest": 1}
     prompt = bb.calls[0][1][1]["content"]
     assert prompt.count("--- Topic") == 3
-    # upstream's layout: ISO time + 1 s per earlier message of the session, weekday, batch-local source id
+    # upstream's layout: ISO time + 1 s per earlier message of the session, weekday, source id within the call
     assert prompt.startswith("--- Topic 0 ---\n[2023-05-08T13:56:00.000, Mon] 0.Alice: I adopted a puppy named Rex.\n")
     assert "\n--- Topic 1 ---\n[2023-05-08T13:56:03.000, Mon] 3.Bob: I started the violin in March." in prompt
     assert len(mem.entries) == 6
