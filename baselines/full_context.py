@@ -10,7 +10,8 @@ ends with the last turn's newline and two newlines per session: reproduced here.
 exceeds the budget, **turns** are dropped from the oldest end, one at a time, so the oldest kept session may
 be partial (its DATE header stays). The budget counts everything in the context (the header, every session's
 DATE/CONVERSATION lines, the turn lines) and reserves room for the question's prompt and the answer, as the
-official ``MAX_LENGTH - PER_QA_TOKEN_BUDGET`` check does.
+official ``MAX_LENGTH - PER_QA_TOKEN_BUDGET`` check does; under ``protocol=locomo`` with the official reserve
+(:func:`official_question_reserve`) and its strict ``<``.
 
 Image captions (``image_captions``): the official code writes ``[shares <blip_caption>]`` after a turn only
 when the turn has an ``img_file`` key, which the released ``locomo10.json`` does not have, so the official
@@ -104,6 +105,13 @@ class FullContextConfig:
             )
 
 
+def official_question_reserve(questions: Sequence[str], per_answer: int) -> int:
+    """``get_gpt_answers``' room for the questions (batch size 1 included): ``QA_PROMPT_BATCH`` followed by the
+    numbered questions (``0: <question>``), plus ``per_answer`` (``PER_QA_TOKEN_BUDGET``) per question."""
+    prompt = B.QA_PROMPT_BATCH + "\n".join(f"{k}: {q}" for k, q in enumerate(questions))
+    return count_tokens(prompt) + per_answer * len(questions)
+
+
 def session_header(date: str) -> str:
     """The official per-session header."""
     return f"DATE: {date}\nCONVERSATION:\n"
@@ -153,9 +161,18 @@ class FullContext:
         return names[0], names[1]
 
     def reserve_tokens(self, query: str) -> int:
-        """Tokens kept free for the answer prompt, the question and the answer."""
+        """Tokens kept free for the answer prompt, the question and the answer: under ``protocol=locomo`` the
+        official reserve (:func:`official_question_reserve` of the one question), else the longest answer prompt
+        of either protocol (or ``prompt_reserve_tokens``) + the question + ``answer_reserve_tokens``."""
+        if self._official and self.cfg.prompt_reserve_tokens is None:
+            return official_question_reserve([query], self.cfg.answer_reserve_tokens)
         overhead = PROMPT_OVERHEAD_TOKENS if self.cfg.prompt_reserve_tokens is None else self.cfg.prompt_reserve_tokens
         return overhead + count_tokens(query) + self.cfg.answer_reserve_tokens
+
+    @property
+    def _official(self) -> bool:
+        """The official evaluation's context rule applies (strict ``<``, its question reserve)."""
+        return self.cfg.protocol == "locomo"
 
     def build(self, reserve: int = 0, max_turns: int | None = None, limit: int | None = None) -> Evidence:
         """The context for a prompt that needs ``reserve`` tokens besides it; ``max_turns`` (``eval.budget``)
@@ -169,10 +186,12 @@ class FullContext:
         for turn in reversed(self.turns):
             if max_turns is not None and len(kept) >= max_turns:
                 break
-            # the official check charges the session header with every turn; we charge it once per session
-            extra = count_tokens(session_header(turn.session_time_raw)) if turn.session_index != open_session else 0
+            # the official check adds the session's header (and its trailing blank lines) to each turn's count while
+            # the header enters the context once: charged once per session, the same total
+            opening = turn.session_index != open_session
+            extra = count_tokens(session_header(turn.session_time_raw)) + count_tokens("\n\n") if opening else 0
             cost = count_tokens(turn_line(turn, self.cfg.image_captions)) + extra
-            if used + cost > limit:
+            if used + cost > limit or (self._official and used + cost == limit):  # official: strictly below
                 break
             kept.append(turn)
             used += cost
@@ -331,8 +350,7 @@ class BatchedFullContext(FullContext):
         ``batch_attempts`` calls until the reply splits into one answer per question."""
         options = [self._options(q) for q in batch]
         questions = [batch_question(q, o) for q, o in zip(batch, options)]
-        question_prompt = B.QA_PROMPT_BATCH + "\n".join(f"{k}: {q}" for k, q in enumerate(questions))
-        evidence = self.build(count_tokens(question_prompt) + self.cfg.answer_reserve_tokens * len(batch))
+        evidence = self.build(official_question_reserve(questions, self.cfg.answer_reserve_tokens))
         messages = [{"role": "user", "content": B.batch_query(evidence.context, questions)}]
         backbone = self._backbone()
         usage = usage_of(backbone)

@@ -14,6 +14,7 @@ from baselines.full_context import (
     session_header,
     turn_line,
 )
+from baselines.locomo_batch_prompt import QA_PROMPT_BATCH
 from baselines.rag import RAG, RAG_LOCOMO, RAGConfig
 from memcore.llm.embedders import HashingEmbedder
 from memcore.text import count_tokens
@@ -109,6 +110,30 @@ def test_budget_counts_headers_and_reserves_question_and_answer() -> None:
     # a longer question leaves less room
     longer = _system(need + reserve).retrieve(question + " Please answer with the date and the place.")
     assert len(longer.notes) < 10
+
+
+def test_locomo_protocol_reserves_as_the_official_code_with_a_strict_check() -> None:
+    """``get_gpt_answers``: the question's room is ``QA_PROMPT_BATCH + "0: <question>"`` (batch size 1 too) plus
+    ``PER_QA_TOKEN_BUDGET``, and a turn is kept only while the total stays strictly below the limit."""
+    question = "What did Ann say about things?"
+    fc = FullContext(FullContextConfig(protocol="locomo"), 10_000, ("Ann", "Bob"))
+    reserve = count_tokens(QA_PROMPT_BATCH + "0: " + question) + 50
+    assert (
+        fc.reserve_tokens(question)
+        == reserve
+        != FullContext(FullContextConfig(), 1, ("Ann", "Bob")).reserve_tokens(question)
+    )
+
+    def official(budget: int) -> FullContext:
+        sys = FullContext(FullContextConfig(protocol="locomo"), budget, ("Ann", "Bob"))
+        for t in _turns():
+            sys.ingest(t)
+        return sys
+
+    need = count_tokens(official(10_000).retrieve(question).context)
+    assert len(official(need + reserve + 1).retrieve(question).notes) == 10
+    # exactly at the limit: not strictly below it, so the oldest turn goes
+    assert official(need + reserve).retrieve(question).notes[0].dia_ids[0] == "D1:2"
 
 
 def test_turns_not_sessions_are_dropped_and_the_partial_session_keeps_its_date() -> None:

@@ -4,6 +4,7 @@ retrieval provenance, persistence — scripted backbone and hand-made embedders,
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -13,11 +14,14 @@ import pytest
 from baselines.lightmem import SPEC, LightMem, LightMemConfig
 from baselines.lightmem import prompt_extract as LIGHT_EXTRACT
 from baselines.lightmem import prompt_update as U
+from baselines.lightmem.buffers import BufferedTurn
 from baselines.lightmem.compress import IdfCompressor
 from baselines.lightmem.config import config_from_dict
+from baselines.lightmem.extraction import FactExtractor
 from baselines.lightmem.llmlingua import llmlingua_unavailable
 from baselines.lightmem.segment import coarse_boundaries, fine_boundaries, propose_boundaries
 from baselines.lightmem.system import _check_compressor, make_compressor, parse_facts, parse_update
+from baselines.lightmem.updates import stamp_seconds, update_queues
 from memcore.errors import ConfigError
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
@@ -85,9 +89,16 @@ def test_boundaries_hand_computed() -> None:
 
 # ---------------------------------------------------------------------------------- parsing
 def test_parse_facts_and_update() -> None:
-    v = parse_facts(3)
-    got = v({"data": [{"source_id": "1", "fact": " A fact. "}, {"source_id": 7, "fact": "B"}, {"fact": ""}, "junk"]})
-    assert got == [(1, "A fact."), (None, "B")]
+    v = parse_facts()
+    items = [
+        {"source_id": "1", "fact": " A fact. "},
+        {"source_id": 7, "fact": "B"},
+        {"fact": "C"},
+        {"fact": ""},
+        "junk",
+    ]
+    # ids are kept as given (the extractor clamps them per batch); a missing one is None
+    assert v({"data": items}) == [(1, "A fact."), (7, "B"), (None, "C")]
     with pytest.raises(ValueError):
         v({"facts_list": []})
     assert parse_update({"action": "Delete"}).action == "delete"
@@ -131,7 +142,7 @@ def test_segments_batches_and_provenance() -> None:
     assert bb.calls_by_stage() == {"ingest": 1}
     prompt = bb.calls[0][1][1]["content"]
     assert prompt.count("--- Topic") == 3
-    # upstream's layout: ISO time + 1 s per earlier message of the session, weekday, batch-local source id
+    # upstream's layout: ISO time + 1 s per earlier message of the session, weekday, source id within the call
     assert prompt.startswith("--- Topic 0 ---\n[2023-05-08T13:56:00.000, Mon] 0.Alice: I adopted a puppy named Rex.\n")
     assert "\n--- Topic 1 ---\n[2023-05-08T13:56:03.000, Mon] 3.Bob: I started the violin in March." in prompt
     assert len(mem.entries) == 6
@@ -220,12 +231,13 @@ def test_fact_without_source_id_is_attributed_by_content_or_credited_to_no_turn(
     cfg = LightMemConfig(compressor="none", sensory_buffer_tokens=1000, stm_buffer_tokens=1000, consolidate=False)
     mem, _ = _build(cfg, turns, responder=lambda m: json.dumps(reply))
     violin, weather = mem.entries
-    # the turn it shares content words with, dated, ordered and topic-numbered as that turn
+    # stored as upstream stores it: a missing or non-numeric id reads as 0, so dated, voiced and topic-numbered as
+    # the call's first message; provenance is the turn it shares content words with
     assert violin.source_dia_ids == ("D1:2",)
-    assert (violin.speaker, violin.order, violin.topic_id) == ("Bob", 1, 1)
-    # no turn shares a content word (names left out): credited to none, dated as the batch's last turn
+    assert (violin.speaker, violin.stamp, violin.topic_id) == ("Alice", "2023-05-08T13:56:00.000", 0)
+    # no turn shares a content word (names left out): credited to none
     assert weather.source_dia_ids == ()
-    assert (weather.speaker, weather.order) == ("Bob", 1)
+    assert (weather.speaker, weather.stamp) == ("Alice", "2023-05-08T13:56:00.000")
     # the model named no segment, so the labelled upper bound keeps crediting the whole batch
     assert violin.segment_dia_ids == weather.segment_dia_ids == ("D1:1", "D1:2")
     stats = mem.stats()
@@ -263,18 +275,96 @@ def test_update_credits_only_the_turns_whose_content_the_new_text_keeps() -> Non
     assert first.text == "Rex is a beagle puppy." and first.source_dia_ids == ("D1:1", "D1:3")
     assert second.text == "The weather turned cold." and second.source_dia_ids == ()
     assert mem.counters["updates_unattributed"] == 1
-    # provenance: segment still credits the union of the segments
-    assert first.segment_dia_ids == ("D1:1", "D1:3", "D1:4")
+    # provenance: segment still credits the union of the segments; the buffer has no coarse boundary (no strict
+    # local minimum of the similarities 0, 0, 1), so it is one segment, as upstream cuts it
+    assert first.segment_dia_ids == ("D1:1", "D1:2", "D1:3", "D1:4")
 
 
 def test_update_queue_only_looks_backwards() -> None:
     cfg = LightMemConfig(compressor="none", consolidate=False, queue_keep=5)
     mem, _ = _build(cfg, TURNS)
     queues = mem.update_queues()
-    orders = [e.order for e in mem.entries]
+    stamps = [e.stamp for e in mem.entries]
     for j, q in enumerate(queues):
-        assert all(orders[i] <= orders[j] and i != j for i, _ in q)
+        assert all(stamps[i] <= stamps[j] and i != j for i, _ in q)
     assert queues[0] == []  # the first entry has nothing earlier
+
+
+def test_earlier_is_by_stamp_which_restarts_in_every_add_memory_call() -> None:
+    """Upstream's queue filter is ``float_time_stamp <= own``, and a stamp is the session time + 1 s per earlier
+    message of the session in the add_memory call: entries extracted in later calls restart at the session time,
+    so a later turn can count as earlier."""
+    vectors = np.ones((3, 2), dtype=np.float32) / np.sqrt(2)
+    stamps = np.array([stamp_seconds("2023-05-08T13:56:01.000"), stamp_seconds("2023-05-08T13:56:00.000"), np.nan])
+    queues = update_queues(vectors, stamps, top_k=20, keep=10)
+    assert [[i for i, _ in q] for q in queues] == [[1], [], []]  # no stamp: no queue, in none
+    # small buffers: each batch is extracted in a later turn's call, so the stamps restart
+    cfg = LightMemConfig(compressor="none", sensory_buffer_tokens=16, stm_buffer_tokens=10, consolidate=False)
+    mem, _ = _build(cfg, TURNS)
+    entries = mem.entries
+    assert entries[0].stamp == "2023-05-08T13:56:00.000"
+    later_first = [
+        (j, i) for j, q in enumerate(mem.update_queues()) for i, _ in q if entries[i].order > entries[j].order
+    ]
+    assert later_first  # a later turn's entry sits in an earlier turn's queue
+    for j, i in later_first:
+        assert entries[i].stamp <= entries[j].stamp
+
+
+def test_source_ids_and_stamps_run_on_per_add_memory_call_and_are_clamped_per_batch() -> None:
+    replies = iter(
+        [
+            json.dumps({"data": [{"source_id": 1, "fact": "B1"}]}),
+            json.dumps(
+                {
+                    "data": [
+                        {"source_id": 3, "fact": "past the batch"},  # batch max 1: topic at id 1, stamp at id 3
+                        {"fact": "no id"},  # read as 0
+                        {"source_id": -1, "fact": "negative"},  # no topic: dropped
+                        {"source_id": 9, "fact": "past the call"},  # no message 9: no stamp
+                    ]
+                }
+            ),
+            json.dumps({"data": [{"source_id": 0, "fact": "next call"}]}),
+        ]
+    )
+    bb = ScriptedBackbone(lambda m: next(replies))
+    counters: dict[str, int] = defaultdict(int)
+    ex = FactExtractor(LightMemConfig(compressor="none"), lambda: bb, counters)
+
+    def buffered(i: int, speaker: str) -> BufferedTurn:
+        return BufferedTurn(_turn(i, speaker, f"message {i}"), i - 1, f"message {i}", 2)
+
+    ex.begin_call()
+    first = ex.extract([[buffered(1, "Alice"), buffered(2, "Bob")]])
+    second = ex.extract([[buffered(3, "Alice")], [buffered(4, "Bob")]])  # the same add_memory call
+    prompt = bb.calls[1][1][1]["content"]
+    assert prompt.startswith("--- Topic 1 ---\n[2023-05-08T13:56:02.000, Mon] 2.Alice: message 3\n")
+    assert "--- Topic 2 ---\n[2023-05-08T13:56:03.000, Mon] 3.Bob: message 4" in prompt
+    assert [(e.text, e.topic_id, e.stamp, e.source_dia_ids) for e in first] == [
+        ("B1", 0, "2023-05-08T13:56:01.000", ("D1:2",))
+    ]
+    past, no_id, far = second
+    assert (past.topic_id, past.stamp, past.source_dia_ids, past.speaker) == (
+        0,
+        "2023-05-08T13:56:03.000",
+        ("D1:4",),
+        "Bob",
+    )
+    assert (no_id.topic_id, no_id.stamp, no_id.speaker) == (0, "2023-05-08T13:56:00.000", "Alice")
+    assert (far.topic_id, far.stamp) == (0, None)
+    assert (counters["facts_source_clamped"], counters["facts_dropped"], counters["facts_without_stamp"]) == (2, 1, 1)
+    assert counters["facts_without_source"] == 2  # "no id" and "past the call"
+    ex.begin_call()
+    (nxt,) = ex.extract([[buffered(5, "Alice")]])
+    assert bb.calls[2][1][1]["content"] == "--- Topic 3 ---\n[2023-05-08T13:56:00.000, Mon] 0.Alice: message 5"
+    assert nxt.stamp == "2023-05-08T13:56:00.000"
+
+
+def test_no_coarse_boundary_leaves_the_whole_buffer_one_segment() -> None:
+    sims = np.array([0.1, 0.5, 0.9])  # rising: no local minimum, yet a fine cut below 0.2
+    assert coarse_boundaries(sims) == [] and fine_boundaries(sims, 0.2, 0.5, 0.05) == [1]
+    assert propose_boundaries(sims, start=0.2, maximum=0.5, step=0.05, tolerance=3) == []
 
 
 def test_save_load_roundtrip(tmp_path) -> None:
@@ -400,7 +490,7 @@ def test_update_prompt_user_message_is_upstreams_layout() -> None:
 
 
 def test_bare_list_reply_parses_like_upstreams_clean_response() -> None:
-    assert parse_facts(2)([{"source_id": 1, "fact": "F"}]) == [(1, "F")]
+    assert parse_facts()([{"source_id": 1, "fact": "F"}]) == [(1, "F")]
 
 
 def test_llmlingua2_unavailable_is_one_line_and_names_the_fix(monkeypatch, tmp_path) -> None:

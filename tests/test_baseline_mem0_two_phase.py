@@ -118,6 +118,25 @@ def test_invalid_ids_and_deletes(tmp_path: Path) -> None:
     assert mem.counters["events_invalid"] == 2 and mem.counters["events_none"] == 1
 
 
+def test_events_are_compared_exactly_as_upstream(tmp_path: Path) -> None:
+    """v0.1.93 ``_add_to_vector_store`` tests ``resp.get("event") == "ADD"``: another case or spacing does nothing
+    (counted invalid here), and the text is stored as given."""
+    mem, _, _ = _system(tmp_path)
+    store = mem.stores["Melanie"]
+    before = dict(store.records)
+    batch = _conversation().turns[:2]
+    applied = mem._apply(
+        store,
+        [{"text": "Paints", "event": "add"}, {"text": "Swims", "event": " ADD"}, {"text": " Sings ", "event": "ADD"}],
+        {},
+        {},
+        RAW1,
+        batch,
+    )
+    assert [(a["event"], a["memory"]) for a in applied] == [("ADD", " Sings ")]
+    assert len(store.records) == len(before) + 1 and mem.counters["events_invalid"] == 2
+
+
 def test_an_add_no_batch_turn_supports_is_unattributed_not_credited_to_both(tmp_path: Path) -> None:
     mem, _, _ = _system(tmp_path)
     store = mem.stores["Melanie"]

@@ -12,15 +12,25 @@ import pytest
 
 from baselines.memgpt import SPEC, MemGPT, MemGPTConfig, framing, parse_action
 from baselines.memgpt import prompts as P
-from baselines.memgpt.agent import INGEST_FUNCTIONS, QA_FUNCTIONS, FifoMessage, cap_evidence
+from baselines.memgpt.agent import HEARTBEAT_FAILED, INGEST_FUNCTIONS, QA_FUNCTIONS, FifoMessage, cap_evidence
 from baselines.memgpt.config import config_from_dict, min_window_tokens, resolve_window
-from baselines.memgpt.stores import ArchivalMemory, CoreLine, CoreMemory, FunctionError, RecallMemory, RecallMessage
+from baselines.memgpt.paging import eviction_cut
+from baselines.memgpt.stores import (
+    ArchivalMemory,
+    CoreLine,
+    CoreMemory,
+    FunctionError,
+    RecallMemory,
+    RecallMessage,
+    split_passages,
+)
 from baselines.memgpt.system_prompt import MEMGPT_CHAT, system_text
 from memcore.interfaces import MethodContext
 from memcore.itemlog import read_items
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.runner import run_config
+from memcore.text import count_tokens
 from memcore.types import Evidence, EvidenceNote, Turn
 from tests.support import method_context, story_conversation
 
@@ -193,7 +203,8 @@ def test_eviction_summarises_recursively_and_keeps_recent_messages() -> None:
         agent.ingest(_turn(i, "Alice" if i % 2 else "Bob", f"Message number {i} is about topic {i}: {filler}."))
         assert agent.context_tokens() <= agent.window == 3500
     assert agent.counters["evictions"] == len(summaries) >= 2
-    assert bb.calls_by_stage() == {"ingest": n + len(summaries)}  # one step per turn + one call per eviction
+    # one step per turn, one per memory-pressure warning (its own step) and one call per eviction
+    assert bb.calls_by_stage() == {"ingest": n + agent.counters["alerts"] + len(summaries)}
     assert agent.summary == f"S{len(summaries)}"
     # recursive, as MemGPT's summarize_messages: the str() of the messages, the previous summary message first
     assert summaries[0].startswith("[{'role': 'user', 'content': '[1:00 pm on 8 May, 2023] Alice: Message number 1 ")
@@ -209,10 +220,8 @@ def test_eviction_summarises_recursively_and_keeps_recent_messages() -> None:
     assert stats["evictions"] == stats["summary_calls"] == len(summaries)
     head = agent._head()
     assert head[1]["content"].startswith(f"Note: prior messages ({agent.n_hidden} of ")
-    # MemGPT's MESSAGE_SUMMARY_WARNING_STR is the alert
-    assert any(m.content.startswith("Warning: the conversation history will soon reach") for m in agent.fifo) or (
-        agent.counters["alerts"] > agent.counters["evictions"] - 1
-    )
+    # at most one warning per eviction period
+    assert agent.counters["alerts"] <= agent.counters["evictions"] + 1
 
 
 # ---------------------------------------------------------------------------------- question time
@@ -334,34 +343,127 @@ def test_runner_end_to_end_with_scripted_agent(tmp_path, compose) -> None:
     assert all(r["hit"] == 1 for r in items if r["hit"] is not None)  # all 35 turns are still in the FIFO
 
 
-def test_eviction_cut_prefers_a_turn_boundary_and_keeps_the_last_messages() -> None:
-    def fifo() -> list[FifoMessage]:
-        kinds = ["turn", "action", "result", "turn", "action", "result", "turn", "action"]
-        out, n = [], 0
-        for k in kinds:
-            n += k == "turn"
-            role = "assistant" if k == "action" else "user"
-            out.append(FifoMessage(role, k, f"{k[0]}{n}", f"D1:{n}" if k == "turn" else None, tokens=10))
-        return out
+def _fifo() -> list[FifoMessage]:
+    kinds = ["turn", "action", "result", "turn", "action", "result", "turn", "action"]
+    out, n = [], 0
+    for k in kinds:
+        n += k == "turn"
+        role = "assistant" if k == "action" else "user"
+        out.append(FifoMessage(role, k, f"{k[0]}{n}", f"D1:{n}" if k == "turn" else None, tokens=10))
+    return out
 
+
+def test_eviction_cut_is_memgpts_and_keeps_the_crossing_message() -> None:
+    """``summarize_messages_inplace``: the messages after the system message, the previous summary counted, are
+    walked until the running sum passes int(fraction × their tokens); that message is kept, unless it is a user
+    message, which is summarised too (once); the last ``keep_last`` are never candidates."""
     prompts: list[str] = []
     agent, _ = _agent(
         MemGPTConfig(evict_fraction=0.3, keep_last_messages=3), lambda m: prompts.append(m[1]["content"]) or "S"
     )
-    agent.fifo = fifo()
-    # 80 tokens, target 24: t1 a1 r1 (30) reach it and the next message is a turn
+    agent.fifo = _fifo()
+    # 80 tokens, target 24: t1 a1 r1 reach 30 at r1, a function message: r1 is kept
     assert agent._evict()
-    assert [m.content for m in agent.fifo] == ["t2", "a2", "r2", "t3", "a3"]
-    assert agent.summary_dia_ids == ("D1:1",) and agent.n_hidden == 3 and agent.summary == "S"
-    expected = [{"role": "user", "content": "t1"}, {"role": "assistant", "content": "a1"}]
-    assert prompts[0] == str([*expected, {"role": "function", "content": "r1"}])
+    assert [m.content for m in agent.fifo] == ["r1", "t2", "a2", "r2", "t3", "a3"]
+    assert agent.summary_dia_ids == ("D1:1",) and agent.n_hidden == 2 and agent.summary == "S"
+    assert prompts[0] == str([{"role": "user", "content": "t1"}, {"role": "assistant", "content": "a1"}])
 
     agent, _ = _agent(MemGPTConfig(evict_fraction=0.4, keep_last_messages=3), lambda m: "S")
-    agent.fifo = fifo()
-    # target 32 → 4 messages; moving on to the next turn (index 6) would touch the last 3, so stop at 5
+    agent.fifo = _fifo()
+    # target 32: t2 takes the sum to 40; it is a user message, so it is summarised with the ones before it
     agent._evict()
-    assert [m.content for m in agent.fifo] == ["r2", "t3", "a3"]
+    assert [m.content for m in agent.fifo] == ["a2", "r2", "t3", "a3"]
     assert agent.summary_dia_ids == ("D1:1", "D1:2")
+
+    # the previous summary is the first message walked: 20 + 80 tokens, target 30, crossed at a1 (kept)
+    fifo = _fifo()
+    assert eviction_cut(fifo, keep_last=3, fraction=0.3, summary_tokens=20) == 1
+    assert eviction_cut(fifo, keep_last=3, fraction=0.3) == 2
+    # never crossed among the candidates: the walk stops at the last candidate, kept (an assistant message)
+    assert eviction_cut(fifo, keep_last=3, fraction=0.9) == 4
+    assert eviction_cut(fifo[:3], keep_last=3, fraction=0.3) is None
+
+
+def test_memory_pressure_warning_is_its_own_step_after_the_reply_that_crossed() -> None:
+    """MemGPT 0.2.6: a reply whose total tokens pass 0.75 × window sets the warning, sent next as a user message
+    of its own (one more agent step), once until the next eviction."""
+    steps: list[Msgs] = []
+
+    def responder(messages: Msgs) -> str:
+        steps.append(messages)
+        return _call("done")
+
+    cfg = MemGPTConfig(context_window_tokens=4000)
+    agent, _ = _agent(cfg, responder)
+    filler = " ".join(f"word{j}" for j in range(60))
+    turn = 0
+    while agent.counters["alerts"] == 0:
+        turn += 1
+        before = len(steps)
+        agent.ingest(_turn(turn, "Alice", f"Message {turn}: {filler}."))
+    crossing, warned = steps[before], steps[before + 1]
+    assert len(steps) == before + 2  # the turn's own step, then the warning's
+    total = sum(count_tokens(m["content"]) for m in crossing) + count_tokens(_call("done"))
+    assert total > 0.75 * agent.window
+    assert warned[-2] == {"role": "user", "content": P.PRESSURE_ALERT}
+    assert P.INGEST_ALERT in warned[-1]["content"]
+    # no second warning before an eviction resets it
+    agent.ingest(_turn(turn + 1, "Bob", "short"))
+    assert agent.counters["alerts"] == 1 and len(steps) == before + 3 and agent.counters["evictions"] == 0
+
+
+def test_heartbeats_chain_until_none_is_asked_with_a_counted_safety_limit() -> None:
+    chain = iter([_call("archival_memory_insert", True, content=f"fact {k}") for k in range(5)] + [_call("done")])
+    agent, bb = _agent(MemGPTConfig(), lambda m: next(chain))
+    agent.ingest(_turn(1, "Alice", "Lots to remember."))
+    assert len(bb.calls) == 6 and len(agent.archival.entries) == 5 and agent.counters["step_limit_hits"] == 0
+    endless, bb = _agent(
+        MemGPTConfig(max_steps_per_turn=3), lambda m: _call("archival_memory_insert", True, content="x")
+    )
+    endless.ingest(_turn(1, "Alice", "Hi"))
+    assert len(bb.calls) == 3 and endless.counters["step_limit_hits"] == 1
+
+
+def test_sampling_is_the_api_default_with_a_counted_reply_cap(scripted) -> None:
+    bb = scripted(_call("done"))
+    agent = MemGPT(MemGPTConfig(), ("Alice", "Bob"), lambda: bb, lambda: HashingEmbedder(64))
+    agent.ingest(_turn(1, "Alice", "Hi"))
+    assert bb.kwargs[0]["temperature"] == 1.0 and bb.kwargs[0]["max_tokens"] == 4096
+    assert agent.counters["replies_at_max_tokens"] == 0
+    capped = scripted(_call("done"))
+    agent = MemGPT(MemGPTConfig(max_tokens=3), ("Alice", "Bob"), lambda: capped, lambda: HashingEmbedder(64))
+    agent.ingest(_turn(1, "Alice", "Hi"))
+    assert agent.counters["replies_at_max_tokens"] == 1
+
+
+def test_recall_search_covers_the_agents_own_messages_and_events() -> None:
+    replies = iter([_call("core_memory_replace", False, name="Bob", old_content="nothing"), _call("done")])
+    agent, _ = _agent(MemGPTConfig(), lambda m: next(replies))
+    agent.ingest(_turn(1, "Bob", "Hi there"))
+    logged = [(m.speaker, m.text, m.dia_id, m.note_id) for m in agent.recall.messages]
+    assert logged == [
+        ("Bob", "Hi there", "D1:1", "recall:D1:1"),
+        ("assistant", "t", "D1:1", "recall:m1"),
+        ("user", HEARTBEAT_FAILED, "", "recall:m2"),
+        ("assistant", "t", "D1:1", "recall:m3"),
+    ]
+    _, _, hits = agent._calls.recall_search(agent.recall, "function call failed", 0)
+    assert [(h.note_id, h.dia_ids) for h in hits] == [("recall:m2", ())]
+
+
+def test_search_results_are_uncut_and_long_archival_inserts_are_split() -> None:
+    assert MemGPTConfig().function_result_chars is None
+    sentences = [f"Sentence {k} says something about topic {k} and more words here." for k in range(60)]
+    text = " ".join(sentences)
+    passages = split_passages(text, 300, 20)
+    assert len(passages) > 1 and all(count_tokens(p) <= 300 for p in passages)
+    assert passages[0].startswith("Sentence 0 ") and passages[-1].endswith("topic 59 and more words here.")
+    assert passages[1].split(". ")[0] + "." in passages[0]  # the overlap repeats the previous passage's tail
+    assert split_passages("short", 300, 20) == ["short"] and split_passages(text, 0, 20) == [text]
+    agent, _ = _agent(MemGPTConfig(), lambda m: _call("archival_memory_insert", content=text))
+    agent.ingest(_turn(1, "Alice", "Hi"))
+    assert [e.content for e in agent.archival.entries] == passages
+    assert all(e.dia_ids == ("D1:1",) for e in agent.archival.entries)
 
 
 def test_context_window_is_memgpts_own_sizing(tmp_path, compose) -> None:

@@ -127,6 +127,7 @@ VERIFIED_ARCHIVES = [
     "provenance_rule/runs",
     "answer_prompt_effect/runs",
     "baselines_local/runs",
+    "baseline_fidelity/runs",
     "llm_packing/runs",
     "rehearsal_quick/runs",
     "link_provenance/runs",

@@ -141,6 +141,16 @@ def test_locomo_adversarial_options_and_letter_mapping(scripted) -> None:
     assert res.raw == "(a)"
 
 
+def test_locomo_reply_reaches_the_cat5_mapping_unchanged(scripted) -> None:
+    """``get_gpt_answers`` strips white space only: a label before the letter is not taken off, so the mapping
+    sees a reply of neither one nor three characters and keeps it, lower-cased."""
+    item = qa(3, Category.ADVERSARIAL, answer=None, adversarial="Porto")
+    assert Answerer(scripted("Answer: (a)"), "locomo", seed=2).answer(item, CONTEXT).text == "answer: (a)"
+    assert Answerer(scripted(" b "), "locomo", seed=2).answer(item, CONTEXT).text == adversarial_options(item, 2)[1]
+    other = Answerer(scripted("Short answer: Lisbon "), "locomo", seed=2).answer(qa(0, Category.SINGLE_HOP), CONTEXT)
+    assert other.text == "Short answer: Lisbon"
+
+
 def test_locomo_cat5_choice_mirrors_official() -> None:
     assert locomo_cat5_choice("b", "X", "Y") == "Y"
     assert locomo_cat5_choice(" A ", "X", "Y") == "X"

@@ -85,7 +85,8 @@ def test_protocols_own_gold_refusal_prompt_and_scoring() -> None:
     assert amem.json_reply and not locomo.json_reply
     assert (amem.max_tokens, locomo.max_tokens) == (1000, 32)
     assert [m["role"] for m in amem.messages(_item(Category.SINGLE_HOP, "x", None), "ctx", ())] == ["system", "user"]
-    assert locomo.postprocess("Answer: (b)", ("A", "B")) == "B"
+    assert locomo.postprocess(" (b) ", ("A", "B")) == "B"
+    assert locomo.postprocess("Answer: (b)", ("A", "B")) == "answer: (b)"  # the official mapping sees the reply as is
     assert locomo.score("not mentioned", "", Category.ADVERSARIAL)["f1"] == 1.0
     assert amem.table_notes(("5",)) and not amem.table_notes(("1",)) and not locomo.table_notes(("5",))
     with pytest.raises(ValueError, match="unknown protocol 'amen'"):

@@ -28,7 +28,7 @@ class LightMemConfig:
     """Defaults follow LightMem's LoCoMo script (experiments/locomo/add_locomo.py + search_locomo.py)
     where they apply; see baselines/lightmem/README.md for each source and every deviation."""
 
-    format_version: int = knob(3, build=True, rule=POS)  # 3: source turns attributed by content
+    format_version: int = knob(4, build=True, rule=POS)  # 4: source ids and stamps per add_memory call
     # published setting (STM buffer tokens, compression rate); compress_rate / stm_buffer_tokens override it
     preset: str = knob("768-0.8", build=True, rule=Rule(choices=tuple(PRESETS)))
     # sensory memory: LLMLingua-2 (llmlingua2, needs the llmlingua extra and its model) or the offline idf

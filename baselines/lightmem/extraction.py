@@ -1,8 +1,17 @@
 """LightMem's long-term entries and how a short-term batch becomes them: ONE LLM call with upstream's
 ``METADATA_GENERATE_PROMPT_locomo`` extracts standalone facts from the whole batch ("--- Topic k ---" blocks);
-each fact keeps its source turn and every turn of its topic segment. A fact whose ``source_id`` is missing or
-invalid is attributed by content (:func:`baselines.attribution.source_turn`) or, failing that, credited to no
-turn. An unusable reply stores the batch's compressed turns verbatim."""
+each fact keeps its source turn and every turn of its topic segment. An unusable reply stores the batch's
+compressed turns verbatim.
+
+Source ids and time stamps follow upstream's ``add_memory`` (``assign_sequence_numbers_with_timestamps`` and
+``convert_extraction_results_to_memory_entries`` of zjunlp/LightMem @ 8fc9a91): one ``add_memory`` call is one
+ingested turn (the last one's call also flushes the buffers), and every batch that call extracts numbers its
+messages on from where the call's previous batch stopped; a message's stamp is its session's time plus one
+second per earlier message of that session in the call. A fact's ``source_id`` (missing or not a number: 0)
+dates the entry and names its speaker when the call has that message (else the entry has no stamp); its topic
+is the message at the id clamped to the batch's last id (a negative id drops the fact, as upstream finds no
+topic for it). Provenance is the harness's: the message the id names when the call has it, else the turn the
+fact's content is attributed to (:func:`baselines.attribution.source_turn`), else none."""
 
 from __future__ import annotations
 
@@ -40,6 +49,9 @@ class LightMemEntry:
     order: int
     topic_id: int
     kind: str = "fact"  # fact | raw (extraction fallback) ; updated entries keep their kind
+    # upstream's time_stamp: the source message's stamp as the extraction call showed it (ISO, ms); None when the
+    # call has no message at the fact's id. The update queue's "earlier" compares these.
+    stamp: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -55,10 +67,10 @@ class LightMemEntry:
         return cls(**d)
 
 
-def parse_facts(n_messages: int) -> Any:
+def parse_facts() -> Any:
     """Validator for the extraction reply ``{"data": [{"source_id", "fact"}]}`` (or a bare list of items, which
-    upstream's ``clean_response`` also accepts): returns ``[(source index or None, fact)]``; items without a
-    usable fact are dropped, an out-of-range or missing source id becomes None."""
+    upstream's ``clean_response`` also accepts): returns ``[(source id or None, fact)]``; items without a usable
+    fact are dropped, a missing or non-numeric source id is None (upstream reads a missing one as 0)."""
 
     def validate(obj: Any) -> list[tuple[int | None, str]]:
         if isinstance(obj, list):
@@ -83,8 +95,6 @@ def parse_facts(n_messages: int) -> Any:
                 sid = int(str(item.get("source_id", "")).strip())
             except ValueError:
                 sid = None
-            if sid is not None and not 0 <= sid < n_messages:
-                sid = None
             out.append((sid, fact.strip()))
         return out
 
@@ -93,38 +103,56 @@ def parse_facts(n_messages: int) -> Any:
 
 def message_time(turn: Turn, nth_in_session: int) -> tuple[str, str]:
     """``(time_stamp, weekday)`` as upstream shows a message: the session time plus one second per earlier
-    message of that session in the batch (``assign_sequence_numbers_with_timestamps``: 500 ms per message,
+    message of that session in the ``add_memory`` call (``assign_sequence_numbers_with_timestamps``: 500 ms per message,
     user and empty assistant messages alternating), ISO with milliseconds; e.g. ``2023-05-08T13:56:01.000``."""
     t = turn.session_time + timedelta(seconds=nth_in_session)
     return t.isoformat(timespec="milliseconds"), turn.session_time.strftime("%a")
 
 
-def render_batch(batch: Batch, first_topic: int) -> str:
+@dataclass
+class CallNumbering:
+    """The numbering of one ``add_memory`` call: source ids and per-session stamp offsets run on across the
+    batches the call extracts. ``messages[i]`` is the message shown with source id ``i`` and ``stamps[i]`` its stamp."""
+
+    messages: list[BufferedTurn] = field(default_factory=list)
+    stamps: list[str] = field(default_factory=list)
+    per_session: dict[str, int] = field(default_factory=dict)
+
+
+def render_batch(batch: Batch, first_topic: int, call: CallNumbering | None = None) -> str:
     """The extraction call's user message: one ``--- Topic <id> ---`` block per segment (ids from
-    ``first_topic``, counted over the conversation), one line per message, source ids from 0 in the batch."""
+    ``first_topic``, counted over the conversation), one line per message, source ids and stamps continuing
+    ``call``'s numbering (a fresh one: from 0), which this extends."""
+    call = CallNumbering() if call is None else call
     lines: list[str] = []
-    seen: dict[str, int] = {}
-    source_id = 0
     for k, seg in enumerate(batch):
         lines.append(P.TOPIC_HEADER.format(topic_id=first_topic + k))
         for b in seg:
-            nth = seen.get(b.turn.session_time_raw, 0)
-            seen[b.turn.session_time_raw] = nth + 1
+            nth = call.per_session.get(b.turn.session_time_raw, 0)
+            call.per_session[b.turn.session_time_raw] = nth + 1
             stamp, weekday = message_time(b.turn, nth)
             lines.append(
                 P.MESSAGE_LINE.format(
-                    time_stamp=stamp, weekday=weekday, source_id=source_id, speaker=b.turn.speaker, message=b.compressed
+                    time_stamp=stamp,
+                    weekday=weekday,
+                    source_id=len(call.messages),
+                    speaker=b.turn.speaker,
+                    message=b.compressed,
                 )
             )
-            source_id += 1
+            call.messages.append(b)
+            call.stamps.append(stamp)
     return "\n".join(lines)
 
 
 @dataclass
 class FactExtractor:
-    """One LightMem's extraction: numbers entries (``lm0``, ``lm1``, …) and topics across batches; counts
-    ``extraction_calls``, ``extraction_fallbacks``, ``facts``, ``facts_without_source`` (no valid source id
-    from the model) and ``facts_unattributed`` (of those, the ones whose content names no single turn either).
+    """One LightMem's extraction: numbers entries (``lm0``, ``lm1``, …) and topics across batches, source ids per
+    ``add_memory`` call (:meth:`begin_call`); counts ``extraction_calls``, ``extraction_fallbacks``, ``facts``,
+    ``facts_without_source`` (no source id the call has: missing, not a number or past the call's messages),
+    ``facts_unattributed`` (of those, the ones whose content names no single turn either), ``facts_source_clamped``
+    (an id past the batch's last, its topic taken at the clamped id), ``facts_without_stamp`` (an id the call has no
+    message for: no stamp, so out of the update queues) and ``facts_dropped`` (a negative id).
     ``backbone`` is a provider, called only when a batch is extracted."""
 
     cfg: LightMemConfig
@@ -134,15 +162,27 @@ class FactExtractor:
     seed: int = 0
     _next_id: int = field(default=0, init=False)
     _next_topic: int = field(default=0, init=False)
+    _call: CallNumbering = field(default_factory=CallNumbering, init=False)
+    _call_topics: list[int] = field(default_factory=list, init=False)
+    _call_segments: list[tuple[str, ...]] = field(default_factory=list, init=False)
+
+    def begin_call(self) -> None:
+        """Start a new ``add_memory`` call: source ids and stamps restart."""
+        self._call = CallNumbering()
+        self._call_topics, self._call_segments = [], []
 
     def extract(self, batch: Batch, speakers: Sequence[str] = ()) -> list[LightMemEntry]:
         """The entries of one short-term batch (not yet embedded). ``speakers``: the conversation's speaker
-        names, left out when a fact without a valid source id is attributed by content (every turn and many
-        facts carry them, so they say nothing about which turn a fact came from)."""
+        names, left out when a fact is attributed by content (every turn and many facts carry them, so they say
+        nothing about which turn a fact came from)."""
         flat: list[BufferedTurn] = [b for seg in batch for b in seg]
-        seg_of: list[int] = [k for k, seg in enumerate(batch) for _ in seg]
         topic_ids = list(range(self._next_topic, self._next_topic + len(batch)))
-        user = render_batch(batch, self._next_topic)
+        seg_ids = [tuple(b.turn.dia_id for b in seg) for seg in batch]
+        first = len(self._call.messages)
+        user = render_batch(batch, self._next_topic, self._call)
+        for k, seg in enumerate(batch):
+            self._call_topics += [topic_ids[k]] * len(seg)
+            self._call_segments += [seg_ids[k]] * len(seg)
         self._next_topic += len(batch)
         messages = [
             {"role": "system", "content": P.METADATA_GENERATE_PROMPT_LOCOMO},
@@ -153,7 +193,7 @@ class FactExtractor:
             self.backbone(),
             messages,
             stage="ingest",
-            validate=parse_facts(len(flat)),
+            validate=parse_facts(),
             fallback=None,
             fallback_kind="lightmem extraction → compressed turns stored verbatim",
             prompt_version=P.VERSION,
@@ -162,36 +202,57 @@ class FactExtractor:
             seed=self.seed if self.cfg.temperature > 0 else None,
             max_tokens=self.reply_budget(messages),
         )
-        seg_ids = [tuple(b.turn.dia_id for b in seg) for seg in batch]
-        batch_ids = tuple(d for ids in seg_ids for d in ids)
         new: list[LightMemEntry] = []
         if res.value is None:
             self.counters["extraction_fallbacks"] += 1
             for i, b in enumerate(flat):
-                new.append(
-                    self._entry(f"{b.turn.speaker}: {b.compressed}", b, seg_ids[seg_of[i]], topic_ids[seg_of[i]], "raw")
-                )
-        else:
-            rendered = [(b.turn.dia_id, b.turn.render()) for b in flat]
-            for sid, fact in res.value:
-                if sid is not None:
-                    new.append(self._entry(fact, flat[sid], seg_ids[seg_of[sid]], topic_ids[seg_of[sid]], "fact"))
-                    continue
-                # The model named no turn: credit the one turn the fact's content comes from, else none. The
-                # segment stays the whole batch, so ``provenance: segment`` remains the lenient upper bound.
-                self.counters["facts_without_source"] += 1
-                by_content = source_turn(fact, rendered, speakers)
-                if by_content is None:
-                    # Dated and ordered as the batch's last turn: the latest turn the fact can have come from.
-                    self.counters["facts_unattributed"] += 1
-                    entry = self._entry(fact, flat[-1], batch_ids, topic_ids[seg_of[-1]], "fact")
-                    entry.source_dia_ids = ()
-                else:
-                    k = next(i for i, (dia_id, _) in enumerate(rendered) if dia_id == by_content)
-                    entry = self._entry(fact, flat[k], batch_ids, topic_ids[seg_of[k]], "fact")
+                k = first + i
+                text = f"{b.turn.speaker}: {b.compressed}"
+                new.append(self._entry(text, b, self._call_segments[k], self._call_topics[k], "raw", k))
+            return new
+        rendered = [(b.turn.dia_id, b.turn.render()) for b in flat]
+        batch_ids = tuple(d for ids in seg_ids for d in ids)
+        for raw_sid, fact in res.value:
+            entry = self._fact_entry(raw_sid, fact, len(flat) - 1, rendered, batch_ids, speakers)
+            if entry is not None:
                 new.append(entry)
-            self.counters["facts"] += len(new)
+        self.counters["facts"] += len(new)
         return new
+
+    def _fact_entry(
+        self,
+        raw_sid: int | None,
+        fact: str,
+        batch_max: int,
+        rendered: list[tuple[str, str]],
+        batch_ids: tuple[str, ...],
+        speakers: Sequence[str],
+    ) -> LightMemEntry | None:
+        """One fact's entry by upstream's rules (module docstring); None for a negative id."""
+        sid = 0 if raw_sid is None else raw_sid
+        topic_at = min(sid, batch_max)
+        self.counters["facts_source_clamped"] += int(sid > batch_max)
+        if topic_at < 0:
+            self.counters["facts_dropped"] += 1
+            return None
+        call = self._call
+        named = raw_sid is not None and 0 <= raw_sid < len(call.messages)
+        src = call.messages[sid] if sid < len(call.messages) else call.messages[topic_at]
+        entry = self._entry(fact, src, self._call_segments[topic_at], self._call_topics[topic_at], "fact", None)
+        if sid < len(call.messages):
+            entry.stamp = call.stamps[sid]
+        else:
+            self.counters["facts_without_stamp"] += 1
+        if named:
+            return entry
+        # The model named no message of the call: credit the one turn the fact's content comes from, else none.
+        # The segment is the whole batch, so ``provenance: segment`` remains the lenient upper bound.
+        self.counters["facts_without_source"] += 1
+        entry.segment_dia_ids = batch_ids
+        by_content = source_turn(fact, rendered, speakers)
+        entry.source_dia_ids = () if by_content is None else (by_content,)
+        self.counters["facts_unattributed"] += int(by_content is None)
+        return entry
 
     def reply_budget(self, messages: list[dict[str, str]]) -> int:
         """``extract_max_tokens`` (upstream 16,000), capped to the backbone's context budget minus the prompt
@@ -201,7 +262,10 @@ class FactExtractor:
         left = self.context_tokens - sum(count_tokens(m["content"]) for m in messages)
         return max(MIN_REPLY_TOKENS, min(self.cfg.extract_max_tokens, left))
 
-    def _entry(self, text: str, src: BufferedTurn, segment: tuple[str, ...], topic: int, kind: str) -> LightMemEntry:
+    def _entry(
+        self, text: str, src: BufferedTurn, segment: tuple[str, ...], topic: int, kind: str, at: int | None
+    ) -> LightMemEntry:
+        """An entry sourced at ``src``; ``at``: its source id in the call, whose stamp it takes."""
         self._next_id += 1
         return LightMemEntry(
             entry_id=f"lm{self._next_id - 1}",
@@ -213,4 +277,5 @@ class FactExtractor:
             order=src.order,
             topic_id=topic,
             kind=kind,
+            stamp=None if at is None else self._call.stamps[at],
         )

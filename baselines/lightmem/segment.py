@@ -3,7 +3,8 @@
 LightMem combines coarse boundaries from LLMLingua-2 attention (local peaks of each sentence's
 attention to its predecessor) with fine boundaries where the cosine similarity of adjacent turns
 falls below a threshold (0.2, raised by 0.05 up to 0.5 until some boundary appears); fine
-boundaries within 3 turns of a coarse one are kept, or all fine ones if none is. Without the
+boundaries within 3 turns of a coarse one are kept, or all fine ones if none is; without any coarse
+boundary the whole buffer is one segment. Without the
 LLMLingua-2 model the coarse proposals here are the local minima of the adjacent-turn similarity.
 """
 
@@ -37,10 +38,13 @@ def fine_boundaries(sims: np.ndarray, start: float, maximum: float, step: float)
 
 
 def propose_boundaries(sims: np.ndarray, *, start: float, maximum: float, step: float, tolerance: int) -> list[int]:
-    """LightMem's two-stage rule: fine cuts near a coarse one, else all fine cuts (sorted, unique)."""
+    """LightMem's two-stage rule: no cut without a coarse proposal (upstream's ``cut_with_segmenter`` then emits
+    the whole buffer as one segment); else fine cuts near a coarse one, else all fine cuts (sorted, unique)."""
+    coarse = coarse_boundaries(sims)
+    if not coarse:
+        return []
     fine = fine_boundaries(sims, start, maximum, step)
     if not fine:
         return []
-    coarse = coarse_boundaries(sims)
     near = [f for f in fine if any(abs(f - c) <= tolerance for c in coarse)]
     return sorted(set(near or fine))

@@ -84,6 +84,9 @@ class LightMem:
             "facts": 0,
             "facts_without_source": 0,
             "facts_unattributed": 0,
+            "facts_source_clamped": 0,
+            "facts_without_stamp": 0,
+            "facts_dropped": 0,
             "update_calls": 0,
             "update_fallbacks": 0,
             "updated": 0,
@@ -117,6 +120,7 @@ class LightMem:
         self.counters["turns"] += 1
         self.counters["raw_tokens"] += count_tokens(turn.text)
         self.counters["compressed_tokens"] += item.tokens
+        self._extractor.begin_call()  # one ingested turn is one upstream add_memory call
         self._buffers.push(item)
 
     def _extract(self, batch: Batch) -> None:
@@ -139,8 +143,8 @@ class LightMem:
         self._finalized = True
 
     def update_queues(self) -> list[list[tuple[int, float]]]:
-        """For each entry j: its ``queue_keep`` most similar entries i ≠ j with order_i ≤ order_j,
-        chosen among the ``queue_top_k`` nearest (LightMem's construct_update_queue_all_entries)."""
+        """For each entry j: its ``queue_keep`` most similar entries i ≠ j stamped no later than j, chosen among
+        the ``queue_top_k`` nearest (LightMem's construct_update_queue_all_entries)."""
         return self._updater.queues(self.entries, self._vectors)
 
     # ------------------------------------------------------------------ retrieval

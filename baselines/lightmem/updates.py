@@ -1,4 +1,6 @@
-"""LightMem's offline ("sleep-time") update: each entry's update queue holds its most similar earlier entries;
+"""LightMem's offline ("sleep-time") update: each entry's update queue holds its most similar earlier entries
+("earlier" as upstream: a stamp no later than the entry's own, stamps restarting at the session's time in every
+``add_memory`` call, so within a session it is the position in the extraction call, not the turn order);
 an entry that appears in newer entries' queues with similarity ≥ ``update_threshold`` gets one LLM call that
 updates it (integrating the newer ones), deletes it (contradicted) or keeps it. All decisions are made on the
 pre-update memory (LightMem reads every entry once, then updates in parallel) and applied afterwards. An updated
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -47,13 +50,21 @@ def parse_update(obj: Any) -> UpdateDecision:
     return UpdateDecision("update", new.strip())
 
 
-def update_queues(vectors: np.ndarray, orders: np.ndarray, *, top_k: int, keep: int) -> list[list[tuple[int, float]]]:
-    """For each entry j: its ``keep`` most similar entries i ≠ j with order_i ≤ order_j, chosen among the
-    ``top_k`` nearest (LightMem's construct_update_queue_all_entries); rows of ``vectors`` are entries."""
+def stamp_seconds(stamp: str | None) -> float:
+    """An entry's stamp as seconds (upstream's ``float_time_stamp``); NaN when it has none."""
+    if stamp is None:
+        return float("nan")
+    return (datetime.fromisoformat(stamp) - datetime.min).total_seconds()
+
+
+def update_queues(vectors: np.ndarray, stamps: np.ndarray, *, top_k: int, keep: int) -> list[list[tuple[int, float]]]:
+    """For each entry j: its ``keep`` most similar entries i ≠ j with stamp_i ≤ stamp_j, chosen among the
+    ``top_k`` nearest (LightMem's construct_update_queue_all_entries, whose ``float_time_stamp`` filter this is);
+    rows of ``vectors`` are entries. An entry without a stamp (NaN) has an empty queue and is in none."""
     sims = vectors @ vectors.T
     queues: list[list[tuple[int, float]]] = []
-    for j in range(len(orders)):
-        allowed = np.flatnonzero(orders <= orders[j])
+    for j in range(len(stamps)):
+        allowed = np.flatnonzero(stamps <= stamps[j])
         ranked = sorted(allowed.tolist(), key=lambda i: (-float(sims[j, i]), i))[:top_k]
         queues.append([(i, float(sims[j, i])) for i in ranked if i != j][:keep])
     return queues
@@ -77,8 +88,8 @@ class OfflineUpdater:
 
     def queues(self, entries: list[LightMemEntry], vectors: np.ndarray) -> list[list[tuple[int, float]]]:
         """The update queue of every entry (see :func:`update_queues`)."""
-        orders = np.array([e.order for e in entries])
-        return update_queues(vectors, orders, top_k=self.cfg.queue_top_k, keep=self.cfg.queue_keep)
+        stamps = np.array([stamp_seconds(e.stamp) for e in entries], dtype=np.float64)
+        return update_queues(vectors, stamps, top_k=self.cfg.queue_top_k, keep=self.cfg.queue_keep)
 
     def run(
         self,

@@ -48,7 +48,7 @@ class Mem0TwoPhaseConfig:
     """Knobs; defaults are mem0ai 1.0.11's (``BaseLlmConfig``, ``_add_to_vector_store``) and Mem0's LoCoMo
     evaluation (batch 2, top_k 30)."""
 
-    format_version: int = knob(2, build=True, rule=POS)  # 2: per-memory source turns
+    format_version: int = knob(3, build=True, rule=POS)  # 3: events compared exactly, text as given
     batch_size: int = knob(2, build=True, rule=POS)  # messages per add (their MemoryADD batch_size)
     top_k: int = knob(30, rule=POS)  # memories per speaker per question (run_experiments.py --top_k)
     # stored memories retrieved per new fact (vector_store.search limit=5)
@@ -283,16 +283,18 @@ class Mem0TwoPhase:
         batch: list[Turn],
     ) -> list[dict[str, Any]]:
         """Their event loop: ADD a new memory, UPDATE (text, vector and metadata of the call) or DELETE the
-        memory behind a temporary id, NONE nothing; an entry without text, or naming an unknown id, is skipped
-        (counted as invalid; their code logs and skips it). Provenance (:mod:`baselines.attribution`): an ADD
+        memory behind a temporary id, NONE nothing; an entry without text, with an event that is none of these four
+        exactly, or naming an unknown id, is skipped (counted as invalid; their code logs and skips it). Provenance (:mod:`baselines.attribution`): an ADD
         cites the batch turn its text came from; an UPDATE the turns (previous ones and the batch's) whose
         content the new text keeps; an event attributed to no turn is counted (``events_unattributed``)."""
         dia_ids = [t.dia_id for t in batch]
         batch_turns = [(t.dia_id, t.text) for t in batch]
         applied = []
         for action in actions:
-            text = str(action.get("text") or "").strip()
-            event = str(action.get("event") or "").upper()
+            # as their loop: the text as given, the event compared exactly ("add" is no ADD: counted invalid)
+            raw_text = action.get("text")
+            text = raw_text if isinstance(raw_text, str) else str(raw_text or "")
+            event = action.get("event")
             if not text:
                 self.counters["events_invalid"] += 1
                 continue

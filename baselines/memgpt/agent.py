@@ -2,10 +2,11 @@
 
 Main context = system instructions + core memory (editable blocks: persona and one per speaker) +
 the recursive summary of evicted messages + a FIFO of recent messages. Each ingested turn is
-appended to the FIFO and to recall storage; the agent then runs its heartbeat loop (at most
-``max_steps_per_turn`` steps), each step one function call chosen by the backbone. Past
-``warning_fraction`` of the window the agent gets a memory-pressure alert; past the window the
-oldest ``evict_fraction`` of FIFO tokens is evicted and folded into the summary by one LLM call.
+appended to the FIFO and to recall storage; the agent then runs its heartbeat loop, each step one function
+call chosen by the backbone, continuing while a call asks for a heartbeat or fails (``max_steps_per_turn`` is only
+a safety limit). When a step's total tokens pass ``warning_fraction`` of the window, the memory-pressure alert is
+the next step's input; past the window the oldest messages (about ``evict_fraction`` of the tokens, the previous
+summary counted) are evicted and folded into the summary by one LLM call.
 At question time the agent searches recall and archival storage with its own queries; the evidence
 is its main context (core memory, summary, recent messages) plus every search result.
 
@@ -47,6 +48,10 @@ from memcore.text import count_tokens
 from memcore.types import Evidence, Turn
 
 STATE_FILE = "memgpt.json"
+#: The reasons MemGPT 0.2.6 packs into its heartbeat messages (``REQ_HEARTBEAT_MESSAGE``,
+#: ``FUNC_FAILED_HEARTBEAT_MESSAGE``), logged in recall storage as it logs those user messages.
+HEARTBEAT_REQUESTED = "heartbeat: request_heartbeat == true"
+HEARTBEAT_FAILED = "heartbeat: Function call failed"
 SEARCH_FUNCTIONS = ("archival_memory_search", "conversation_search")
 VECTORS_FILE = "memgpt_archival.npy"
 
@@ -62,6 +67,8 @@ def new_counters() -> dict[str, Any]:
         "evictions": 0,
         "summary_calls": 0,
         "alerts": 0,
+        "step_limit_hits": 0,
+        "replies_at_max_tokens": 0,
         "calls_by_function": {},
         "qa_questions": 0,
         "qa_steps": 0,
@@ -82,6 +89,7 @@ class MemGPT:
         speakers: tuple[str, str],
         backbone: Callable[[], ChatBackbone],
         embedder: Callable[[], Embedder],
+        seed: int = 0,
     ) -> None:
         self.cfg = config
         self.window, self.window_source = resolve_window(config)
@@ -100,8 +108,9 @@ class MemGPT:
         self.n_hidden = 0
         self.summary_counts = SummaryCounts()
         self._alerted = False
+        self._n_logged = 0
         self._lock = threading.Lock()
-        self._calls = FunctionCalls(config, backbone, embedder)
+        self._calls = FunctionCalls(config, backbone, embedder, seed)
         self.counters = new_counters()
         self.system_prompt = framing.system_message(
             speakers[0], speakers[1], page_size=config.page_size, recall_search=config.recall_search
@@ -136,20 +145,29 @@ class MemGPT:
         state = self._state(P.INGEST_STEP, directive=P.INGEST_NEW_MESSAGE)
         return fixed + sum(m.tokens for m in self.fifo) + count_tokens(state)
 
-    def _maybe_alert(self) -> None:
-        if not self._alerted and self.context_tokens() > self.cfg.warning_fraction * self.window:
-            self.fifo.append(FifoMessage("user", "alert", P.PRESSURE_ALERT))
-            self._alerted = True
-            self.counters["alerts"] += 1
+    def _alert_due(self, total_tokens: int) -> bool:
+        """MemGPT's memory-pressure check after a step: the reply's total tokens past ``warning_fraction`` of the
+        window, once until the next eviction."""
+        if self._alerted or total_tokens <= self.cfg.warning_fraction * self.window:
+            return False
+        self._alerted = True
+        self.counters["alerts"] += 1
+        return True
 
     def _maybe_evict(self) -> None:
         while self.context_tokens() > self.window and self._evict():
             pass
 
     def _evict(self) -> bool:
-        """Move the oldest ``evict_fraction`` of FIFO tokens out of context, folding them into the
-        recursive summary (one LLM call); False when the FIFO holds only the messages it keeps."""
-        cut = eviction_cut(self.fifo, keep_last=self.cfg.keep_last_messages, fraction=self.cfg.evict_fraction)
+        """Fold the oldest FIFO messages, with the previous summary, into a new recursive summary (one LLM call),
+        cut by :func:`eviction_cut`; False when nothing can be evicted."""
+        summary_tokens = count_tokens(summary_note(self.summary, self.summary_counts)) if self.summary else None
+        cut = eviction_cut(
+            self.fifo,
+            keep_last=self.cfg.keep_last_messages,
+            fraction=self.cfg.evict_fraction,
+            summary_tokens=summary_tokens,
+        )
         if cut is None:
             return False
         evicted, self.fifo = self.fifo[:cut], self.fifo[cut:]
@@ -165,51 +183,73 @@ class MemGPT:
     def _summarize(self, evicted: list[FifoMessage]) -> str:
         """The new recursive summary of ``evicted`` (the current one if the reply is empty)."""
         self.counters["summary_calls"] += 1
-        text = self.backbone.complete(
+        reply = self.backbone.complete(
             summary_messages(self.summary, self.summary_counts, evicted, self.cfg.summary_words),
             stage="ingest",
             temperature=self.cfg.temperature,
             max_tokens=self.cfg.summary_max_tokens,
+            seed=self._calls.seed if self.cfg.temperature > 0 else None,
             prompt_version=P.VERSION,
-        ).text.strip()
+        )
+        self.counters["replies_at_max_tokens"] += int(reply.completion_tokens >= self.cfg.summary_max_tokens)
+        text = reply.text.strip()
         return text or self.summary
 
     # ------------------------------------------------------------------ ingestion
+    def _log(self, speaker: str, text: str, dia_id: str, timestamp: str) -> None:
+        """Add one of the agent's own messages or a user-role event to recall storage (MemGPT logs every message)."""
+        if text:
+            self._n_logged += 1
+            self.recall.add(RecallMessage(dia_id, speaker, text, timestamp, message_id=f"m{self._n_logged}"))
+
     def ingest(self, turn: Turn) -> None:
+        """MemGPT's chat loop for one message: steps while the last one asked for a heartbeat, failed, or crossed
+        the memory-pressure warning (then the warning is the next step's input); at most
+        ``max_steps_per_turn`` steps, a safety limit (counted in ``step_limit_hits`` when it stops a chain)."""
         self.counters["turns"] += 1
-        self.recall.add(RecallMessage(turn.dia_id, turn.speaker, turn.text, turn.session_time_raw))
-        self.fifo.append(
-            FifoMessage(
-                "user", "turn", f"[{turn.session_time_raw}] {turn.render()}", turn.dia_id, turn.session_time_raw
-            )
-        )
-        self._maybe_alert()
+        stamp = turn.session_time_raw
+        self.recall.add(RecallMessage(turn.dia_id, turn.speaker, turn.text, stamp))
+        self.fifo.append(FifoMessage("user", "turn", f"[{stamp}] {turn.render()}", turn.dia_id, stamp))
         directive = P.INGEST_NEW_MESSAGE
-        for _ in range(self.cfg.max_steps_per_turn):
+        steps = 0
+        while True:
+            if steps == self.cfg.max_steps_per_turn:
+                self.counters["step_limit_hits"] += 1
+                break
             self._maybe_evict()
             state = self._state(P.INGEST_STEP, directive=directive)
-            action, ok = self._calls.step(self._head(), state, INGEST_FUNCTIONS, stage="ingest")
+            step = self._calls.step(self._head(), state, INGEST_FUNCTIONS, stage="ingest")
+            action = step.action
+            steps += 1
             self.counters["agent_steps"] += 1
-            self.counters["step_fallbacks"] += 0 if ok else 1
+            self.counters["step_fallbacks"] += 0 if step.ok else 1
+            self.counters["replies_at_max_tokens"] += int(step.at_max_tokens)
             by_fn = self.counters["calls_by_function"]
             by_fn[action.function] = by_fn.get(action.function, 0) + 1
+            self._log("assistant", action.thought, turn.dia_id, stamp)
+            failed = heartbeat = False
             if action.function == "done":
                 # A no-op reply carries no information; kept in the FIFO, a row of identical ones
                 # became a copy attractor for the 0.5B model (it answered `done` to every turn).
                 if self.cfg.keep_noop_steps:
                     self.fifo.append(FifoMessage("assistant", "action", action.render(), turn.dia_id))
                 self.counters["noop_steps"] += 1
+            else:
+                self.fifo.append(FifoMessage("assistant", "action", action.render(), turn.dia_id))
+                success, message, _ = self._calls.execute(action, turn, self.core, self.archival, self.recall)
+                self.fifo.append(FifoMessage("user", "result", result_message(action, success, message), turn.dia_id))
+                failed, heartbeat = not success, action.heartbeat
+                self.counters["failed_calls"] += int(failed)
+            # MemGPT's main loop: the warning first, then a failed call, then a requested heartbeat
+            if self._alert_due(step.total_tokens):
+                self.fifo.append(FifoMessage("user", "alert", P.PRESSURE_ALERT))
+                self._log("user", P.PRESSURE_ALERT, "", stamp)
+                directive = P.INGEST_ALERT
+            elif failed or heartbeat:
+                self._log("user", HEARTBEAT_FAILED if failed else HEARTBEAT_REQUESTED, "", stamp)
+                directive = P.INGEST_CONTINUE
+            else:
                 break
-            self.fifo.append(FifoMessage("assistant", "action", action.render(), turn.dia_id))
-            success, message, _ = self._calls.execute(action, turn, self.core, self.archival, self.recall)
-            self.fifo.append(FifoMessage("user", "result", result_message(action, success, message), turn.dia_id))
-            if not success:
-                self.counters["failed_calls"] += 1
-            # a failed call returns control to the agent (MemGPT's FUNC_FAILED_HEARTBEAT_MESSAGE)
-            if success and not action.heartbeat:
-                break
-            directive = P.INGEST_CONTINUE
-        self._maybe_alert()
         self._maybe_evict()
 
     def finalize(self) -> None:
@@ -226,9 +266,10 @@ class MemGPT:
         steps = fallbacks = 0
         for _ in range(self.cfg.qa_max_steps):
             state = self._state(P.QA_STEP, question=query)
-            action, ok = self._calls.step([*self._head(), *local], state, QA_FUNCTIONS, stage="retrieve")
+            step = self._calls.step([*self._head(), *local], state, QA_FUNCTIONS, stage="retrieve")
+            action = step.action
             steps += 1
-            fallbacks += 0 if ok else 1
+            fallbacks += 0 if step.ok else 1
             if action.function == "done":
                 break
             success, message, found = self._calls.execute(action, None, self.core, self.archival, self.recall)
@@ -284,6 +325,7 @@ class MemGPT:
             "n_hidden": self.n_hidden,
             "summary_counts": asdict(self.summary_counts),
             "alerted": self._alerted,
+            "logged": self._n_logged,
             "counters": self.counters,
         }
         (path / STATE_FILE).write_text(json.dumps(state, ensure_ascii=False, indent=1))
@@ -302,6 +344,7 @@ class MemGPT:
         self.n_hidden = int(state["n_hidden"])
         self.summary_counts = SummaryCounts(**state.get("summary_counts", {}))
         self._alerted = bool(state["alerted"])
+        self._n_logged = int(state.get("logged", 0))
         self.counters.update(state["counters"])
 
     def stats(self) -> dict[str, Any]:
@@ -346,7 +389,13 @@ def _factory(ctx: MethodContext) -> MemGPT:
         # configs/method/memgpt.yaml interpolates it; a config built in code gets the run's value here
         cfg = dataclasses.replace(cfg, backbone_window_tokens=int(ctx.extras["context_budget_tokens"]))
     conv = ctx.conversation
-    return MemGPT(cfg, (conv.speaker_a, conv.speaker_b), backbone=lambda: ctx.backbone, embedder=lambda: ctx.embedder)
+    return MemGPT(
+        cfg,
+        (conv.speaker_a, conv.speaker_b),
+        backbone=lambda: ctx.backbone,
+        embedder=lambda: ctx.embedder,
+        seed=ctx.seed,
+    )
 
 
 #: The variant whose main context is the backbone's whole prompt budget (labelled as a variant in tables).

@@ -33,6 +33,15 @@ LLM_MAX_TOKENS: dict[str, int] = {
     "gpt-3.5-turbo-0301": 4096,
 }
 
+#: The OpenAI API's default temperature, which MemGPT 0.2.6's requests get by sending none.
+API_DEFAULT_TEMPERATURE = 1.0
+#: Reply cap standing for 0.2.6's none: far above an agent step (a function call with its monologue) or a summary.
+REPLY_SAFETY_LIMIT = 4096
+#: Agent steps per ingested message standing for 0.2.6's unbounded heartbeat chain.
+STEP_SAFETY_LIMIT = 25
+#: Room for one reply in the smallest usable window (a typical step; the safety cap above is not reserved).
+REPLY_ROOM_TOKENS = 256
+
 #: The backbone window assumed when neither the config nor the run names one (the default preset's budget).
 DEFAULT_BACKBONE_WINDOW_TOKENS = 6000
 
@@ -46,7 +55,7 @@ class MemGPTConfig:
     ``context_window_tokens`` fixes it. A window that cannot hold the system message and a full core memory is
     a ``ValueError`` at construction (so ``memcore-run`` stops before any work). See baselines/memgpt/README.md."""
 
-    format_version: int = knob(3, build=True, rule=POS)
+    format_version: int = knob(4, build=True, rule=POS)
     # main context: system + core memory + summary + FIFO
     context_window: str = knob("memgpt", build=True, rule=Rule(choices=CONTEXT_WINDOW))
     context_window_tokens: int | None = knob(None, build=True, rule=POS)  # fixes the size (overrides the above)
@@ -58,17 +67,26 @@ class MemGPTConfig:
     evict_fraction: float = knob(0.75, build=True, rule=Rule(lo=0, hi=1, lo_open=True, hi_open=True))
     keep_last_messages: int = knob(3, build=True)  # MESSAGE_SUMMARY_TRUNC_KEEP_N_LAST
     core_block_chars: int = knob(2000, build=True, rule=POS)  # CORE_MEMORY_{PERSONA,HUMAN}_CHAR_LIMIT
-    max_steps_per_turn: int = knob(2, build=True, rule=POS)  # heartbeat chain length while ingesting one message
+    # MemGPT keeps stepping while a call asks for a heartbeat or fails, with no cap; this is only a safety limit,
+    # far above a real chain (a turn that reaches it is counted: ``step_limit_hits``)
+    max_steps_per_turn: int = knob(STEP_SAFETY_LIMIT, build=True, rule=POS)
     # keep the agent's `done` replies in the FIFO (MemGPT keeps every reply)
     keep_noop_steps: bool = knob(False, build=True)
     page_size: int = knob(5, build=True, rule=POS)  # RETRIEVAL_QUERY_DEFAULT_PAGE_SIZE
     # substring (MemGPT's text_search) | keyword (ranked term overlap)
     recall_search: str = knob("substring", build=True, rule=Rule(choices=RECALL_SEARCH))
-    function_result_chars: int = knob(3000, build=True, rule=POS)  # FUNCTION_RETURN_CHAR_LIMIT
+    function_result_chars: int | None = knob(None, build=True, rule=POS)  # None: uncut, as 0.2.6 (no such limit)
+    # archival_memory_insert splits its content into passages (0.2.6: llama_index SimpleNodeParser, chunk_size
+    # = MemGPTConfig.embedding_chunk_size 300 tokens, its default overlap 20); 0 stores the content whole
+    archival_chunk_tokens: int = knob(300, build=True)
+    archival_chunk_overlap: int = knob(20, build=True)
     summary_words: int = knob(100, build=True, rule=POS)  # gpt_summarize.WORD_LIMIT
-    summary_max_tokens: int = knob(256, build=True, rule=POS)
-    temperature: float = knob(0.0, build=True, rule=TEMPERATURE)
-    max_tokens: int = knob(256, build=True, rule=POS)
+    # 0.2.6 sends neither temperature nor max_tokens (openai_tools.create): the API's defaults apply, temperature 1
+    # and no reply cap. The harness's clients always send both: temperature 1.0, and a reply cap far above an agent
+    # step or a 100-word summary (a reply that reaches it is counted: ``replies_at_max_tokens``)
+    summary_max_tokens: int = knob(REPLY_SAFETY_LIMIT, build=True, rule=POS)
+    temperature: float = knob(API_DEFAULT_TEMPERATURE, build=True, rule=TEMPERATURE)
+    max_tokens: int = knob(REPLY_SAFETY_LIMIT, build=True, rule=POS)
     # question time (retrieval only; the snapshot is reused across these)
     qa_max_steps: int = knob(3, rule=POS)
     qa_fallback_search: bool = True
@@ -115,7 +133,7 @@ def min_window_tokens(cfg: MemGPTConfig) -> int:
         count_tokens(system_message(*names, page_size=cfg.page_size))
         + count_tokens(worst_case_state())
         + core_tokens
-        + cfg.max_tokens
+        + REPLY_ROOM_TOKENS
     )
 
 

@@ -24,9 +24,11 @@ from baselines.memgpt.stores import (
     FunctionError,
     RecallMemory,
     RecallMessage,
+    split_passages,
 )
 from memcore.interfaces import ChatBackbone, Embedder, Message
 from memcore.llm.json_reply import complete_json
+from memcore.text import count_tokens
 from memcore.types import Turn
 
 #: function name → (required string args, optional args); ``new_content`` may be empty.
@@ -134,15 +136,23 @@ def archival_hits(results: list[tuple[ArchivalEntry, float]]) -> list[Hit]:
 
 
 def recall_hits(results: list[tuple[RecallMessage, float]]) -> list[Hit]:
-    """``conversation_search`` results as hits (note ids ``recall:<dia_id>``)."""
+    """``conversation_search`` results as hits (note ids ``recall:<dia_id>`` for a turn, ``recall:<message id>``
+    for the agent's own messages and events; an event credits no turn)."""
     return [
-        Hit(f"recall:{m.dia_id}", f"{m.speaker}: {m.text}", (m.dia_id,), m.timestamp, s, "conversation_search")
+        Hit(
+            m.note_id,
+            f"{m.speaker}: {m.text}",
+            (m.dia_id,) if m.dia_id else (),
+            m.timestamp,
+            s,
+            "conversation_search",
+        )
         for m, s in results
     ]
 
 
-def format_results(hits: list[Hit], total: int, page: int, page_size: int, max_chars: int) -> str:
-    """One page of search results as the agent sees them, cut at ``max_chars``."""
+def format_results(hits: list[Hit], total: int, page: int, page_size: int, max_chars: int | None) -> str:
+    """One page of search results as the agent sees them, cut at ``max_chars`` (None: uncut, as MemGPT 0.2.6)."""
     if not hits:
         return "No results found."
     pages = max(0, (total - 1) // page_size)
@@ -156,6 +166,18 @@ def result_message(action: Action, ok: bool, message: str) -> str:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One agent step: the action (``DONE`` when the reply was unusable), whether the reply was usable, the
+    step's total tokens (prompt + reply, approximate: what MemGPT reads from the API's ``usage.total_tokens``)
+    and whether the reply reached ``max_tokens``."""
+
+    action: Action
+    ok: bool
+    total_tokens: int
+    at_max_tokens: bool
+
+
+@dataclass(frozen=True)
 class FunctionCalls:
     """One agent's function calls: a step asks the backbone for an :class:`Action`, ``execute`` runs it on
     the memory tiers passed in (the agent's current ones; ``load`` replaces them). ``backbone`` /
@@ -164,14 +186,15 @@ class FunctionCalls:
     cfg: MemGPTConfig
     backbone: Callable[[], ChatBackbone]
     embedder: Callable[[], Embedder]
+    seed: int = 0
 
-    def step(self, context: list[Message], state: str, allowed: frozenset[str], *, stage: str) -> tuple[Action, bool]:
-        """The agent's next action after ``context`` and the ``state`` message, and whether the reply was
-        usable (an unusable one is :data:`DONE`)."""
+    def step(self, context: list[Message], state: str, allowed: frozenset[str], *, stage: str) -> Step:
+        """The agent's next step after ``context`` and the ``state`` message (an unusable reply is :data:`DONE`)."""
         kind = "memgpt ingest step → done" if stage == "ingest" else "memgpt question step → done"
+        messages = [*context, {"role": "user", "content": state}]
         res = complete_json(
             self.backbone(),
-            [*context, {"role": "user", "content": state}],
+            messages,
             stage=stage,
             validate=parse_action(allowed),
             fallback=DONE,
@@ -179,8 +202,10 @@ class FunctionCalls:
             prompt_version=P.VERSION,
             temperature=self.cfg.temperature,
             max_tokens=self.cfg.max_tokens,
+            seed=self.seed if self.cfg.temperature > 0 else None,
         )
-        return res.value, res.ok
+        total = sum(count_tokens(m["content"]) for m in messages) + count_tokens(res.raw)
+        return Step(res.value, res.ok, total, res.truncated)
 
     def execute(
         self, action: Action, turn: Turn | None, core: CoreMemory, archival: ArchivalMemory, recall: RecallMemory
@@ -194,10 +219,11 @@ class FunctionCalls:
             if action.function == "core_memory_replace":
                 return True, core.replace(a["name"], a["old_content"], a.get("new_content", ""), ids), []
             if action.function == "archival_memory_insert":
-                vec = np.asarray(self.embedder().encode([a["content"]]), dtype=np.float32)[0]
+                passages = split_passages(a["content"], self.cfg.archival_chunk_tokens, self.cfg.archival_chunk_overlap)
+                vecs = np.asarray(self.embedder().encode(passages), dtype=np.float32)
                 stamp = turn.session_time_raw if turn is not None else ""
-                entry = archival.insert(a["content"], ids, stamp, vec)
-                return True, f"stored as {entry.entry_id}", []
+                entries = [archival.insert(p, ids, stamp, v) for p, v in zip(passages, vecs)]
+                return True, f"stored as {', '.join(e.entry_id for e in entries)}", []
             if action.function == "archival_memory_search":
                 return self.archival_search(archival, a["query"], a.get("page", 0))
             if action.function == "conversation_search":

@@ -53,21 +53,39 @@ def main_context(system_prompt: str, summary: str, counts: SummaryCounts, fifo: 
     return msgs
 
 
-def eviction_cut(fifo: list[FifoMessage], *, keep_last: int, fraction: float) -> int | None:
-    """How many of the oldest FIFO messages to evict: at least ``fraction`` of the FIFO's tokens, moved on
-    to the next conversation turn when possible, never touching the last ``keep_last``; None when the FIFO
-    holds no more than ``keep_last`` messages."""
-    limit = len(fifo) - keep_last
-    if limit <= 0:
+def upstream_role(m: FifoMessage) -> str:
+    """The role MemGPT 0.2.6 gives this message: a function result is a ``function`` message there (the
+    harness sends it as a user message, having no native function calling)."""
+    return "function" if m.kind == "result" else m.role
+
+
+def eviction_cut(
+    fifo: list[FifoMessage], *, keep_last: int, fraction: float, summary_tokens: int | None = None
+) -> int | None:
+    """How many of the oldest FIFO messages to evict, by MemGPT 0.2.6's rule (``summarize_messages_inplace``).
+
+    The messages after the system message are the previous summary message (when there is one:
+    ``summary_tokens`` is its size) and the FIFO; the target is ``int(fraction × their tokens)``. Walking from
+    the oldest, never into the last ``keep_last``, the cut stops at the message whose tokens take the running
+    sum past the target, which is **kept**; when that message is a user message (a turn or an alert) the cut
+    moves past it, once. The previous summary is always among what is summarised. None when the cut
+    evicts no FIFO message."""
+    seq_tokens = ([] if summary_tokens is None else [summary_tokens]) + [m.tokens for m in fifo]
+    roles = (["user"] if summary_tokens is not None else []) + [upstream_role(m) for m in fifo]
+    candidates = len(seq_tokens) - keep_last
+    if candidates <= 0:
         return None
-    target = fraction * sum(m.tokens for m in fifo)
+    target = int(sum(seq_tokens) * fraction)
     cut, acc = 0, 0
-    while cut < limit and acc < target:
-        acc += fifo[cut].tokens
+    for i in range(candidates):
+        cut = i
+        acc += seq_tokens[i]
+        if acc > target:
+            break
+    if cut < len(roles) and roles[cut] == "user":
         cut += 1
-    while cut < limit and fifo[cut].kind != "turn":
-        cut += 1
-    return cut
+    evicted_fifo = cut - (0 if summary_tokens is None else 1)
+    return evicted_fifo if evicted_fifo > 0 else None
 
 
 def summary_messages(summary: str, counts: SummaryCounts, evicted: list[FifoMessage], words: int) -> list[Message]:

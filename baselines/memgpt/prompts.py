@@ -9,7 +9,7 @@ harness's LoCoMo framing (:mod:`baselines.memgpt.framing`). Verbatim from cpacke
 MemGPT runs one step per user message with no directive.
 """
 
-VERSION = "memgpt-v2"
+VERSION = "memgpt-v3"
 
 #: MemGPT 0.2.6 ``MESSAGE_SUMMARY_WARNING_STR``, shown once the context passes the warning fraction.
 PRESSURE_ALERT = (
@@ -35,6 +35,11 @@ INGEST_NEW_MESSAGE = (
 )
 
 INGEST_CONTINUE = "The function result is above. Continue, or call done. Reply with one JSON object."
+
+INGEST_ALERT = (
+    "A system warning arrived (the last message above). Save what matters with your functions, or call done. "
+    "Reply with one JSON object."
+)
 
 QA_STEP = """{core}
 [memory stats] archival memory: {n_archival} entries; recall memory: {n_recall} messages, {n_hidden} hidden from view.

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from baselines.lightmem.compress import STOP_WORDS
+from memcore.text import count_tokens
 
 
 class FunctionError(ValueError):
@@ -93,6 +94,49 @@ class CoreMemory:
         return cls(int(d["char_limit"]), blocks)
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def split_passages(text: str, chunk_tokens: int, overlap_tokens: int) -> list[str]:
+    """``archival_memory_insert``'s passages (MemGPT 0.2.6 splits the content with llama_index's sentence splitter
+    at ``embedding_chunk_size`` tokens): the whole text when it fits ``chunk_tokens`` (or ``chunk_tokens`` is 0),
+    else sentences packed into passages of at most ``chunk_tokens`` approximate tokens, each after the first
+    starting with the previous one's last sentences up to ``overlap_tokens``; a sentence longer than a passage is
+    split between words."""
+    if chunk_tokens <= 0 or count_tokens(text) <= chunk_tokens:
+        return [text]
+    pieces: list[str] = []
+    for sentence in _SENTENCE_END.split(text.strip()):
+        if count_tokens(sentence) <= chunk_tokens:
+            pieces.append(sentence)
+            continue
+        words: list[str] = []
+        for word in sentence.split():
+            if words and count_tokens(" ".join([*words, word])) > chunk_tokens:
+                pieces.append(" ".join(words))
+                words = []
+            words.append(word)
+        if words:
+            pieces.append(" ".join(words))
+    passages: list[str] = []
+    current: list[str] = []
+    for piece in pieces:
+        if current and count_tokens(" ".join([*current, piece])) > chunk_tokens:
+            passages.append(" ".join(current))
+            carried: list[str] = []
+            for prev in reversed(current):
+                if count_tokens(" ".join([prev, *carried, piece])) > chunk_tokens:
+                    break
+                if count_tokens(" ".join([prev, *carried])) > overlap_tokens:
+                    break
+                carried.insert(0, prev)
+            current = carried
+        current.append(piece)
+    if current:
+        passages.append(" ".join(current))
+    return passages
+
+
 @dataclass
 class ArchivalEntry:
     entry_id: str
@@ -141,10 +185,19 @@ class ArchivalMemory:
 
 @dataclass
 class RecallMessage:
+    """One message of the conversation log. A conversation turn has its speaker and dia_id; the agent's own
+    messages (its inner monologue, ``speaker`` ``assistant``) and the user-role events (alerts, heartbeats) have
+    a ``message_id`` of their own and the dia_id of the turn being processed (empty for an event)."""
+
     dia_id: str
     speaker: str
     text: str
     timestamp: str
+    message_id: str = ""
+
+    @property
+    def note_id(self) -> str:
+        return f"recall:{self.message_id or self.dia_id}"
 
     def render(self) -> str:
         return f"[{self.timestamp}] {self.speaker}: {self.text}"
@@ -163,7 +216,8 @@ def _terms(text: str) -> list[str]:
 
 
 class RecallMemory:
-    """Every conversation message. ``substring`` search is MemGPT's case-insensitive string match
+    """Every message MemGPT logs besides system and function messages: the conversation's turns, the agent's
+    inner monologue and the user-role events (MemGPT 0.2.6 ``DummyRecallMemory.text_search``). ``substring`` search is MemGPT's case-insensitive string match
     (chronological); ``keyword`` ranks messages by the number of distinct query terms they contain
     (stop-words dropped, plural -s folded), ties in conversation order."""
 

@@ -25,7 +25,8 @@ Deviations, all documented: the category-5 option order comes from a seeded RNG 
 from the run seed and the item id) instead of the global ``random.random()``; the options use
 ``adversarial_answer`` (the official script reads ``answer``, which the released file lacks for
 444 of 446 category-5 items); a leading ``Answer:`` / ``Short answer:`` label is stripped from
-replies under both protocols (A-MEM and LoCoMo strip only white space).
+replies under ``protocol="amem"`` (A-MEM strips only white space). ``protocol="locomo"`` strips white space
+only and hands a category-5 reply to the option mapping as it came, as the official code does.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from types import MappingProxyType
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.prompts import answer as prompts
 from memcore.datasets.locomo.scoring import amem_f1, locomo_f1
-from memcore.datasets.protocol import EvalProtocol, strip_answer_label
+from memcore.datasets.protocol import EvalProtocol
 from memcore.interfaces import Message
 from memcore.seeding import derive_seed
 from memcore.types import QAItem
@@ -166,10 +167,11 @@ class LoCoMoProtocol(LoCoMoEvalProtocol):
         return [{"role": "user", "content": query}]
 
     def postprocess(self, reply: str, options: tuple[str, ...]) -> str:
-        text = strip_answer_label(reply)
+        """As ``get_gpt_answers``: the reply stripped of white space only; a category-5 reply goes to the option
+        mapping as it came."""
         if options:
-            text = locomo_cat5_choice(text, options[0], options[1]).strip()
-        return text
+            return locomo_cat5_choice(reply, options[0], options[1]).strip()
+        return reply.strip()
 
 
 def _amem_f1(prediction: str, gold: str, category: int) -> float:
