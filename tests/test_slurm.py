@@ -88,7 +88,14 @@ def finished(proc: subprocess.Popen[str], timeout: float, cluster: SlurmCluster 
             cluster.run("scancel", *(j.split()[0] for j in stuck), check=False)
             pytest.fail(f"jobs the node cannot run (squeue: {stuck}); {proc.args}\n{proc.communicate()[0][-2000:]}")
         time.sleep(1)
-    out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+    try:
+        out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        jobs = cluster.jobs() if cluster is not None else []
+        pytest.fail(
+            f"{proc.args} still running after {timeout:.0f} s (squeue: {jobs}):\n{proc.communicate()[0][-3000:]}"
+        )
     assert proc.returncode == 0, f"{proc.args} exited {proc.returncode}:\n{out[-4000:]}"
     return out
 
@@ -152,7 +159,7 @@ def test_a_sweep_through_sbatch_survives_a_cancelled_task_and_matches_the_local_
 
     for method in ("rag_bm25", "rag_dense"):
         assert results_of(root / RUN / method / "none") == results_of(local / RUN / method / "none"), method
-    # The cancelled run started twice and the second start took over what the first left.
+    # The cancelled run started twice: cancelled mid-build, then again after the requeue, in the same run dir.
     starts = re.findall(r"8 QA items \((\d+) already done\)", (dense / "cli.log").read_text())
     assert len(starts) == 2, starts
 
