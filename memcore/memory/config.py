@@ -67,7 +67,7 @@ class MemCoReConfig:
     ier_judge_tokens: int = knob(3000, rule=POS)
     ier_prompt: Literal["v2", "answer_first"] = knob("v2", rule=Rule(choices=IER_PROMPTS))
     evidence_text: Literal["raw", "context", "both"] = knob("both", rule=Rule(choices=EVIDENCE_TEXT))
-    # evidence packing (memcore/packing/notes.py): the raw turns of the ranked notes, not whole notes, fill the budget
+    # evidence packing (memcore/memory/packing.py): the raw turns of the ranked notes, not whole notes, fill the budget
     pack: bool = False
     pack_notes: int = knob(50, rule=POS)  # the best notes whose raw turns are candidates
     pack_note_weight: float = knob(1.0, rule=Rule(lo=0))  # RRF weight of the note-rank prior
@@ -79,7 +79,7 @@ class MemCoReConfig:
     pack_cue_date: float = knob(0.0, rule=Rule(lo=0))  # RRF weight of the turns of the question's stated date
     pack_cue_filler: int = knob(0, rule=Rule(lo=0))  # turns with fewer content words go last (0: off)
     pack_cue_neighbors: int = knob(0, rule=Rule(lo=0))  # ±1 neighbours of the first N turns follow them
-    # what the hierarchy reaches, as more RRF lists of the packer (memcore/packing/notes.py; 0 = off)
+    # what the hierarchy reaches, as more RRF lists of the packer (memcore/memory/packing.py; 0 = off)
     pack_keyword: float = knob(0.0, rule=Rule(lo=0))  # the keyword graph: notes of the question's matched keywords
     pack_keyword_graph: int = knob(0, rule=Rule(lo=0))  # + each matched keyword's N strongest graph neighbours
     pack_topic: float = knob(0.0, rule=Rule(lo=0))  # the turns of the question's topics

@@ -21,12 +21,12 @@ from memcore.memory.ingestion import Ingestor, StatisticalKeywords
 from memcore.memory.judge_view import note_view
 from memcore.memory.keywords import KeywordIndex
 from memcore.memory.notes import Note, NoteStore, RawTurn, VectorMatrix
+from memcore.memory.packing import Hierarchy, HierarchyIndex, Packed, Packer, PackQuery, PackSettings, TurnIndex
 from memcore.memory.persistence import MemoryFiles, load_memory, save_memory
 from memcore.memory.retrieval import CHANNELS, Decomposer, RetrievalIndex, Retriever
 from memcore.memory.stats import distribution, note_shape, retrieval_summary
 from memcore.memory.topics import Topics, compute_topics
 from memcore.packing.budget import BUDGET_KEY, budget_record, fit_evidence, rendered_tokens
-from memcore.packing.notes import Hierarchy, HierarchyIndex, Packed, Packer, PackQuery, PackSettings, TurnIndex
 from memcore.packing.turns import Cues, Windows
 from memcore.schema import method_validator
 from memcore.types import Evidence, EvidenceNote, Turn
