@@ -12,16 +12,14 @@ import pytest
 
 from memcore.interfaces import LazyResource
 from memcore.llm.usage import UsageTracker
-from memcore.methods import get_method
 from memcore.pipeline.build import BuildJob, BuiltMemory, snapshot_in_worker, snapshot_stats
 from memcore.pipeline.conversation import ConversationSink, ConversationWork, PredictSettings, run_conversation
 from memcore.pipeline.predict import Prediction
 from memcore.pipeline.worker_retrieval import RetrievalJob, retrieve_in_worker
-from memcore.snapshots import construction_fields
 from memcore.stopflag import StopFlag
 from memcore.types import Conversation, QAItem
 from tests.support import story_conversation
-from tests.test_worker_retrieval import CHEAP, HASHING
+from tests.test_worker_retrieval import cheap_build_job
 
 SETTINGS = PredictSettings(budget=5, context_tokens=60, answer=False, method="memcore-cheap")
 
@@ -52,15 +50,6 @@ class Recording:
         self.events.append(("finished", memory_after_qa))
 
 
-def _build_job(tmp_path: Path, conv: Conversation) -> BuildJob:
-    fields = construction_fields(
-        get_method("memcore-cheap"), CHEAP, {"name": "none"}, backbone_model="m", embedder_name="hashing",
-        conversation=conv,
-    )  # fmt: skip
-    return BuildJob("memcore-cheap", CHEAP, {"name": "none"}, conv, 0, fields, str(tmp_path / "snaps"), HASHING,
-                    None, {})  # fmt: skip
-
-
 def _opener(job: BuildJob) -> Any:
     def open_memory(_: ConversationSink) -> BuiltMemory:
         snap, _, built = snapshot_in_worker(job)
@@ -71,7 +60,7 @@ def _opener(job: BuildJob) -> Any:
 
 def test_the_sink_gets_the_same_results_from_the_thread_and_from_the_worker_replayed(tmp_path: Path) -> None:
     conv = story_conversation(n_sessions=3)
-    job = _build_job(tmp_path, conv)
+    job = cheap_build_job(tmp_path, conv)
     work = ConversationWork(conv, tuple(conv.qa), SETTINGS)
     in_worker = Recording()
     got = retrieve_in_worker(RetrievalJob(job, work))
@@ -92,7 +81,7 @@ def test_the_sink_gets_the_same_results_from_the_thread_and_from_the_worker_repl
 
 def test_a_stopped_run_starts_no_item_and_an_items_error_stops_it(tmp_path: Path) -> None:
     conv = story_conversation(n_sessions=2)
-    job = _build_job(tmp_path, conv)
+    job = cheap_build_job(tmp_path, conv)
     work = ConversationWork(conv, tuple(conv.qa), SETTINGS)
     stop = StopFlag()
     stop.set()

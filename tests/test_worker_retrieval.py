@@ -30,7 +30,8 @@ HASHING = EmbedderConfig(name="hashing", kind="hashing", model="hashing", dim=64
 CHEAP = {"name": "memcore-cheap", "judge": "embedding"}
 
 
-def _job(tmp_path: Path, conv: Conversation) -> BuildJob:
+def cheap_build_job(tmp_path: Path, conv: Conversation) -> BuildJob:
+    """The picklable job that builds ``conv``'s memcore-cheap memory (hashing embedder) under ``tmp_path``."""
     fields = construction_fields(
         get_method("memcore-cheap"), CHEAP, {"name": "none"}, backbone_model="m", embedder_name="hashing",
         conversation=conv,
@@ -42,7 +43,7 @@ def _job(tmp_path: Path, conv: Conversation) -> BuildJob:
 def test_a_workers_predictions_are_the_threads_on_the_same_memory(tmp_path: Path) -> None:
     conv = story_conversation(n_sessions=3)
     settings = PredictSettings(budget=5, context_tokens=60, answer=False, method="memcore-cheap")
-    job = RetrievalJob(_job(tmp_path, conv), ConversationWork(conv, tuple(conv.qa), settings))
+    job = RetrievalJob(cheap_build_job(tmp_path, conv), ConversationWork(conv, tuple(conv.qa), settings))
     first = retrieve_in_worker(job)
     assert first.built and first.stats["reused"] is False  # built here, so not reused by this run
     again = retrieve_in_worker(job)
