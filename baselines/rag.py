@@ -28,13 +28,12 @@ from baselines.turns import load_turns, save_turns, text_without_caption, turn_n
 from memcore.fusion import rrf_fuse
 from memcore.interfaces import BadConfig, Embedder, MethodContext, MethodSpec
 from memcore.packing.budget import BUDGET_KEY, budget_record, cut_note, fill_units, note_line
+from memcore.packing.knobs import TURN_KNOB_DEFAULTS, TurnPackingKnobs, turn_packing_label
 from memcore.packing.turns import (
-    FRAMES,
     Cues,
     TurnBM25,
     TurnMeta,
     WindowIndex,
-    Windows,
     fill_framed,
     render_framed,
     rerank,
@@ -58,7 +57,7 @@ LOCOMO_CAPTIONS = ("none", "inline")
 
 
 @dataclass(frozen=True)
-class RAGConfig:
+class RAGConfig(TurnPackingKnobs):
     name: str = "rag_hybrid"
     retriever: str = knob("hybrid", build=True, rule=Rule(choices=RETRIEVERS))  # dense | bm25 | hybrid
     top_k: int = knob(20, rule=POS)
@@ -70,27 +69,13 @@ class RAGConfig:
     context_format: str = knob("notes", build=True, rule=Rule(choices=CONTEXT_FORMATS))
     # locomo format only: none (the official dialog database, clean_text) | inline ("[shares an image: …]" kept)
     locomo_captions: str = knob("none", build=True, rule=Rule(choices=LOCOMO_CAPTIONS))
-    # under eval.context_tokens (retrieve_within): the frame and cues of memcore/packing/turns.py, as MemCoRe's packer
-    pack_frame: str = knob("line", rule=Rule(choices=FRAMES))
-    pack_cue_speaker: float = knob(0.0, rule=Rule(lo=0))
-    pack_cue_date: float = knob(0.0, rule=Rule(lo=0))
-    pack_cue_filler: int = knob(0, rule=Rule(lo=0))
-    pack_cue_neighbors: int = knob(0, rule=Rule(lo=0))
-    # the session windows of memcore/packing/turns.py (each turn also ranked by the turns around it), fused into
-    # the ranking under eval.context_tokens; window_dense needs the dense vectors (retriever dense or hybrid)
-    pack_window_bm25: float = knob(0.0, rule=Rule(lo=0))
-    pack_window_dense: float = knob(0.0, rule=Rule(lo=0))
-    pack_window_width: int = knob(2, rule=POS)
+    # under eval.context_tokens (retrieve_within): the frame, cues and windows of TurnPackingKnobs
+    # (memcore/packing/knobs.py), as MemCoRe's packer; pack_window_dense needs the dense vectors (retriever dense
+    # or hybrid)
 
     @property
     def cues(self) -> Cues:
-        return Cues(
-            self.pack_cue_speaker, self.pack_cue_date, self.pack_cue_filler, self.pack_cue_neighbors, self.rrf_k
-        )
-
-    @property
-    def windows(self) -> Windows:
-        return Windows(self.pack_window_bm25, self.pack_window_dense, self.pack_window_width)
+        return self.cues_fused_with(self.rrf_k)
 
 
 def locomo_said(turn: Turn, captions: str = "none") -> str:
@@ -284,16 +269,7 @@ def _check_retriever(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) -
 
 #: RAG knobs added after runs were recorded, with the value that reproduces those runs (the packing frame, cues and
 #: session windows under eval.context_tokens: all off).
-ADDED_KEY_DEFAULTS: dict[str, Any] = {
-    "pack_frame": "line",
-    "pack_cue_speaker": 0.0,
-    "pack_cue_date": 0.0,
-    "pack_cue_filler": 0,
-    "pack_cue_neighbors": 0,
-    "pack_window_bm25": 0.0,
-    "pack_window_dense": 0.0,
-    "pack_window_width": 2,
-}
+ADDED_KEY_DEFAULTS: dict[str, Any] = dict(TURN_KNOB_DEFAULTS)
 
 
 def _spec(name: str, retriever: str, description: str, bad_config: BadConfig, upstream_answer: str = "") -> MethodSpec:
@@ -311,6 +287,7 @@ def _spec(name: str, retriever: str, description: str, bad_config: BadConfig, up
         upstream_answer=upstream_answer,
         bad_configs=(bad_config,),
         added_key_defaults=ADDED_KEY_DEFAULTS,
+        packing_label=turn_packing_label,
     )
 
 

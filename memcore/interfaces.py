@@ -197,7 +197,9 @@ class MethodSpec:
     ``report_rank``: where tables list it (lower first; ``None``: after the ranked methods, by name).
     ``reimplemented``: for a paper method this harness reimplements rather than runs from the authors' code,
     where the reimplementation is described (tables say so). ``setting_note(method section)``: the part of its
-    setting a table row must name (``""``: none). ``sweep_knob``: the method knob a k sweep varies
+    setting a table row must name (``""``: none). ``packing_label(method section)``: how a run of
+    it filled a context-token budget, appended to its row in the equal-token table (``", packed + windows"``;
+    None: nothing to say). ``sweep_knob``: the method knob a k sweep varies
     (``--layout k_sweep``; ``""``: none). ``table_notes``: footnotes tables print under a table that has a
     row of it. ``conversation_in_context(method section)``: its prompts carry the whole conversation so far
     (they grow with it: the cost estimate scales them to longer conversations); called with a recorded run's
@@ -237,6 +239,7 @@ class MethodSpec:
     report_rank: int | None = None
     reimplemented: str = ""
     setting_note: Callable[[dict[str, Any]], str] | None = None
+    packing_label: Callable[[dict[str, Any]], str] | None = None
     sweep_knob: str = ""
     table_notes: tuple[str, ...] = ()
     conversation_in_context: Callable[[dict[str, Any]], bool] = _never

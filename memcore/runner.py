@@ -2,9 +2,11 @@
 each conversation's memory → predict (retrieve + answer) → score → items.jsonl → report.
 
 The runner owns what spans the stages: the run's evaluation protocol and metrics, resolved once and handed to
-scoring and the report; concurrency (threads), stop handling (Ctrl-C, SIGTERM, the first fatal
-error) and resume: items in items.jsonl are skipped, a conversation whose items are all done is not rebuilt,
-and a rerun whose result-affecting config differs is refused (config-hash guard).
+scoring and the report; scheduling (each pending conversation's job, :mod:`memcore.pipeline.conversation`, from
+a conversation thread, on the executor the plan chose, into the sink that scores and writes its items,
+:mod:`memcore.pipeline.recorder`), stop handling (Ctrl-C, SIGTERM, the first fatal error) and resume: items in
+items.jsonl are skipped, a conversation whose items are all done is not rebuilt, and a rerun whose
+result-affecting config differs is refused (config-hash guard).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -24,39 +25,41 @@ from memcore.config import ConfigError, EmbedderConfig, validate
 from memcore.eval.judge import get_preset, judge_run_info
 from memcore.eval.protocols import EvalProtocol, get_protocol
 from memcore.eval.upstream import no_upstream_line
-from memcore.interfaces import LazyResource, MethodSpec, PrefetchesQueries, SelfAnsweringMemory
+from memcore.interfaces import MethodSpec
 from memcore.itemlog import ItemWriter, read_items, require_unique_ids
 from memcore.llm.cache_shards import CacheLayout
 from memcore.llm.factory import precheck_embedder
-from memcore.llm.scoped import ScopedBackbone
-from memcore.llm.usage import UsageTracker, item_usage, usage_scope
+from memcore.llm.usage import UsageTracker
 from memcore.methods import get_method, run_uses_llm
 from memcore.metrics import Metric
 from memcore.metrics.scorers.answer import load_nltk
-from memcore.pipeline.build import MemoryBuilder, other_memory_backbone, run_embedding_counts, worker_pool
+from memcore.pipeline.build import (
+    MemoryBuilder,
+    other_memory_backbone,
+    run_embedding_counts,
+    run_memory_builder,
+    worker_pool,
+)
 from memcore.pipeline.concurrency import Concurrency, plan_concurrency
+from memcore.pipeline.conversation import PredictSettings, RunStopped
+from memcore.pipeline.executors import conversation_executor
 from memcore.pipeline.load import LoadedSlice, load_slice
-from memcore.pipeline.predict import Prediction, predict
 from memcore.pipeline.preflight import check_dirs, check_resources
 from memcore.pipeline.progress import StageBars
+from memcore.pipeline.recorder import ItemRecorder
 from memcore.pipeline.report import RunResult, invocation_entry, record_unfinished, write_report
-from memcore.pipeline.resources import RunResources, cache_layout, open_resources
+from memcore.pipeline.resources import cache_layout, open_resources
 from memcore.pipeline.rundir import RunConflictError, guard_run_dir, result_fields, write_run_config
 from memcore.pipeline.runlock import RunDirLock
-from memcore.pipeline.score import run_extra_metrics, score_item
-from memcore.pipeline.worker_retrieval import RetrievedConversation, WorkerRetrievals
+from memcore.pipeline.score import run_extra_metrics
 from memcore.stopflag import StopFlag, StopRequested, wait_interruptibly
 from memcore.timing import StageClock
-from memcore.types import Conversation, QAItem
+from memcore.types import Conversation
 from memcore.validation import validate_run
 
 log = logging.getLogger(__name__)
 
 __all__ = ["RunConflictError", "RunResult", "RunStopped", "Runner", "result_fields", "run_config"]
-
-
-class RunStopped(RuntimeError):
-    """Raised in a worker between turns or items once the run is stopping (Ctrl-C or a fatal error elsewhere)."""
 
 
 class Runner:
@@ -250,26 +253,31 @@ class Runner:
             if pool is not None:
                 resources.enter_context(pool)
             builder = self._builder(pool)
-            retrievals = None
-            if plan.retrieval_in_workers and builder.pool is not None:
-                retrievals = WorkerRetrievals(
-                    builder, budget=self.cfg.eval.budget, context_tokens=self.cfg.eval.get("context_tokens")
-                )
-                retrievals.queue(pending_convs, lambda c: pending_items(c, done))
-            else:
-                builder.queue(pending_convs)  # a no-op when the builds run in the threads
-            resources.callback((retrievals or builder).cancel_queued)  # before the pool's shutdown (a stack is LIFO)
+            executor = conversation_executor(
+                builder,
+                res,
+                PredictSettings.of_run(self.cfg, self.spec.name),
+                self._stop,
+                in_workers=plan.retrieval_in_workers,
+                qa_threads=1 if self.spec.sequential_qa else plan.threads,
+            )
+            executor.queue(pending_convs, lambda c: [q for q in c.qa if q.item_id not in done])
+            resources.callback(executor.cancel_queued)  # before the pool's shutdown (a stack is LIFO)
+            recorder = ItemRecorder(
+                writer,
+                data,
+                self.protocol,
+                self.extra_metrics,
+                res.judge if self.cfg.eval.judge else None,
+                clock=self.clock,
+                bars=bars,
+                conv_stats=self.conv_stats,
+            )
             errors: list[BaseException] = []
 
             def process(conv: Conversation) -> None:
                 try:
-                    if retrievals is not None:
-                        if self._stop.is_set():  # stopping: the worker's results would not be written
-                            return
-                        items, got = retrievals.result(conv)
-                        self._write_retrieved(conv, items, got, writer, bars, data)
-                    else:
-                        self._process_conversation(conv, done, builder, res, writer, bars, data)
+                    executor.run(conv, recorder)
                 except BaseException as exc:  # collected and re-raised in the main thread after the pool drains
                     errors.append(exc)
                     self._stop.set()
@@ -303,174 +311,8 @@ class Runner:
                 "embeddings": run_embedding_counts(res.embedder, self.conv_stats.values()),
             }
 
-    def _process_conversation(
-        self,
-        conv: Conversation,
-        done: set[str],
-        builder: MemoryBuilder,
-        res: RunResources,
-        writer: ItemWriter,
-        bars: StageBars,
-        data: LoadedSlice,
-    ) -> None:
-        scope = UsageTracker()
-
-        def stop_check() -> None:
-            if self._stop.is_set():
-                raise RunStopped(f"{conv.conv_id}: memory build stopped (run interrupted or failed elsewhere)")
-
-        def on_turn() -> None:
-            bars.build(1)
-            stop_check()
-
-        def on_ingested(n: int) -> None:
-            bars.ingested(n)
-            stop_check()
-
-        t_build = time.perf_counter()
-        memory = builder.build(
-            conv,
-            backbone=LazyResource(lambda: ScopedBackbone(res.backbone.get(), scope)),
-            embedder=res.embedder,
-            scope=scope,
-            on_turn=on_turn,
-            on_ingested=on_ingested,
-        )
-        if memory.reused:
-            bars.build(len(conv.turns), reused=True)
-        self.clock.add("build", time.perf_counter() - t_build)
-        self.conv_stats[conv.conv_id] = memory.stats
-        system = memory.system
-        pending = pending_items(conv, done)
-        if isinstance(system, PrefetchesQueries) and pending and not self._stop.is_set():
-            with self.clock.stage("prefetch"):
-                system.prefetch_queries([q.question for q in pending])
-        judge = res.judge if self.cfg.eval.judge else None
-
-        def one(item: QAItem) -> None:
-            if self._stop.is_set():  # a fatal error elsewhere (e.g. the backbone is down): rerun resumes here
-                return
-            spent = UsageTracker()  # this item's calls, kept in its record: a resumed run's cost stays whole
-            try:
-                with usage_scope(spent):
-                    prediction = predict(
-                        system,
-                        item,
-                        res.answerer,
-                        budget=self.cfg.eval.budget,
-                        context_tokens=self.cfg.eval.get("context_tokens"),
-                        answer=bool(self.cfg.eval.answer),
-                        method=self.spec.name,
-                    )
-                    self._score_and_write(item, prediction, spent, judge, writer, bars, data)
-            except StopRequested:
-                return  # the run is stopping (Ctrl-C or a failure elsewhere): the rerun answers this item
-            except BaseException:
-                self._stop.set()
-                raise
-
-        if self.spec.sequential_qa or isinstance(system, SelfAnsweringMemory):
-            for item in pending:
-                one(item)
-        else:
-            with ThreadPoolExecutor(
-                max_workers=self.concurrency.threads, thread_name_prefix=f"qa-{conv.conv_id}"
-            ) as threads:
-                futures = [threads.submit(one, q) for q in pending]
-                try:
-                    for fut in futures:
-                        fut.result()
-                except BaseException:
-                    self._stop.set()
-                    for fut in futures:
-                        fut.cancel()
-                    raise
-        if isinstance(system, SelfAnsweringMemory):
-            system.after_qa()
-        with contextlib.suppress(AttributeError):
-            self.conv_stats[conv.conv_id]["memory_after_qa"] = system.stats()
-
-    def _score_and_write(
-        self,
-        item: QAItem,
-        prediction: Prediction,
-        spent: UsageTracker,
-        judge: LazyResource | None,
-        writer: ItemWriter,
-        bars: StageBars,
-        data: LoadedSlice,
-    ) -> None:
-        """Score ``item``'s ``prediction`` (its calls so far in ``spent``) and append its record to items.jsonl."""
-        self.clock.add("retrieve", prediction.retrieve_s)
-        self.clock.add("answer", prediction.answer_s)
-        t_score = time.perf_counter()
-        record = score_item(
-            item,
-            prediction,
-            self.protocol,
-            category_name=data.categories.get(int(item.category)).name,
-            metrics=self.extra_metrics,
-            audited=data.audited.get(item.item_id),
-            judge=judge,
-        )
-        self.clock.add("score", time.perf_counter() - t_score)
-        record.usage = item_usage(spent)
-        with self.clock.stage("write"):
-            writer.write(record.to_json())
-        bars.qa(1)
-
-    def _write_retrieved(
-        self,
-        conv: Conversation,
-        items: Sequence[QAItem],
-        got: RetrievedConversation,
-        writer: ItemWriter,
-        bars: StageBars,
-        data: LoadedSlice,
-    ) -> None:
-        """Score and write the predictions a worker process made for ``items``, ``conv``'s pending QA items (a run
-        that calls no LLM: nothing to judge, no usage), in item order; the worker's build, prefetch and retrieval
-        seconds go to the clock."""
-        bars.build(len(conv.turns), reused=not got.built)
-        self.clock.add("build", got.build_s)
-        self.clock.add("prefetch", got.prefetch_s)
-        self.conv_stats[conv.conv_id] = got.stats
-        for item, prediction in zip(items, got.predictions, strict=True):
-            if self._stop.is_set():  # a fatal error elsewhere, or Ctrl-C: the rerun retrieves the rest
-                return
-            self._score_and_write(item, prediction, UsageTracker(), None, writer, bars, data)
-        if got.memory_after_qa is not None:
-            self.conv_stats[conv.conv_id]["memory_after_qa"] = got.memory_after_qa
-
-    # ---------------------------------------------------------------- resources
-    def _method_parts(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        method_cfg = OmegaConf.to_container(self.cfg.method, resolve=True)
-        ablation = OmegaConf.to_container(self.cfg.ablation, resolve=True)
-        assert isinstance(method_cfg, dict) and isinstance(ablation, dict)
-        return method_cfg, ablation
-
     def _builder(self, pool: ProcessPoolExecutor | None) -> MemoryBuilder:
-        method_cfg, ablation = self._method_parts()
-        ecfg = OmegaConf.to_object(self.cfg.embedder)
-        assert isinstance(ecfg, EmbedderConfig)
-        return MemoryBuilder(
-            self.spec,
-            method_cfg,
-            ablation,
-            run_seed=int(self.cfg.seed),
-            backbone_model=other_memory_backbone(self.cfg) or str(self.cfg.backbone.model),
-            load_only=other_memory_backbone(self.cfg) is not None,
-            embedder_cfg=ecfg,
-            snapshots=Path(self.cfg.paths.snapshots),
-            embedder_cache=self._layout(),
-            extras={"context_budget_tokens": int(self.cfg.backbone.context_budget_tokens), "seed": int(self.cfg.seed)},
-            pool=pool,
-        )
-
-
-def pending_items(conv: Conversation, done: set[str]) -> list[QAItem]:
-    """``conv``'s QA items not in ``done`` (the item ids already in items.jsonl), in order."""
-    return [q for q in conv.qa if q.item_id not in done]
+        return run_memory_builder(self.cfg, self.spec, layout=self._layout(), pool=pool)
 
 
 def run_config(cfg: DictConfig, run_dir: Path, **overrides: Any) -> RunResult:

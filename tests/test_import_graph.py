@@ -119,3 +119,17 @@ def test_the_value_types_load_without_the_evaluation_package() -> None:
     code = "import sys, memcore.types; print(sorted(m for m in sys.modules if m.startswith('memcore.eval')))"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_shared_packing_imports_no_methods_memory() -> None:
+    """``memcore.packing`` (the fill rule, the turn cues and frames) is shared by every method: a method's own packer
+    sits with its memory and imports it, never the other way round."""
+    graph = import_graph(REPO)
+    up = {
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        if m.startswith("memcore.packing")
+        for t in targets
+        if t.startswith(("memcore.memory", "memcore.pipeline", "memcore.runner"))
+    }
+    assert up == set()

@@ -1,5 +1,5 @@
 """What the memory already knows, in the packer: the session windows (memcore/packing/turns.py, shared with the RAG
-baselines), the hierarchy lists of MemCoRe's packer (memcore/packing/notes.py: keyword graph, topics, links) and
+baselines), the hierarchy lists of MemCoRe's packer (memcore/memory/packing.py: keyword graph, topics, links) and
 the switches and knobs that turn them off."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from baselines.rag import RAG, RAGConfig, _check_retriever
 from memcore.errors import ConfigError
 from memcore.llm.embedders import HashingEmbedder
 from memcore.memory.config import MemCoReConfig
-from memcore.packing.notes import HIERARCHY_LISTS, PackQuery
+from memcore.memory.packing import HIERARCHY_LISTS, PackQuery
 from memcore.packing.turns import TurnBM25, WindowIndex, Windows, session_windows
 from memcore.text import count_tokens
 from tests.support import build, conversation_of

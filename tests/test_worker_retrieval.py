@@ -17,10 +17,12 @@ from memcore.config import EmbedderConfig, validate
 from memcore.interfaces import LazyResource
 from memcore.methods import get_method
 from memcore.pipeline.build import BuildJob, snapshot_in_worker
+from memcore.pipeline.conversation import ConversationWork, PredictSettings
 from memcore.pipeline.predict import predict
 from memcore.pipeline.worker_retrieval import RetrievalJob, WorkerRetrievals, retrieve_in_worker
 from memcore.runner import Runner
 from memcore.snapshots import construction_fields
+from memcore.stopflag import StopFlag
 from memcore.types import Conversation
 from tests.support import story_conversation
 
@@ -28,7 +30,8 @@ HASHING = EmbedderConfig(name="hashing", kind="hashing", model="hashing", dim=64
 CHEAP = {"name": "memcore-cheap", "judge": "embedding"}
 
 
-def _job(tmp_path: Path, conv: Conversation) -> BuildJob:
+def cheap_build_job(tmp_path: Path, conv: Conversation) -> BuildJob:
+    """The picklable job that builds ``conv``'s memcore-cheap memory (hashing embedder) under ``tmp_path``."""
     fields = construction_fields(
         get_method("memcore-cheap"), CHEAP, {"name": "none"}, backbone_model="m", embedder_name="hashing",
         conversation=conv,
@@ -39,7 +42,8 @@ def _job(tmp_path: Path, conv: Conversation) -> BuildJob:
 
 def test_a_workers_predictions_are_the_threads_on_the_same_memory(tmp_path: Path) -> None:
     conv = story_conversation(n_sessions=3)
-    job = RetrievalJob(_job(tmp_path, conv), conv.qa, budget=5, context_tokens=60)
+    settings = PredictSettings(budget=5, context_tokens=60, answer=False, method="memcore-cheap")
+    job = RetrievalJob(cheap_build_job(tmp_path, conv), ConversationWork(conv, tuple(conv.qa), settings))
     first = retrieve_in_worker(job)
     assert first.built and first.stats["reused"] is False  # built here, so not reused by this run
     again = retrieve_in_worker(job)
@@ -69,7 +73,7 @@ class _Pool:
         self.futures: list[Future[Any]] = []
 
     def submit(self, fn: Any, job: RetrievalJob) -> Future[Any]:
-        self.submitted.append(job.build.conversation.conv_id)
+        self.submitted.append(job.work.conversation.conv_id)
         self.futures.append(Future())
         return self.futures[-1]
 
@@ -79,7 +83,8 @@ def test_jobs_are_queued_longest_first_once_each_and_a_stop_cancels_the_unstarte
     cfg = validate(compose(["method=memcore-cheap", "embedder=hashing", "eval.answer=false"], tmp_path))
     builder = Runner(cfg, tmp_path / "r")._builder(_Pool())  # type: ignore[arg-type]
     convs = [story_conversation("a", 1), story_conversation("b", 3), story_conversation("c", 2)]
-    retrievals = WorkerRetrievals(builder, budget=None, context_tokens=None)
+    settings = PredictSettings(budget=None, context_tokens=None, answer=False, method="memcore-cheap")
+    retrievals = WorkerRetrievals(builder, settings, StopFlag())
     retrievals.queue(convs, lambda c: c.qa[:1])
     retrievals.queue(convs[:1], lambda c: c.qa)  # already queued: not queued again
     pool = builder.pool
@@ -91,7 +96,7 @@ def test_jobs_are_queued_longest_first_once_each_and_a_stop_cancels_the_unstarte
     retrievals.cancel_queued()
     assert pool.futures[0].done() and all(f.cancelled() for f in pool.futures[1:])
     with pytest.raises(ValueError, match="worker processes"):
-        WorkerRetrievals(Runner(cfg, tmp_path / "r2")._builder(None), budget=None, context_tokens=None)
+        WorkerRetrievals(Runner(cfg, tmp_path / "r2")._builder(None), settings, StopFlag())
 
 
 def _items(run: Path) -> dict[str, dict[str, Any]]:

@@ -7,7 +7,7 @@ retrieval pools, then reported once on the test split.
 ``<root>`` holds the memcore-cheap snapshots of all of LoCoMo (``<root>/snapshots/memcore-cheap``, built by any
 memcore-cheap run there) and its embedding cache. Each question's retrieval pool (the ranked notes, their
 channels, the matched keywords and topics) does not depend on the packing knobs, so it is computed once; every
-setting then packs every dev question at 500 and 2,000 tokens with :class:`memcore.packing.notes.Packer` itself.
+setting then packs every dev question at 500 and 2,000 tokens with :class:`memcore.memory.packing.Packer` itself.
 The search is coordinate ascent from the committed default (every list off): knob by knob, each value of its grid
 is tried with the others held, and kept when the mean dev recall (categories 1-4) at the two budgets rises; up to
 ``--sweeps`` passes. Only the chosen setting and the start are evaluated on the test split. Dev = conv-26, 30, 41,
@@ -37,8 +37,8 @@ from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.llm.cache_shards import resolve_layout
 from memcore.llm.factory import build_embedder
 from memcore.memory.config import MemCoReConfig, Switches
+from memcore.memory.packing import Hierarchy, HierarchyIndex, Packer, PackQuery
 from memcore.memory.system import MemCoRe
-from memcore.packing.notes import Hierarchy, HierarchyIndex, Packer, PackQuery
 from memcore.packing.turns import WindowIndex, Windows
 from memcore.types import Conversation
 

@@ -13,7 +13,7 @@ from memcore.memory.ablations import CONSTRUCTION_SWITCHES as CONSTRUCTION_SWITC
 from memcore.memory.ablations import SWITCHES as SWITCHES
 from memcore.memory.ablations import Switches as Switches
 from memcore.memory.notes import INDEX_KINDS
-from memcore.packing.turns import FRAMES
+from memcore.packing.knobs import TurnPackingKnobs
 from memcore.schema import POS, TEMPERATURE, UNIT, Rule, build_keys, check_rules, knob
 
 JUDGES = ("llm", "embedding")
@@ -23,7 +23,7 @@ IER_PROMPTS = ("v2", "answer_first")
 
 
 @dataclass(frozen=True)
-class MemCoReConfig:
+class MemCoReConfig(TurnPackingKnobs):
     """Every MemCoRe knob. Construction knobs (``build=True``: ``CONSTRUCTION_KEYS``) change the built memory;
     the rest only change retrieval and therefore reuse a snapshot. ``rule``: the range ``memcore-run`` checks."""
 
@@ -67,29 +67,20 @@ class MemCoReConfig:
     ier_judge_tokens: int = knob(3000, rule=POS)
     ier_prompt: Literal["v2", "answer_first"] = knob("v2", rule=Rule(choices=IER_PROMPTS))
     evidence_text: Literal["raw", "context", "both"] = knob("both", rule=Rule(choices=EVIDENCE_TEXT))
-    # evidence packing (memcore/packing/notes.py): the raw turns of the ranked notes, not whole notes, fill the budget
+    # evidence packing (memcore/memory/packing.py): the raw turns of the ranked notes, not whole notes, fill the budget
     pack: bool = False
     pack_notes: int = knob(50, rule=POS)  # the best notes whose raw turns are candidates
     pack_note_weight: float = knob(1.0, rule=Rule(lo=0))  # RRF weight of the note-rank prior
     pack_summary: bool = False  # a packed note's context line before its best turn (LLM mode; charged)
     pack_tokens: int | None = knob(None, rule=POS)  # None: the tokens of the top k_final whole notes
-    # the packed turns' frame and re-ranking cues (memcore/packing/turns.py; shared with the RAG baselines)
-    pack_frame: Literal["line", "session", "session_rank"] = knob("line", rule=Rule(choices=FRAMES))
-    pack_cue_speaker: float = knob(0.0, rule=Rule(lo=0))  # RRF weight of the named speaker's turns
-    pack_cue_date: float = knob(0.0, rule=Rule(lo=0))  # RRF weight of the turns of the question's stated date
-    pack_cue_filler: int = knob(0, rule=Rule(lo=0))  # turns with fewer content words go last (0: off)
-    pack_cue_neighbors: int = knob(0, rule=Rule(lo=0))  # ±1 neighbours of the first N turns follow them
-    # what the hierarchy reaches, as more RRF lists of the packer (memcore/packing/notes.py; 0 = off)
+    # what the hierarchy reaches, as more RRF lists of the packer (memcore/memory/packing.py; 0 = off)
     pack_keyword: float = knob(0.0, rule=Rule(lo=0))  # the keyword graph: notes of the question's matched keywords
     pack_keyword_graph: int = knob(0, rule=Rule(lo=0))  # + each matched keyword's N strongest graph neighbours
     pack_topic: float = knob(0.0, rule=Rule(lo=0))  # the turns of the question's topics
     pack_link: float = knob(0.0, rule=Rule(lo=0))  # the notes linked to the first pack_link_anchors fused notes
     pack_link_anchors: int = knob(10, rule=POS)
     pack_link_text: float = knob(0.0, rule=Rule(lo=0))  # BM25 over a turn with its linked notes' turns
-    # session windows (memcore/packing/turns.py; shared with the RAG baselines)
-    pack_window_bm25: float = knob(0.0, rule=Rule(lo=0))  # BM25 over each turn's window of turns
-    pack_window_dense: float = knob(0.0, rule=Rule(lo=0))  # cosine to each turn's window vector
-    pack_window_width: int = knob(2, rule=POS)  # turns on each side of a turn, in its session
+    # the frame, cues and windows of the packed turns: TurnPackingKnobs (memcore/packing/knobs.py)
     ann_threshold: int = knob(200_000, rule=POS)
     index: Literal["auto", "flat", "ivf", "hnsw"] = knob("auto", rule=Rule(choices=INDEX_KINDS))
     # LLM sampling (deterministic by default so the response cache applies)

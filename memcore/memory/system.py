@@ -21,13 +21,22 @@ from memcore.memory.ingestion import Ingestor, StatisticalKeywords
 from memcore.memory.judge_view import note_view
 from memcore.memory.keywords import KeywordIndex
 from memcore.memory.notes import Note, NoteStore, RawTurn, VectorMatrix
+from memcore.memory.packing import (
+    Hierarchy,
+    HierarchyIndex,
+    Packed,
+    Packer,
+    PackQuery,
+    PackSettings,
+    TurnIndex,
+    packing_label,
+)
 from memcore.memory.persistence import MemoryFiles, load_memory, save_memory
 from memcore.memory.retrieval import CHANNELS, Decomposer, RetrievalIndex, Retriever
 from memcore.memory.stats import distribution, note_shape, retrieval_summary
 from memcore.memory.topics import Topics, compute_topics
 from memcore.packing.budget import BUDGET_KEY, budget_record, fit_evidence, rendered_tokens
-from memcore.packing.notes import Hierarchy, HierarchyIndex, Packed, Packer, PackQuery, PackSettings, TurnIndex
-from memcore.packing.turns import Cues, Windows
+from memcore.packing.knobs import TURN_KNOB_DEFAULTS
 from memcore.schema import method_validator
 from memcore.types import Evidence, EvidenceNote, Turn
 
@@ -264,15 +273,9 @@ class MemCoRe:
                 rrf_k=self.cfg.rrf_k,
                 summary=self.cfg.pack_summary,
                 frame=self.cfg.pack_frame,
-                cues=Cues(
-                    speaker=self.cfg.pack_cue_speaker,
-                    date=self.cfg.pack_cue_date,
-                    filler=self.cfg.pack_cue_filler,
-                    neighbors=self.cfg.pack_cue_neighbors,
-                    rrf_k=self.cfg.rrf_k,
-                ),
+                cues=self.cfg.cues_fused_with(self.cfg.rrf_k),
                 hierarchy=self.pack_hierarchy(),
-                windows=Windows(self.cfg.pack_window_bm25, self.cfg.pack_window_dense, self.cfg.pack_window_width),
+                windows=self.cfg.windows,
             )
             turns = TurnIndex(self.store, self.embedder)
             hx = None
@@ -507,9 +510,7 @@ ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "pack_link": 0.0,
     "pack_link_anchors": 10,
     "pack_link_text": 0.0,
-    "pack_window_bm25": 0.0,
-    "pack_window_dense": 0.0,
-    "pack_window_width": 2,
+    **{k: v for k, v in TURN_KNOB_DEFAULTS.items() if k.startswith("pack_window_")},
 }
 
 
@@ -536,6 +537,7 @@ SPEC = MethodSpec(
     staged_ingest=True,  # turns are ingested (LLM) in buffers of 32, then gated one by one
     description="MemCoRe: LLM-gated Merge/Link/Append notes, keyword graph + Leiden topics, tri-pathway retrieval, RRF, IER",
     added_key_defaults=ADDED_KEY_DEFAULTS,
+    packing_label=packing_label,
     paper_row="memcore",
     report_rank=70,
     run_summary="memcore.memory.ier_summary:IER_SUMMARY",

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
+
 from memcore.config import ConfigError, EmbedderConfig
 from memcore.interfaces import (
     BufferedIngest,
@@ -319,6 +321,31 @@ class BuiltMemory:
     system: MemorySystem
     reused: bool
     stats: dict[str, Any]
+
+
+def run_memory_builder(
+    cfg: DictConfig, spec: MethodSpec, *, layout: CacheLayout | None, pool: ProcessPoolExecutor | None
+) -> MemoryBuilder:
+    """The :class:`MemoryBuilder` of the run config ``cfg`` (method ``spec``, embedder cache ``layout``, worker
+    processes ``pool``); it only loads when ``memory_backbone`` names another model."""
+    method_cfg = OmegaConf.to_container(cfg.method, resolve=True)
+    ablation = OmegaConf.to_container(cfg.ablation, resolve=True)
+    ecfg = OmegaConf.to_object(cfg.embedder)
+    assert isinstance(method_cfg, dict) and isinstance(ablation, dict) and isinstance(ecfg, EmbedderConfig)
+    other = other_memory_backbone(cfg)
+    return MemoryBuilder(
+        spec,
+        method_cfg,
+        ablation,
+        run_seed=int(cfg.seed),
+        backbone_model=other or str(cfg.backbone.model),
+        load_only=other is not None,
+        embedder_cfg=ecfg,
+        snapshots=Path(cfg.paths.snapshots),
+        embedder_cache=layout,
+        extras={"context_budget_tokens": int(cfg.backbone.context_budget_tokens), "seed": int(cfg.seed)},
+        pool=pool,
+    )
 
 
 class MemoryBuilder:

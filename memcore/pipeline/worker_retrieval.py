@@ -1,50 +1,104 @@
-"""A conversation's LLM-free work in a build worker process: build or load its memory, prefetch its questions'
-query texts, and retrieve the evidence of each pending QA item.
+"""The process executor: a conversation's LLM-free work (:func:`memcore.pipeline.conversation.run_conversation`)
+in a build worker process.
 
 A run that calls no LLM spends its time in Python that holds the GIL (retrieval, packing), so threads of one
 process take turns on one core. When its builds already go to worker processes (:mod:`memcore.pipeline.build`),
-each worker does the rest of its conversation's work too and hands back the predictions; the runner's process
-only scores and writes them, in item order, as it would its own. The retrieval is the same
-:func:`memcore.pipeline.predict.predict` call on the same memory, so no result depends on where it ran.
+each worker runs its conversation's whole job and hands back what the job gave its sink; the runner's process
+hands the same results, in the same order, to its own sink, which scores and writes them as it would for a
+conversation run in its threads. The job is the same function on the same memory, so no result depends on where
+it ran.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from memcore.interfaces import LazyResource, PrefetchesQueries
-from memcore.pipeline.build import BuildJob, MemoryBuilder, embedding_counts, snapshot_in_worker, snapshot_stats
-from memcore.pipeline.predict import Prediction, predict
+from memcore.interfaces import LazyResource
+from memcore.llm.usage import UsageTracker
+from memcore.pipeline.build import (
+    BuildJob,
+    BuiltMemory,
+    MemoryBuilder,
+    embedding_counts,
+    snapshot_in_worker,
+    snapshot_stats,
+)
+from memcore.pipeline.conversation import ConversationSink, ConversationWork, PredictSettings, run_conversation
+from memcore.pipeline.predict import Prediction
+from memcore.stopflag import StopFlag
 from memcore.types import Conversation, QAItem
 
 
 @dataclass(frozen=True)
 class RetrievalJob:
-    """One conversation's work for a worker (picklable): its build job and the QA items to retrieve for, with the
-    run's ``eval.budget`` and ``eval.context_tokens``."""
+    """One conversation's work for a worker (picklable): its build job and the work on its memory."""
 
     build: BuildJob
-    items: tuple[QAItem, ...]
-    budget: int | None
-    context_tokens: int | None
+    work: ConversationWork
 
 
 @dataclass(frozen=True)
 class RetrievedConversation:
     """What a worker hands back: ``stats`` as :meth:`memcore.pipeline.build.MemoryBuilder.build` gives them (with
     the worker's embedding counts), ``predictions`` in the order of the job's items, the seconds the worker spent
-    building or loading and prefetching, and the memory's stats after the QA items (None when it has none)."""
+    building or loading and prefetching (None when it did not prefetch), and the memory's stats after the QA items
+    (None when it has none)."""
 
     built: bool
     stats: dict[str, Any]
     predictions: tuple[Prediction, ...]
     build_s: float
-    prefetch_s: float
+    prefetch_s: float | None
     memory_after_qa: dict[str, Any] | None
+
+    def replay(
+        self, conversation: Conversation, items: Sequence[QAItem], sink: ConversationSink, stop: StopFlag
+    ) -> None:
+        """Hand ``sink`` what the worker's job handed its own, in the same order (a memory built in the worker
+        enters all at once); once ``stop`` is set no further prediction is handed on."""
+        if self.built:
+            sink.turns_built(len(conversation.turns))
+        sink.memory_ready(conversation, self.stats, reused=not self.built, seconds=self.build_s)
+        if self.prefetch_s is not None:
+            sink.prefetched(self.prefetch_s)
+        for item, prediction in zip(items, self.predictions, strict=True):
+            if stop.is_set():  # a fatal error elsewhere, or Ctrl-C: the rerun retrieves the rest
+                return
+            sink.predicted(item, prediction, UsageTracker())
+        sink.finished(conversation, self.memory_after_qa)
+
+
+@dataclass
+class _Collected:
+    """A worker's sink: keeps what the job hands it for :class:`RetrievedConversation`."""
+
+    stats: dict[str, Any] = field(default_factory=dict)
+    reused: bool = False
+    build_s: float = 0.0
+    prefetch_s: float | None = None
+    predictions: list[Prediction] = field(default_factory=list)
+    memory_after_qa: dict[str, Any] | None = None
+
+    def turns_built(self, n: int) -> None:
+        pass
+
+    def turns_ingested(self, n: int) -> None:
+        pass
+
+    def memory_ready(self, conversation: Conversation, stats: dict[str, Any], *, reused: bool, seconds: float) -> None:
+        self.stats, self.reused, self.build_s = stats, reused, seconds
+
+    def prefetched(self, seconds: float) -> None:
+        self.prefetch_s = seconds
+
+    def predicted(self, item: QAItem, prediction: Prediction, spent: UsageTracker) -> None:
+        self.predictions.append(prediction)
+
+    def finished(self, conversation: Conversation, memory_after_qa: dict[str, Any] | None) -> None:
+        self.memory_after_qa = memory_after_qa
 
 
 def _no_answerer() -> Any:
@@ -52,55 +106,44 @@ def _no_answerer() -> Any:
 
 
 def retrieve_in_worker(job: RetrievalJob) -> RetrievedConversation:
-    """In this (worker) process: build ``job``'s memory unless a complete snapshot exists, load it, prefetch the
-    items' query texts and retrieve for each item, as the runner's own conversation thread would."""
-    t0 = time.perf_counter()
-    snap, embedder, built = snapshot_in_worker(job.build)
-    build_s = time.perf_counter() - t0
-    system = snap.system
-    t1 = time.perf_counter()
-    if isinstance(system, PrefetchesQueries) and job.items:
-        system.prefetch_queries([q.question for q in job.items])
-    prefetch_s = time.perf_counter() - t1
-    answerer = LazyResource(_no_answerer)
-    predictions = tuple(
-        predict(
-            system,
-            item,
-            answerer,
-            budget=job.budget,
-            context_tokens=job.context_tokens,
-            answer=False,
-            method=job.build.method,
-        )
-        for item in job.items
-    )
-    stats = snapshot_stats(snap, job.build.conversation, built_in_worker=built)
-    counts = embedding_counts(embedder)
+    """In this (worker) process: run ``job``'s conversation work on its memory, built here unless a complete
+    snapshot exists, one item at a time and without an answerer."""
+    embedders: list[LazyResource] = []
+
+    def open_memory(_: ConversationSink) -> BuiltMemory:
+        snap, embedder, built = snapshot_in_worker(job.build)
+        embedders.append(embedder)
+        stats = snapshot_stats(snap, job.work.conversation, built_in_worker=built)
+        return BuiltMemory(snap.system, snap.reused, stats)
+
+    got = _Collected()
+    run_conversation(job.work, open_memory, LazyResource(_no_answerer), got, stop=StopFlag())
+    counts = embedding_counts(embedders[0])
     if counts:
-        stats["worker_embeddings"] = counts
-    stats_fn = getattr(system, "stats", None)
+        got.stats["worker_embeddings"] = counts
     return RetrievedConversation(
-        built=built,
-        stats=stats,
-        predictions=predictions,
-        build_s=round(build_s, 6),
-        prefetch_s=round(prefetch_s, 6),
-        memory_after_qa=stats_fn() if callable(stats_fn) else None,
+        built=not got.reused,
+        stats=got.stats,
+        predictions=tuple(got.predictions),
+        build_s=round(got.build_s, 6),
+        prefetch_s=None if got.prefetch_s is None else round(got.prefetch_s, 6),
+        memory_after_qa=got.memory_after_qa,
     )
 
 
 class WorkerRetrievals:
-    """Every conversation's :class:`RetrievalJob`, handed to ``builder``'s worker processes at once (longest
-    first, so the workers stay busy however the runner takes the results); :meth:`result` waits for one
-    conversation's."""
+    """The process executor: every conversation's :class:`RetrievalJob`, handed to ``builder``'s worker processes
+    at once by :meth:`queue` (longest first, so the workers stay busy however the runner takes the results);
+    :meth:`run` waits for one conversation's and replays it into the runner's sink."""
 
-    def __init__(self, builder: MemoryBuilder, *, budget: int | None, context_tokens: int | None) -> None:
+    def __init__(self, builder: MemoryBuilder, settings: PredictSettings, stop: StopFlag) -> None:
         if builder.pool is None:
             raise ValueError("WorkerRetrievals needs a builder with worker processes")
+        if settings.answer:
+            raise ValueError("WorkerRetrievals runs only retrieval: a worker process has no answerer")
         self.builder = builder
-        self.budget = budget
-        self.context_tokens = context_tokens
+        self.settings = settings
+        self.stop = stop
         self._queued: dict[str, tuple[tuple[QAItem, ...], Future[RetrievedConversation]]] = {}
 
     def queue(
@@ -115,7 +158,7 @@ class WorkerRetrievals:
             if conv.conv_id in self._queued:
                 continue
             items = tuple(items_of(conv))
-            job = RetrievalJob(self.builder.job(conv), items, self.budget, self.context_tokens)
+            job = RetrievalJob(self.builder.job(conv), ConversationWork(conv, items, self.settings))
             self._queued[conv.conv_id] = items, pool.submit(retrieve_in_worker, job)
 
     def result(self, conversation: Conversation) -> tuple[tuple[QAItem, ...], RetrievedConversation]:
@@ -123,6 +166,14 @@ class WorkerRetrievals:
         (its error, raised here, if it failed)."""
         items, future = self._queued.pop(conversation.conv_id)
         return items, future.result()
+
+    def run(self, conversation: Conversation, sink: ConversationSink) -> None:
+        """Wait for ``conversation``'s job and hand its results to ``sink`` (nothing once the run is stopping: the
+        worker's results would not be written)."""
+        if self.stop.is_set():
+            return
+        items, got = self.result(conversation)
+        got.replay(conversation, items, sink, self.stop)
 
     def cancel_queued(self) -> None:
         """Cancel the jobs no worker has started (a stopped run must not wait for them)."""

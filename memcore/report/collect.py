@@ -217,6 +217,14 @@ class RunData:
             return ""
         return spec.setting_note(dict(self.config.get("method") or {}))
 
+    @property
+    def packing_label(self) -> str:
+        """How the run filled a context-token budget, as its method says it (``MethodSpec.packing_label``), or ""."""
+        spec = find_method(self.method)
+        if spec is None or spec.packing_label is None:
+            return ""
+        return spec.packing_label(dict(self.config.get("method") or {}))
+
     def label(self) -> str:
         """``method`` (+ ``(setting)`` when it has one, + ``[ablation]`` when not ``none``), e.g.
         ``memcore [wo_ier]``, ``lightmem (768-0.8, idf)``."""

@@ -35,36 +35,10 @@ def context_tokens_of(run: RunData) -> int | None:
     return None if value is None else int(value)
 
 
-#: The ranked lists a packing method may add to its turn ranking (``method.pack_<name>`` > 0), as a row label says
-#: them: the session windows, then MemCoRe's hierarchy lists.
-LIST_LABELS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("pack_window_bm25", "pack_window_dense"), "windows"),
-    (("pack_keyword",), "keywords"),
-    (("pack_topic",), "topics"),
-    (("pack_link", "pack_link_text"), "links"),
-)
-
-
 def row_label(run: RunData) -> str:
-    """``method [ablation]``, plus how a MemCoRe run filled the budget (``packed`` / ``whole notes``) and, for a
-    method packing turns, a non-default frame (``session frame``), re-ranking cues (``+ cues``) and the extra
-    ranked lists it fused (``+ windows, keywords, links``)."""
-    label = run.label()
-    mcfg = run.config.get("method") or {}
-    if "pack" in mcfg:
-        label += ", packed" if mcfg.get("pack") else ", whole notes"
-    packs_turns = mcfg.get("pack", True)
-    frame = mcfg.get("pack_frame") or "line"
-    if packs_turns and frame != "line":
-        label += ", session frame" + (" (rank order)" if frame == "session_rank" else "")
-    if packs_turns and any(
-        mcfg.get(k) for k in ("pack_cue_speaker", "pack_cue_date", "pack_cue_filler", "pack_cue_neighbors")
-    ):
-        label += " + cues"
-    lists = [name for keys, name in LIST_LABELS if packs_turns and any(mcfg.get(k) for k in keys)]
-    if lists:
-        label += " + " + ", ".join(lists)
-    return label
+    """``method [ablation]``, plus how the run filled the budget as its method's spec says it
+    (``MethodSpec.packing_label``: e.g. MemCoRe's ``, packed, session frame + cues + windows, links``)."""
+    return run.label() + run.packing_label
 
 
 def _mean(items: Sequence[dict[str, Any]], metric: str, cats: Sequence[int]) -> float | None:

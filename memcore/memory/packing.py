@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -48,12 +49,33 @@ from memcore.memory.keywords import KeywordIndex
 from memcore.memory.notes import NoteStore
 from memcore.memory.topics import Topics
 from memcore.packing.budget import cut_note, fill_units, note_line
+from memcore.packing.knobs import turn_packing_label
 from memcore.packing.turns import Cues, TurnBM25, TurnMeta, WindowIndex, Windows, fill_framed, render_framed, rerank
 from memcore.text import count_tokens
 from memcore.types import EvidenceNote
 
 #: The names of the hierarchy lists (``PackSettings.hierarchy`` keys), in the order they are fused.
 HIERARCHY_LISTS: tuple[str, ...] = ("keyword", "topic", "link", "link_text")
+
+
+#: The hierarchy lists as a table row names them (their knobs, their name), after the session windows.
+HIERARCHY_LABELS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("pack_keyword",), "keywords"),
+    (("pack_topic",), "topics"),
+    (("pack_link", "pack_link_text"), "links"),
+)
+
+
+def packing_label(method: Mapping[str, Any]) -> str:
+    """How a MemCoRe run's ``method`` section filled a context-token budget, as a table row says it: ``, packed``
+    (raw turns) or ``, whole notes`` (nothing for a run recorded before ``pack`` existed), then, when it packs
+    turns, what its frame, cues, windows and hierarchy lists did (:func:`memcore.packing.knobs.turn_packing_label`)."""
+    label = ""
+    if "pack" in method:
+        label += ", packed" if method.get("pack") else ", whole notes"
+    if not method.get("pack", True):
+        return label
+    return label + turn_packing_label(method, HIERARCHY_LABELS)
 
 
 @dataclass(frozen=True)
