@@ -28,6 +28,7 @@ from memcore.llm.local_model import ModelNotFoundError
 from memcore.llm.local_server import LocalServerError
 from memcore.methods import METHODS, NO_BACKBONE, backbone_label
 from memcore.pipeline.runlock import RunDirBusyError, RunDirError, unwritable_line
+from memcore.redact import secret_overrides
 from memcore.registry import UnknownNameError
 from memcore.timing import process_age_s
 
@@ -289,9 +290,26 @@ def _exit_on_composition_error(exc: Exception) -> NoReturn:
     sys.exit(2)
 
 
+def refuse_secret_overrides(argv: list[str]) -> None:
+    """Exit 2 with one line, before Hydra composes or writes anything, when an override carries a secret (a key-like
+    name such as ``api_key``, ``*_key``, ``token``, ``password``, ``secret`` with a value that is not a number, or
+    an ``sk-…`` string): Hydra would write it to the run dir's ``.hydra/`` files and a sweep's ``multirun.yaml``.
+    The value is not repeated."""
+    keys = secret_overrides(argv)
+    if keys:
+        print(
+            f"error: {', '.join(f'{k}=***' for k in keys)}: a secret is never passed on the command line (Hydra writes "
+            "every override to the run dir); export it and name the variable, e.g. backbone.api_key_env=OPENAI_API_KEY."
+            " Nothing was written",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+
+
 def run_main() -> None:
     """``memcore-run [overrides…]``: one run, or a sweep with ``-m``. A Hydra composition error (an override of a
     key that does not exist, an unknown group option) exits 2 with one line, unless HYDRA_FULL_ERROR is set."""
+    refuse_secret_overrides(sys.argv[1:])
     pin_library_threads()
     stop_on_sigterm()
     register_resolvers()
