@@ -29,6 +29,7 @@ from memcore.llm.local_server import LocalServerError
 from memcore.methods import METHODS, NO_BACKBONE, backbone_label
 from memcore.pipeline.runlock import RunDirBusyError, RunDirError, unwritable_line
 from memcore.redact import secret_overrides
+from memcore.refused_run import remove_refused_run_dir
 from memcore.registry import UnknownNameError
 from memcore.timing import process_age_s
 
@@ -66,9 +67,7 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         startup = process_age_s() if hc.mode != RunMode.MULTIRUN or int(hc.job.num) == 0 else None
         result = run_config(cfg, run_dir, startup_s=startup)
     except _user_errors() as exc:
-        log_to_files(logging.ERROR, str(exc))  # the run's log keeps it; the terminal gets the one line below
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        refuse(exc, run_dir, cfg)
     if cfg.get("print_table", True):
         print()
         print(result.table)
@@ -78,6 +77,15 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         print(viewer_hint([result.run_dir], Path(result.run_dir) / "view"))
     overall = result.metrics.get("overall", {})
     return overall.get("f1")
+
+
+def refuse(exc: BaseException, run_dir: Path, cfg: DictConfig) -> NoReturn:
+    """A run refused before any work: one ``error:`` line, exit 2; the run dir goes when Hydra made it for this
+    invocation alone (:func:`remove_refused_run_dir`), else its log keeps the line."""
+    if not remove_refused_run_dir(run_dir, Path(str(cfg.paths.root))):
+        log_to_files(logging.ERROR, str(exc))
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(2)
 
 
 #: Loggers that write one INFO line per HTTP request (304 lines between the progress bars of one make run;
