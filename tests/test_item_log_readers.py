@@ -113,6 +113,13 @@ def test_a_finished_run_with_a_torn_or_short_log_is_refused_with_the_fix(tmp_pat
     assert len(read_finished_run(tmp_path, None)) == 2  # a run from before metrics.json counted its items
 
 
+@pytest.fixture
+def finished_run(tmp_path: Path, compose, locomo_path: Path) -> Path:
+    """A finished retrieval-only run of locomo-tiny's 8 items."""
+    run_config(compose(RETRIEVAL), tmp_path / "run")
+    return tmp_path / "run"
+
+
 def _one_error_line(capsys: pytest.CaptureFixture[str], *needles: str) -> str:
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err  # no "dropping a torn last line" before the refusal
@@ -121,12 +128,10 @@ def _one_error_line(capsys: pytest.CaptureFixture[str], *needles: str) -> str:
     return err
 
 
-@pytest.mark.usefixtures("locomo_path")
 def test_report_view_and_archive_agree_on_a_torn_run_and_a_rerun_makes_it_whole(
-    tmp_path: Path, compose, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, finished_run: Path, compose, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run_dir = tmp_path / "run"
-    run_config(compose(RETRIEVAL), run_dir)
+    run_dir = finished_run
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["n_items"] == 8
     whole = (run_dir / ITEMS).read_bytes()
@@ -163,21 +168,15 @@ def test_report_view_and_archive_agree_on_a_torn_run_and_a_rerun_makes_it_whole(
     assert archive_main(["--verify", str(tmp_path / "archive")]) == 0
 
 
-@pytest.mark.usefixtures("locomo_path")
-def test_every_logged_item_of_a_run_is_an_item_record(tmp_path: Path, compose) -> None:
-    run_dir = tmp_path / "run"
-    run_config(compose(RETRIEVAL), run_dir)
-    items = read_finished_run(run_dir, 8)
+def test_every_logged_item_of_a_run_is_an_item_record(finished_run: Path) -> None:
+    items = read_finished_run(finished_run, 8)
     assert [ItemRecord.from_json(r).to_json() for r in items] == [r.to_json() for r in items]
 
 
-@pytest.mark.usefixtures("locomo_path")
 def test_verify_names_repeated_items_rather_than_a_count(
-    tmp_path: Path, compose, capsys: pytest.CaptureFixture[str]
+    finished_run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run_dir = tmp_path / "run"
-    run_config(compose(RETRIEVAL), run_dir)
-    (run_dir / ITEMS).write_text((run_dir / ITEMS).read_text() * 2)
+    (finished_run / ITEMS).write_text((finished_run / ITEMS).read_text() * 2)
     capsys.readouterr()
-    assert archive_main(["--verify", str(run_dir)]) == 1
+    assert archive_main(["--verify", str(finished_run)]) == 1
     assert "items repeat 8 item ids" in capsys.readouterr().out
