@@ -66,6 +66,13 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         hc = HydraConfig.get()
         startup = process_age_s() if hc.mode != RunMode.MULTIRUN or int(hc.job.num) == 0 else None
         result = run_config(cfg, run_dir, startup_s=startup)
+    except RunDirBusyError as exc:
+        if not (exc.holder and hc.mode == RunMode.MULTIRUN and cfg.get("on_locked_run") == "skip"):
+            refuse(exc, run_dir, cfg)
+        line = skipped_line(run_dir, exc.holder)
+        log_to_files(logging.WARNING, line)
+        print(line, file=sys.stderr)
+        return None
     except _user_errors() as exc:
         refuse(exc, run_dir, cfg)
     if cfg.get("print_table", True):
@@ -86,6 +93,14 @@ def refuse(exc: BaseException, run_dir: Path, cfg: DictConfig) -> NoReturn:
         log_to_files(logging.ERROR, str(exc))
     print(f"error: {exc}", file=sys.stderr)
     sys.exit(2)
+
+
+def skipped_line(run_dir: Path, holder: str) -> str:
+    """What a sweep job says when another process writes its run dir and ``on_locked_run=skip``."""
+    return (
+        f"skipped {run_dir}: another memcore-run writes it ({holder}) and finishes it; the sweep goes on with its "
+        "next job (on_locked_run=wait waits instead)"
+    )
 
 
 #: Loggers that write one INFO line per HTTP request (304 lines between the progress bars of one make run;
