@@ -29,6 +29,8 @@ from memcore.llm.local_model import ModelNotFoundError
 from memcore.llm.local_server import LocalServerError
 from memcore.methods import METHODS, NO_BACKBONE, backbone_label
 from memcore.pipeline.runlock import RunDirBusyError, RunDirError, unwritable_line
+from memcore.redact import secret_overrides
+from memcore.refused_run import remove_refused_run_dir
 from memcore.registry import UnknownNameError
 from memcore.timing import process_age_s
 
@@ -65,10 +67,15 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         hc = HydraConfig.get()
         startup = process_age_s() if hc.mode != RunMode.MULTIRUN or int(hc.job.num) == 0 else None
         result = run_config(cfg, run_dir, startup_s=startup)
+    except RunDirBusyError as exc:
+        if not (exc.holder and hc.mode == RunMode.MULTIRUN and cfg.get("on_locked_run") == "skip"):
+            refuse(exc, run_dir, cfg)
+        line = skipped_line(run_dir, exc.holder)
+        log_to_files(logging.WARNING, line)
+        print(line, file=sys.stderr)
+        return None
     except _user_errors() as exc:
-        log_to_files(logging.ERROR, str(exc))  # the run's log keeps it; the terminal gets the one line below
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        refuse(exc, run_dir, cfg)
     if cfg.get("print_table", True):
         print()
         print(result.table)
@@ -77,6 +84,23 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         print(viewer_hint([result.run_dir], Path(result.run_dir) / "view"))
     overall = result.metrics.get("overall", {})
     return overall.get("f1")
+
+
+def refuse(exc: BaseException, run_dir: Path, cfg: DictConfig) -> NoReturn:
+    """A run refused before any work: one ``error:`` line, exit 2; the run dir goes when Hydra made it for this
+    invocation alone (:func:`remove_refused_run_dir`), else its log keeps the line."""
+    if not remove_refused_run_dir(run_dir, Path(str(cfg.paths.root))):
+        log_to_files(logging.ERROR, str(exc))
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(2)
+
+
+def skipped_line(run_dir: Path, holder: str) -> str:
+    """What a sweep job says when another process writes its run dir and ``on_locked_run=skip``."""
+    return (
+        f"skipped {run_dir}: another memcore-run writes it ({holder}) and finishes it; the sweep goes on with its "
+        "next job (on_locked_run=wait waits instead)"
+    )
 
 
 #: Loggers that write one INFO line per HTTP request (304 lines between the progress bars of one make run;
@@ -277,9 +301,26 @@ def _exit_on_composition_error(exc: Exception) -> NoReturn:
     sys.exit(2)
 
 
+def refuse_secret_overrides(argv: list[str]) -> None:
+    """Exit 2 with one line, before Hydra composes or writes anything, when an override carries a secret (a key-like
+    name such as ``api_key``, ``*_key``, ``token``, ``password``, ``secret`` with a value that is not a number, or
+    an ``sk-…`` string): Hydra would write it to the run dir's ``.hydra/`` files and a sweep's ``multirun.yaml``.
+    The value is not repeated."""
+    keys = secret_overrides(argv)
+    if keys:
+        print(
+            f"error: {', '.join(f'{k}=***' for k in keys)}: a secret is never passed on the command line (Hydra writes "
+            "every override to the run dir); export it and name the variable, e.g. backbone.api_key_env=OPENAI_API_KEY."
+            " Nothing was written",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+
+
 def run_main() -> None:
     """``memcore-run [overrides…]``: one run, or a sweep with ``-m``. A Hydra composition error (an override of a
     key that does not exist, an unknown group option) exits 2 with one line, unless HYDRA_FULL_ERROR is set."""
+    refuse_secret_overrides(sys.argv[1:])
     pin_library_threads()
     stop_on_sigterm()
     register_resolvers()

@@ -164,6 +164,8 @@ class RunConfig:
     cache_llm: bool = True
     # auto | shared | sharded: how jobs share paths.cache (memcore.llm.cache_shards); auto: sharded on a network fs
     cache_mode: str = "auto"
+    # skip | wait | error: what a run does when another process writes its run dir (memcore.pipeline.runlock)
+    on_locked_run: str = "skip"
     # read the memories built by this backbone model (e.g. a stronger model retrieving over a small model's memory);
     # nothing is built: a missing memory is an error before any work. null: the run's backbone builds its own
     memory_backbone: str | None = None

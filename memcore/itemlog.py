@@ -1,4 +1,17 @@
-"""items.jsonl: one JSON line per QA item, appended atomically; a torn last line is dropped.
+"""items.jsonl: one JSON line per QA item, appended atomically, and the one typed reader every reader uses.
+
+Reading: :func:`read_log` (one file, live or gzipped) and :func:`read_run_log` (a run dir: ``items.jsonl``, else its
+archive ``items.jsonl.gz``) return an :class:`ItemLog` of :class:`LoggedItem` records. A final line without newline
+or with invalid JSON is a torn write from a killed run; invalid JSON anywhere else means the file was damaged
+(:class:`ItemLogError`). What a reader may do with a torn or short log is decided here, once:
+
+- the runner resuming a run drops a torn last line and cuts it from the file (``read_log(..., repair=True)``), so the
+  item is redone;
+- a reader that shows or packs a finished run's numbers (``memcore-report``, ``memcore-view``, ``memcore-archive``,
+  ``--verify``) goes through :func:`read_finished_run`, which refuses a torn last line or fewer items than
+  ``metrics.json`` counts in one line naming the fix (rerun to resume): its metrics were computed from other items,
+  so a point and its interval would come from different item sets;
+- ``memcore-rescore`` scores what is left and records what was missing (:attr:`ItemLog.torn_bytes`).
 
 An item id appears once: a run dir whose items repeat an id (two processes wrote it before run dirs were locked)
 is refused by every reader that counts (:func:`require_unique_ids`), and ``python -m memcore.itemlog dedupe
@@ -12,6 +25,9 @@ import logging
 import os
 import threading
 import time
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +37,16 @@ log = logging.getLogger(__name__)
 ITEMS = "items.jsonl"
 #: An archived run's items (``memcore-archive``): the same lines, gzipped.
 ITEMS_GZ = "items.jsonl.gz"
+#: The key every line must carry: readers index items by it.
+REQUIRED_FIELDS: dict[str, type | tuple[type, ...]] = {"item_id": str}
+#: Fields of :class:`~memcore.pipeline.record.ItemRecord` whose type the reader checks when present (readers group
+#: by category and aggregate scores; a line that breaks them is damaged).
+CHECKED_FIELDS: dict[str, type | tuple[type, ...]] = {"category": int, "scores": dict, "extra": dict}
+#: Optional top-level fields a line may carry beyond :class:`~memcore.pipeline.record.ItemRecord`'s, with the type
+#: their value must have when present (``None`` is always allowed). A writer that adds a field (an imported vendor
+#: run's answer length, say) declares it here; readers get it with ``item.get(name)`` and the reader checks its type.
+#: Keys declared nowhere are kept and readable the same way, unchecked.
+OPTIONAL_FIELDS: dict[str, type | tuple[type, ...]] = {}
 
 
 class ItemLogError(RuntimeError):
@@ -31,7 +57,92 @@ class DuplicateItemsError(ItemLogError):
     """A run's items repeat an item id; the message says how many, the first one, and the fix."""
 
 
-def duplicate_ids(items: list[dict[str, Any]]) -> dict[str, int]:
+class IncompleteItemLogError(ItemLogError):
+    """A finished run's item log is torn or holds fewer items than its ``metrics.json`` counts."""
+
+
+class LoggedItem(dict[str, Any]):
+    """One line of an item log: the line as written (a dict: every key, optional and extra fields included, see
+    :data:`OPTIONAL_FIELDS`; ``json.dumps`` writes it back unchanged) with typed accessors for the fields readers
+    aggregate. Lines are checked when read (:func:`read_log`), so the accessors do not fail on a read item."""
+
+    __slots__ = ()
+
+    @property
+    def item_id(self) -> str:
+        return str(self["item_id"])
+
+    @property
+    def conv_id(self) -> str:
+        return str(self.get("conv_id", ""))
+
+    @property
+    def category(self) -> int:
+        return int(self["category"])
+
+    @property
+    def answer(self) -> str | None:
+        return self.get("answer")
+
+    @property
+    def scores(self) -> dict[str, Any]:
+        return dict(self.get("scores") or {})
+
+    @property
+    def recall(self) -> float | None:
+        return self.get("recall")
+
+    @property
+    def hit(self) -> float | None:
+        return self.get("hit")
+
+    @property
+    def retrieved_dia_ids(self) -> list[str]:
+        return list(self.get("retrieved_dia_ids") or [])
+
+    @property
+    def context_tokens(self) -> int:
+        return int(self.get("context_tokens") or 0)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return dict(self.get("extra") or {})
+
+    def to_json(self) -> dict[str, Any]:
+        """The line as written (a plain copy)."""
+        return dict(self)
+
+
+def _checked(value: Any, path: Path, lineno: int) -> LoggedItem:
+    """``value`` (line ``lineno`` of ``path``) as a :class:`LoggedItem`, or ItemLogError naming the line."""
+    if not isinstance(value, dict):
+        raise ItemLogError(f"{path}: line {lineno} is not a JSON object; the file is damaged. {_RERUN}")
+    for key, kind in (*REQUIRED_FIELDS.items(), *CHECKED_FIELDS.items(), *OPTIONAL_FIELDS.items()):
+        have = value.get(key)
+        if key in REQUIRED_FIELDS and have is None:
+            raise ItemLogError(f"{path}: line {lineno} has no {key}; the file is damaged. {_RERUN}")
+        if have is not None and (not isinstance(have, kind) or (isinstance(have, bool) and kind is int)):
+            raise ItemLogError(
+                f"{path}: line {lineno}: {key} is {have!r}, not {getattr(kind, '__name__', kind)}; the file is damaged. "
+                f"{_RERUN}"
+            )
+    return LoggedItem(value)
+
+
+_RERUN = "Move it away and rerun (items are recomputed; cached LLM calls make that cheap)."
+
+
+@dataclass(frozen=True)
+class ItemLog:
+    """An item log as read: its records in file order and the bytes of a torn last line that were dropped (0 when
+    the file ends cleanly; always 0 for an archive)."""
+
+    path: Path
+    items: list[LoggedItem]
+    torn_bytes: int = 0
+
+
+def duplicate_ids(items: list[Mapping[str, Any]]) -> dict[str, int]:
     """Item ids that occur more than once in ``items``, with their counts (in first-seen order)."""
     counts: dict[str, int] = {}
     for rec in items:
@@ -40,7 +151,7 @@ def duplicate_ids(items: list[dict[str, Any]]) -> dict[str, int]:
     return {k: n for k, n in counts.items() if n > 1}
 
 
-def require_unique_ids(items: list[dict[str, Any]], run_dir: Path) -> None:
+def require_unique_ids(items: list[Mapping[str, Any]], run_dir: Path) -> None:
     """Raise :class:`DuplicateItemsError` (one line, with the fix) when ``items`` of ``run_dir`` repeat an id."""
     dup = duplicate_ids(items)
     if dup:
@@ -54,60 +165,105 @@ def require_unique_ids(items: list[dict[str, Any]], run_dir: Path) -> None:
         )
 
 
-def read_run_items(run_dir: Path) -> list[dict[str, Any]]:
-    """A run dir's item records: ``items.jsonl`` (a live run) or, when absent, ``items.jsonl.gz`` (archived)."""
-    live = run_dir / ITEMS
+def read_run_log(run_dir: Path) -> ItemLog:
+    """A run dir's item log: ``items.jsonl`` (a live run) or, when absent, ``items.jsonl.gz`` (archived); an empty
+    log when it has neither."""
+    live = Path(run_dir) / ITEMS
     if live.exists():
-        return read_items(live)
-    packed = run_dir / ITEMS_GZ
-    if not packed.exists():
-        return []
-    try:
-        with gzip.open(packed, "rt", encoding="utf-8") as fh:
-            return [json.loads(line) for line in fh if line.strip()]
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ItemLogError(f"{packed}: not a readable item log ({exc}); re-archive the run") from None
+        return read_log(live)
+    return read_log(Path(run_dir) / ITEMS_GZ)
 
 
-def read_items(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
-    """All complete lines of ``path``. A final line without newline or with invalid JSON is a torn
-    write from a killed run: it is dropped (and cut from the file when ``repair``). Invalid JSON
-    anywhere else means the file was edited or damaged: ItemLogError."""
-    items, _ = read_items_and_tail(path, repair=repair)
-    return items
+def read_run_items(run_dir: Path) -> list[LoggedItem]:
+    """The records of :func:`read_run_log` (a torn last line dropped, with a warning)."""
+    return _warn_torn(read_run_log(run_dir)).items
 
 
-def read_items_and_tail(path: Path, *, repair: bool = False) -> tuple[list[dict[str, Any]], int]:
-    """:func:`read_items` and the number of bytes of a torn last line it dropped (0 when the file ends cleanly)."""
+def _warn_torn(got: ItemLog) -> ItemLog:
+    if got.torn_bytes:
+        log.warning("%s: dropping a torn last line (%d bytes) left by an interrupted run", got.path, got.torn_bytes)
+    return got
+
+
+def read_finished_run(run_dir: Path, expected: int | None) -> list[LoggedItem]:
+    """The items of a finished run whose ``metrics.json`` counts ``expected`` items (None: not known), for a reader
+    that shows or packs its numbers. A torn last line, or fewer or more items than ``expected``, is refused
+    (:class:`IncompleteItemLogError`, one line with the fix): the metrics were computed from another item set.
+    Repeated item ids are refused first (:class:`DuplicateItemsError`), since their fix differs."""
+    got = read_run_log(run_dir)
+    if got.torn_bytes:
+        raise IncompleteItemLogError(
+            f"{got.path}: the last line is torn ({got.torn_bytes} bytes of an interrupted write), so metrics.json "
+            f"counts items the log no longer holds; rerun the run's command to resume it (finished items are kept, "
+            "the torn one is redone), then read it again"
+        )
+    require_unique_ids(got.items, run_dir)
+    if expected is not None and got.items and len(got.items) != expected:
+        raise IncompleteItemLogError(
+            f"{got.path}: holds {len(got.items)} items but metrics.json counts {expected}, so its numbers come from "
+            "another item set (the log was cut or edited); rerun the run's command to resume it and rewrite its "
+            "metrics, then read it again"
+        )
+    return got.items
+
+
+def read_items(path: Path, *, repair: bool = False) -> list[LoggedItem]:
+    """The records of :func:`read_log` (a torn last line dropped, with a warning)."""
+    got = read_log(path, repair=repair)
+    return (got if repair else _warn_torn(got)).items
+
+
+def read_log(path: Path, *, repair: bool = False) -> ItemLog:
+    """Every complete line of ``path`` (``*.gz``: an archive). A final line without newline or with invalid JSON is
+    a torn write from a killed run: it is dropped, counted in :attr:`ItemLog.torn_bytes`, and cut from the file
+    when ``repair``. Invalid JSON anywhere else, or a line that is not an item, means the file was edited or
+    damaged: ItemLogError. A missing file is an empty log."""
+    path = Path(path)
     if not path.exists():
-        return [], 0
+        return ItemLog(path, [])
+    if path.name.endswith(".gz"):
+        return ItemLog(path, _read_archive(path))
     data = path.read_bytes()
-    items: list[dict[str, Any]] = []
+    items: list[LoggedItem] = []
     good_end = 0
     pos = 0
+    lineno = 0
     while pos < len(data):
         nl = data.find(b"\n", pos)
         if nl == -1:
-            log.warning("%s: dropping a torn last line (%d bytes) from an interrupted run", path, len(data) - pos)
             break
         line = data[pos:nl]
+        lineno += 1
         if line.strip():
             try:
-                items.append(json.loads(line))
+                value = json.loads(line)
             except json.JSONDecodeError:
                 if data[nl + 1 :].strip():
                     raise ItemLogError(
-                        f"{path}: line {len(items) + 1} is not valid JSON and is not the last line; the file is damaged. "
-                        "Move it away and rerun (items are recomputed; cached LLM calls make that cheap)."
+                        f"{path}: line {lineno} is not valid JSON and is not the last line; the file is damaged. "
+                        f"{_RERUN}"
                     ) from None
-                log.warning("%s: dropping an unparseable last line", path)
                 break
+            items.append(_checked(value, path, lineno))
         pos = nl + 1
         good_end = pos
-    if repair and good_end < len(data):
+    torn = len(data) - good_end
+    if repair and torn:
+        log.warning(
+            "%s: cutting a torn last line (%d bytes) left by an interrupted run; its item is redone", path, torn
+        )
         with open(path, "r+b") as fh:
             fh.truncate(good_end)
-    return items, len(data) - good_end
+    return ItemLog(path, items, torn)
+
+
+def _read_archive(path: Path) -> list[LoggedItem]:
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            lines = [line for line in fh if line.strip()]
+        return [_checked(json.loads(line), path, i) for i, line in enumerate(lines, 1)]
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ItemLogError(f"{path}: not a readable item log ({exc}); re-archive the run") from None
 
 
 class ItemWriter:

@@ -34,7 +34,7 @@ from memcore.config import CONFIG_DIR, ConfigError
 from memcore.eval.aggregate import format_table
 from memcore.eval.judge import judge_run_info
 from memcore.eval.protocols import PROTOCOLS, get_protocol
-from memcore.itemlog import ItemWriter, read_items_and_tail, require_unique_ids
+from memcore.itemlog import ItemWriter, read_log, require_unique_ids
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.pipeline.load import load_slice
 from memcore.pipeline.record import ItemRecord
@@ -124,9 +124,10 @@ def rescore(
         judge_run_info(cfg, check_key=backbone_override is None)
     data = load_slice(cfg.dataset, audited=bool(cfg.eval.audited), audit_path=cfg.eval.audit_path)
     by_id = {q.item_id: q for c in data.conversations for q in c.qa}
-    raw, torn = read_items_and_tail(src_items)
-    require_unique_ids(raw, run_dir)
-    records = [ItemRecord.from_json(r) for r in raw]
+    source = read_log(src_items)
+    torn = source.torn_bytes
+    require_unique_ids(source.items, run_dir)
+    records = [ItemRecord.from_json(r) for r in source.items]
     missing = [r.item_id for r in records if r.item_id not in by_id]
     if missing:
         raise ConfigError(

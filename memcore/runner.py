@@ -121,7 +121,8 @@ class Runner:
         t_start = time.perf_counter()
         with self.clock.stage("load"):
             data = self._check()
-        with RunDirLock(self.run_dir):  # one writer per run dir, before anything in it is read or written
+        # one writer per run dir, before anything in it is read or written
+        with RunDirLock(self.run_dir, wait=str(self.cfg.get("on_locked_run")) == "wait"):
             return self._run_locked(data, t_start)
 
     def _run_locked(self, data: LoadedSlice, t_start: float) -> RunResult:

@@ -25,6 +25,7 @@ from memcore.eval.upstream import check_answer_prompt, upstream_answer
 from memcore.llm.cache_shards import check_cache_mode
 from memcore.llm.factory import BACKBONE_KINDS, EMBEDDER_KINDS
 from memcore.methods import METHODS, get_method, method_names
+from memcore.pipeline.runlock import ON_LOCKED_RUN
 from memcore.registry import unknown_name_message
 from memcore.schema import NONNEG, POS, TEMPERATURE, MethodCheck, Rule, bad_value, check_fields
 
@@ -174,5 +175,10 @@ def validate_run(cfg: DictConfig) -> None:
             raise bad_value("eval.token_budgets", c["eval"]["token_budgets"], "a list of integers >= 1", "eval")
     check_dataset(c)
     check_cache_mode(c.get("cache_mode"))
+    if c.get("on_locked_run") not in ON_LOCKED_RUN:
+        value = c.get("on_locked_run")
+        raise ConfigError(
+            f"on_locked_run={value!r}: " + unknown_name_message("choice", str(value), list(ON_LOCKED_RUN))
+        )
     validate_method(str(c["method"]["name"]), c["method"], c["ablation"])
     check_answer_prompt(c, upstream_answer(get_method(str(c["method"]["name"])).upstream_answer))

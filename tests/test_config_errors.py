@@ -90,6 +90,7 @@ HARNESS_BAD_VALUES: list[tuple[list[str], list[str]]] = [
     (["backbone.max_concurrency=0"], ["backbone.max_concurrency=0", ">= 1"]),
     (["+eval.judge_server.max_concurrency=0"], ["eval.judge_server.max_concurrency=0", ">= 1"]),
     (["cache_mode=shard"], ["cache_mode='shard'", "Did you mean 'shared', 'sharded'?", "Known: auto, shared, sharded"]),
+    (["on_locked_run=skipp"], ["on_locked_run='skipp'", "Did you mean 'skip'?", "Known: skip, wait, error"]),
     (["seed=abc"], ["'abc'", "seed"]),
     (["+ablation.foo=1"], ["ablation.foo", "AblationConfig"]),
     (["method=rag_dense", "+ablation.foo=1"], ["ablation.foo", "AblationConfig"]),

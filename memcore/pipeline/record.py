@@ -1,11 +1,13 @@
 """The item record: one line of ``items.jsonl``, shared by the runner, aggregation, the report and rescoring.
 
-Readers that only aggregate (``memcore.eval.aggregate``, ``memcore.report``) take the JSON dicts as they are;
-code that builds or rewrites records goes through :class:`ItemRecord`, so every writer emits the same keys.
+Every reader reads the log through :mod:`memcore.itemlog` (:class:`~memcore.itemlog.LoggedItem`: typed accessors and
+read-only access to every key, extra optional ones included); code that builds or rewrites records goes through
+:class:`ItemRecord` (``ItemRecord.from_json(logged_item)``), so every writer emits the same keys.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,7 +106,7 @@ class ItemRecord:
         return out
 
     @classmethod
-    def from_json(cls, rec: dict[str, Any]) -> ItemRecord:
+    def from_json(cls, rec: Mapping[str, Any]) -> ItemRecord:
         """Inverse of :meth:`to_json`; raises ``KeyError`` naming the first missing key."""
         audited = rec.get("audited")
         return cls(

@@ -31,6 +31,12 @@ log = logging.getLogger(__name__)
 LOCK_FILE = ".memcore-run.lock"
 #: How long a lock held under the name of a process that is gone is watched before it is taken over.
 STALE_RECHECK_S = 1.0
+#: What a run does when another process holds its run dir (``on_locked_run``): ``skip`` (a sweep goes on with its
+#: next job; a single run, which has no next job, is refused as with ``error``), ``wait`` (until the holder ends,
+#: then resume, which finds the holder's items done) or ``error`` (refused, exit 2).
+ON_LOCKED_RUN = ("skip", "wait", "error")
+#: How often a waiting run tries the lock again.
+WAIT_POLL_S = 2.0
 
 # Run dirs this process holds (resolved path → the lock): POSIX locks cannot refuse a second taker in the same
 # process, so the process refuses it itself.
@@ -39,7 +45,12 @@ _HELD_GUARD = threading.Lock()
 
 
 class RunDirBusyError(RuntimeError):
-    """Another process (or another run of this one) writes the run dir; the message names it."""
+    """Another process (or another run of this one) writes the run dir; the message names it, ``holder`` describes
+    the other process (empty for a run of this process)."""
+
+    def __init__(self, message: str, holder: str = "") -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class RunDirError(RuntimeError):
@@ -113,13 +124,32 @@ class RunDirLock:
     :class:`RunDirBusyError` naming the holder (:class:`RunDirError` when the dir cannot be written);
     :meth:`release` (or leaving the ``with`` block) gives it back."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, *, wait: bool = False, poll_s: float = WAIT_POLL_S) -> None:
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / LOCK_FILE
+        self.wait = wait
+        self.poll_s = poll_s
         self._fd = -1
         self._key = ""
 
     def acquire(self) -> RunDirLock:
+        """Take the lock; with ``wait``, a lock another process holds is tried again every ``poll_s`` seconds
+        until it is free (one log line when the wait starts). A run of this process is never waited for."""
+        announced = False
+        while True:
+            try:
+                return self._acquire_now()
+            except RunDirBusyError as exc:
+                if not self.wait or not exc.holder:
+                    raise
+                if not announced:
+                    log.warning(
+                        "run dir %s is in use by %s: waiting for it (on_locked_run=wait)", self.run_dir, exc.holder
+                    )
+                    announced = True
+                time.sleep(self.poll_s)
+
+    def _acquire_now(self) -> RunDirLock:
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -138,7 +168,8 @@ class RunDirLock:
                     _HELD[key] = self
                     return self
         raise RunDirBusyError(
-            f"{self.run_dir}: could not take the run-dir lock {self.path}; retry, or pick another hydra.run.dir"
+            f"{self.run_dir}: could not take the run-dir lock {self.path}; retry, or pick another hydra.run.dir",
+            holder="processes taking over a stale lock",
         )
 
     def _try_once(self) -> bool:
@@ -169,8 +200,9 @@ class RunDirLock:
                 return False
             who = holder.describe() if holder is not None else "a process that has not written its name yet"
             raise RunDirBusyError(
-                f"{self.run_dir} is in use by another memcore-run ({who}); wait for it to finish or stop it, "
-                "or pick another hydra.run.dir"
+                f"{self.run_dir} is in use by another memcore-run ({who}); wait for it to finish or stop it "
+                "(on_locked_run=wait waits), or pick another hydra.run.dir",
+                holder=who,
             ) from None
         try:
             same = os.stat(self.path).st_ino == os.fstat(fd).st_ino

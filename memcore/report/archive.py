@@ -22,15 +22,15 @@ import json
 import logging
 import shutil
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
 
-from memcore.itemlog import ITEMS_GZ, ItemLogError, read_run_items, require_unique_ids
+from memcore.itemlog import ITEMS_GZ, ItemLogError, require_unique_ids
 from memcore.pipeline.runlock import unwritable_line
-from memcore.report.collect import ReportInputError, find_run_dirs
+from memcore.report.collect import ReportInputError, find_run_dirs, finished_items, read_json
 from memcore.report.verify import verify_run
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ SLIM_DROP = ("question", "answer_raw", "prompt_hash", "latency_s", "cached")
 SLIM_DROP_EXTRA = ("rounds_log",)
 
 
-def slim_item(item: dict[str, Any]) -> dict[str, Any]:
+def slim_item(item: Mapping[str, Any]) -> dict[str, Any]:
     """``item`` without :data:`SLIM_DROP` (and ``extra``'s :data:`SLIM_DROP_EXTRA`)."""
     out = {k: v for k, v in item.items() if k not in SLIM_DROP}
     if isinstance(out.get("extra"), dict):
@@ -90,13 +90,14 @@ def archive_run(run_dir: Path, out_dir: Path, *, roots: Sequence[Path] = (), sli
     its config's results root and ``roots`` are written as ``<run>`` / ``<root>``; with ``slim`` the items lose
     :data:`SLIM_DROP`."""
     run_dir = Path(run_dir)
-    items = read_run_items(run_dir)
-    if not (run_dir / "metrics.json").is_file() or not items:
-        raise ReportInputError(f"{run_dir}: not a finished run (needs metrics.json and items); rerun it to finish.")
+    metrics = read_json(run_dir / "metrics.json")
     try:
+        items = finished_items(run_dir, metrics)
         require_unique_ids(items, run_dir)
     except ItemLogError as exc:
         raise ReportInputError(str(exc)) from None
+    if not metrics or not items:
+        raise ReportInputError(f"{run_dir}: not a finished run (needs metrics.json and items); rerun it to finish.")
     roots = [*roots, *_results_root(run_dir)]
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -109,7 +110,7 @@ def archive_run(run_dir: Path, out_dir: Path, *, roots: Sequence[Path] = (), sli
         (tmp / "config.yaml").write_text(_scrub_text(_scrub_config(run_dir), run_dir, roots))
     if slim:
         items = [slim_item(r) for r in items]
-    lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in items)
+    lines = "".join(json.dumps(dict(r), sort_keys=True, ensure_ascii=False) + "\n" for r in items)
     with open(tmp / ITEMS_GZ, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", filename="", mtime=0) as gz:
         gz.write(_scrub_text(lines, run_dir, roots).encode("utf-8"))
     shutil.rmtree(out_dir, ignore_errors=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import glob
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from memcore.datasets.registry import DEFAULT_DATASET_KIND
-from memcore.itemlog import ItemLogError, read_run_items, require_unique_ids
+from memcore.itemlog import ItemLogError, LoggedItem, read_finished_run, require_unique_ids
 from memcore.llm.usage import updates_while_answering, whole_run_stages
 from memcore.methods import find_method, method_names, method_specs
 from memcore.report.reference import BACKBONE_ORDER, ablation_order, method_order
@@ -77,7 +77,7 @@ def display_path(path: Path) -> str:
     return f"<elsewhere>/{path.name}"
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
@@ -85,6 +85,13 @@ def _read_json(path: Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ReportInputError(f"{path} is not valid JSON ({exc}); rerun that configuration to rewrite it.") from None
     return data if isinstance(data, dict) else {}
+
+
+def finished_items(path: Path, metrics: Mapping[str, Any]) -> list[LoggedItem]:
+    """The items of the finished run at ``path`` whose ``metrics.json`` is ``metrics``: refused when torn or when
+    they are not the ``n_items`` it counts (:func:`~memcore.itemlog.read_finished_run`)."""
+    n = metrics.get("n_items")
+    return read_finished_run(path, n if isinstance(n, int) else None)
 
 
 @dataclass
@@ -97,7 +104,7 @@ class RunData:
     cost: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
-    _items: list[dict[str, Any]] | None = field(default=None, repr=False)
+    _items: list[LoggedItem] | None = field(default=None, repr=False)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -194,12 +201,14 @@ class RunData:
         return "audited" in self.metrics
 
     @property
-    def items(self) -> list[dict[str, Any]]:
+    def items(self) -> list[LoggedItem]:
+        """The run's items; a torn log or one holding another number of items than ``metrics.json`` counts is
+        refused (:func:`~memcore.itemlog.read_finished_run`), so every number comes from one item set."""
         if self._items is None:
-            self._items = read_run_items(self.path)
+            self._items = finished_items(self.path, self.metrics)
         return self._items
 
-    def audited_items(self) -> list[dict[str, Any]]:
+    def audited_items(self) -> list[Mapping[str, Any]]:
         """Items with the audited scores/recall/hit in place of the original ones (as the runner
         aggregates ``metrics["audited"]``)."""
         out = []
@@ -257,7 +266,7 @@ def qa_stage_usage(run: RunData) -> tuple[dict[str, dict[str, Any]], int]:
 def load_run(path: Path) -> RunData:
     """Load one run dir (must hold ``metrics.json``)."""
     path = Path(path)
-    metrics = _read_json(path / METRICS)
+    metrics = read_json(path / METRICS)
     if not metrics:
         raise ReportInputError(f"{path}: no {METRICS}; the run has not finished (rerun it to resume).")
     config: dict[str, Any] = {}
@@ -265,7 +274,7 @@ def load_run(path: Path) -> RunData:
     if cfg_path.is_file():
         loaded = OmegaConf.to_container(OmegaConf.load(cfg_path), resolve=False)
         config = loaded if isinstance(loaded, dict) else {}
-    run = RunData(path, metrics, _read_json(path / "cost.json"), _read_json(path / "stats.json"), config)
+    run = RunData(path, metrics, read_json(path / "cost.json"), read_json(path / "stats.json"), config)
     try:
         require_unique_ids(run.items, path)
     except ItemLogError as exc:

@@ -21,11 +21,12 @@ from omegaconf import DictConfig, OmegaConf
 from memcore.eval.judge import Verdict, verdict_scores
 from memcore.eval.protocols import EvalProtocol, get_protocol
 from memcore.eval.scoring import score_answer, score_evidence
-from memcore.itemlog import duplicate_ids, read_run_items
+from memcore.itemlog import DuplicateItemsError, IncompleteItemLogError, LoggedItem, duplicate_ids, read_run_log
 from memcore.metrics import Metric
 from memcore.pipeline.load import load_slice
 from memcore.pipeline.report import run_metrics
 from memcore.pipeline.score import run_extra_metrics
+from memcore.report.collect import finished_items
 
 #: The metrics keys whose values must follow from the items (the rest describe the machine or the run's timing).
 DERIVED_KEYS = (
@@ -173,7 +174,13 @@ def verify_run(run_dir: Path, *, max_items: int = 5) -> Verification:
     protocol = get_protocol(str(cfg.protocol.name))
     extra_metrics = run_extra_metrics(cfg)
     data = load_slice(cfg.dataset, audited=bool(cfg.eval.audited), audit_path=cfg.eval.audit_path)
-    items = read_run_items(run_dir)
+    try:
+        items: list[LoggedItem] = finished_items(run_dir, metrics)
+    except DuplicateItemsError:
+        items = read_run_log(run_dir).items  # the repeats are named below, with whatever else differs
+    except IncompleteItemLogError as exc:
+        out.differences.append(str(exc))
+        return out
     dup = duplicate_ids(items)
     if dup:
         first = next(iter(dup))
