@@ -108,6 +108,7 @@ def provenance(req: ImportRequest, parsed: ParsedFile, mapping: Mapping) -> dict
         "n_records": len(parsed.records),
         "question_mismatches": len(mismatched),
         "question_mismatch_items": mismatched,
+        "categories": mapping.categories,
     }
 
 

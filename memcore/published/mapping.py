@@ -36,7 +36,7 @@ class MappedItem:
 @dataclass(frozen=True)
 class Mapping:
     """Every answered item in dataset order, and the slice it makes: the conversations named, in dataset order,
-    and the categories answered (None: all of them)."""
+    and the categories (None: all of them; else every category but 5, which the file leaves out)."""
 
     items: list[MappedItem]
     conversations: list[str]
@@ -93,11 +93,9 @@ def map_records(path: Path, parsed: ParsedFile, conversations: Sequence[Conversa
                 item.question
             )
             items.append(MappedItem(item, record, differs))
-    cats = sorted(answered_cats)
     all_cats = sorted({int(q.category) for c in conversations for q in c.qa})
-    return Mapping(
-        items, [c.conv_id for c in conversations if c.conv_id in grouped], None if cats == all_cats else cats
-    )
+    cats = None if ADVERSARIAL in answered_cats else [c for c in all_cats if c != ADVERSARIAL]
+    return Mapping(items, [c.conv_id for c in conversations if c.conv_id in grouped], cats)
 
 
 def _headline(conv: Conversation) -> list[QAItem]:

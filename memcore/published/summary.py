@@ -128,13 +128,14 @@ def apply_published(
 ) -> None:
     """Add an imported run's blocks to its ``metrics`` (in place): ``run.published`` (the config's provenance
     node), ``run.answer`` (:func:`published_answers`) and ``published`` (:func:`published_judge`), plus
-    ``run.missing_categories``: the dataset's categories the file does not answer (LoCoMo's 5, usually)."""
+    ``run.missing_categories``: the dataset's categories the file leaves out (LoCoMo's 5, usually; the
+    ``categories`` of the ``published`` node, None when it answers every one)."""
     run = metrics.setdefault("run", {})
     run["published"] = dict(published)
     _without_evidence_scores(metrics)
     run["answer"] = published_answers(published, items)
-    answered = {int(r["category"]) for r in items}
-    run["missing_categories"] = [c.id for c in categories if c.id not in answered]
+    kept = published.get("categories")
+    run["missing_categories"] = [] if kept is None else [c.id for c in categories if c.id not in kept]
     block = published_judge(items, categories, published.get("judge"))
     if block is not None:
         metrics["published"] = block
