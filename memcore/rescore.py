@@ -42,6 +42,7 @@ from memcore.pipeline.resources import open_resources
 from memcore.pipeline.rundir import write_run_config
 from memcore.pipeline.runlock import unwritable_line
 from memcore.pipeline.score import run_extra_metrics, score_variants
+from memcore.published.summary import published_lines
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +182,7 @@ def rescore(
         f"{cfg.method.name} / {cfg.ablation.name} / {cfg.backbone.name} / {cfg.dataset.name} "
         f"(answered under {cfg.answered_protocol.name}, scored under {new_protocol} protocol)"
     )
-    table = format_table(metrics, title)
+    table = "\n\n".join([format_table(metrics, title), *published_lines(metrics)])
     incomplete = incompleteness(len(items), data.n_items, torn)
     if incomplete:
         metrics["run"]["incomplete"] = incomplete
