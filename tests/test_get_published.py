@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memcore.datasets.errors import DataError
-from memcore.published.paths import published_dir
 from memcore.published.sources import SOURCES
-from tests.support import REPO
+from tests.support import REPO, published_dir_or_skip
 
 
 def get_published():
@@ -25,10 +23,7 @@ def get_published():
 
 @pytest.fixture(scope="module")
 def published() -> Path:
-    try:
-        return published_dir()
-    except DataError as exc:
-        pytest.skip(f"published answer files not found (set MEMCORE_PUBLISHED): {exc}")
+    return published_dir_or_skip()
 
 
 def test_every_known_file_is_pinned_to_a_commit_and_a_raw_github_url() -> None:

@@ -9,15 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.eval.protocols import get_protocol
 from memcore.eval.scoring import score_answer
 from memcore.published.layouts import get_layout
 from memcore.published.mapping import Mapping, map_records
-from memcore.published.paths import published_dir
 from memcore.published.sources import SOURCES, PublishedSource
-from tests.support import data_file_or_skip
+from tests.support import data_file_or_skip, published_dir_or_skip
 
 #: Vendor J (percent of items its own judge marked correct, categories 1-4) as PROVENANCE.md measured it; each equals
 #: the number its source published (Zep 75.14 ± 0.17, Memobase 75.78 / 70.91, the audit's 92.62 / 81.95).
@@ -36,10 +34,7 @@ VENDOR_J = {
 
 @pytest.fixture(scope="module")
 def published() -> Path:
-    try:
-        return published_dir()
-    except DataError as exc:
-        pytest.skip(f"published answer files not found (set MEMCORE_PUBLISHED): {exc}")
+    return published_dir_or_skip()
 
 
 @pytest.fixture(scope="module")

@@ -294,6 +294,7 @@ def figure(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharex=True)
     for ax, key, title in (
@@ -305,6 +306,8 @@ def figure(rows: Sequence[dict[str, Any]], path: Path) -> None:
             ax.scatter(r["words_median"], r[key], marker=marker)
             ax.annotate(r["label"], (r["words_median"], r[key]), fontsize=7, xytext=(4, 3), textcoords="offset points")
         ax.set_xscale("log")
+        ax.set_xticks([3, 5, 10, 20, 40], labels=["3", "5", "10", "20", "40"])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("median answer length (words, log scale)")
         ax.set_ylabel("%")
         ax.set_title(title, fontsize=10)

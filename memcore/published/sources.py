@@ -69,6 +69,25 @@ _BACKBOARD_SHA = (
     "8a2a792d3aa6171fb14010761d964201262dbd220b35a439b334bc51b1c30673",
 )
 
+#: Memobase's runs by date: (repository @ commit, sha256, what the run was).
+_MEMOBASE_RUNS = {
+    "0710": (
+        _MEMOBASE,
+        "171489e7a60dd6275027a9897270ad5a9bce83193c2b64863ecd43eba9582b5a",
+        "v0.0.37, 3,000-token context",
+    ),
+    "0503": (
+        _MEMOBASE,
+        "3e5623255997b7d42297f1e1d687295e6e8ecc745338fed5e09697bad5400ee5",
+        "v0.0.32, 3,000-token context",
+    ),
+    "0709": (
+        _MEMOBASE_0709,
+        "377db2ac3f9e7e113a842837dec70e3d077f37772e4e8f0ec4212b16db34da37",
+        "partial run, no conversation 0; superseded by 0710",
+    ),
+}
+
 _FULL_CONTEXT = {
     "gpt-4o-mini-cot": "08212320401c65fa9a97f78dd18adfb1d527137ec9f04b1b518420aa8e651bfe",
     "gpt-4.1-mini-cot": "7fa10ba1d8976bdc215172f9d4e1840c015644b28e8e97de840b690051e354f3",
@@ -98,57 +117,6 @@ def _sources() -> list[PublishedSource]:
             answer_model="gpt-4o-mini",
             judge="gpt-4o-mini (Zep's grader)",
             answer_prompt="Zep's answer prompt (20 nodes + 20 edges of graph memory)",
-        ),
-        _source(
-            "memobase-0710",
-            _MEMOBASE,
-            (
-                PinnedFile(
-                    "memobase/memobase_eval_0710_3000.json",
-                    f"{_MEMOBASE_DIR}/memobase_eval_0710_3000.json",
-                    "171489e7a60dd6275027a9897270ad5a9bce83193c2b64863ecd43eba9582b5a",
-                ),
-            ),
-            layout="memobase",
-            system="memobase-0710",
-            answer_model="gpt-4o",
-            note="answer model: the source's default, set by an environment variable",
-            judge="gpt-4o-mini (Mem0's ACCURACY_PROMPT)",
-            answer_prompt="Memobase's (v0.0.37, 3,000-token context)",
-        ),
-        _source(
-            "memobase-0503",
-            _MEMOBASE,
-            (
-                PinnedFile(
-                    "memobase/memobase_eval_0503_3000.json",
-                    f"{_MEMOBASE_DIR}/memobase_eval_0503_3000.json",
-                    "3e5623255997b7d42297f1e1d687295e6e8ecc745338fed5e09697bad5400ee5",
-                ),
-            ),
-            layout="memobase",
-            system="memobase-0503",
-            answer_model="gpt-4o",
-            note="answer model: the source's default, set by an environment variable",
-            judge="gpt-4o-mini (Mem0's ACCURACY_PROMPT)",
-            answer_prompt="Memobase's (v0.0.32, 3,000-token context)",
-        ),
-        _source(
-            "memobase-0709",
-            _MEMOBASE_0709,
-            (
-                PinnedFile(
-                    "memobase/memobase_eval_0709_3000.json",
-                    f"{_MEMOBASE_DIR}/memobase_eval_0709_3000.json",
-                    "377db2ac3f9e7e113a842837dec70e3d077f37772e4e8f0ec4212b16db34da37",
-                ),
-            ),
-            layout="memobase",
-            system="memobase-0709",
-            answer_model="gpt-4o",
-            note="answer model: the source's default, set by an environment variable",
-            judge="gpt-4o-mini (Mem0's ACCURACY_PROMPT)",
-            answer_prompt="Memobase's (partial run, no conversation 0; superseded by 0710)",
         ),
         _source(
             "mem0-pr3509",
@@ -181,6 +149,26 @@ def _sources() -> list[PublishedSource]:
             answer_prompt="Backboard's",
         ),
     ]
+    for date, (repo, sha, what) in _MEMOBASE_RUNS.items():
+        out.append(
+            _source(
+                f"memobase-{date}",
+                repo,
+                (
+                    PinnedFile(
+                        f"memobase/memobase_eval_{date}_3000.json",
+                        f"{_MEMOBASE_DIR}/memobase_eval_{date}_3000.json",
+                        sha,
+                    ),
+                ),
+                layout="memobase",
+                system=f"memobase-{date}",
+                answer_model="gpt-4o",
+                note="answer model: the source's default, set by an environment variable",
+                judge="gpt-4o-mini (Mem0's ACCURACY_PROMPT)",
+                answer_prompt=f"Memobase's ({what})",
+            )
+        )
     for run, sha in _FULL_CONTEXT.items():
         model, prompt = run.rsplit("-", 1)
         out.append(
