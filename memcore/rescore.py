@@ -32,6 +32,7 @@ from memcore.cli import _user_errors, quiet_http_logs
 from memcore.config import CONFIG_DIR, ConfigError
 from memcore.eval.aggregate import format_table
 from memcore.eval.judge import judge_run_info
+from memcore.eval.judge_estimate import judge_estimate
 from memcore.eval.protocols import PROTOCOLS, get_protocol
 from memcore.itemlog import ItemWriter, read_items_and_tail, require_unique_ids
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
@@ -135,6 +136,8 @@ def rescore(
         )
     new_protocol = str(cfg.protocol.name)
     scoring = get_protocol(new_protocol)
+    if cfg.eval.judge:  # what the judge will cost, before its first call
+        print(judge_estimate(cfg, data.audited, [(by_id[r.item_id], r.answer) for r in records]), flush=True)
     extra_metrics = run_extra_metrics(cfg)  # the source run's eval.metrics are scored again too
     out_dir.mkdir(parents=True, exist_ok=True)
     usage = usage if usage is not None else UsageTracker()

@@ -190,3 +190,41 @@ def test_rejudging_prints_calls_and_price_before_any_call_against_the_simulator(
     judged = result.metrics["overall_no_adv"]
     assert judged["judge_n_runs"] == 2 and result.metrics["run"]["judge"]["judge_preset"] == "mem0-judge"
     assert result.metrics["published"]["judge_name"] == "vendor-judge-x"  # both, apart
+
+
+def test_rescoring_an_imported_run_with_the_judge_prints_its_cost_first(
+    locomo_conv: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-simulated")
+    records = generic_records(locomo_conv)
+    records[0]["answer"] = ""  # judged WRONG without a call
+    path = write(tmp_path / "answers.jsonl", records)
+    assert run_import(tmp_path, path, tmp_path / "run", "--no-audited") == 0
+    capsys.readouterr()
+    with running_simulator(SimulatorConfig(ttft_s=0.0, time_scale=0.0)) as sim:
+        argv = [str(tmp_path / "run"), "--out", str(tmp_path / "judged"), "--judge-preset", "mem0-judge"]
+        assert rescore_main([*argv, "--judge-runs", "1", "--judge-server", f"base_url={sim.base_url}"]) == 0
+        requests = sim.stats_json()["requests"]
+    out = capsys.readouterr().out
+    assert "judge mem0-judge on gpt-4o-mini (gpt-4o-mini-2024-07-18): 80 calls" in out and requests == 80
+    assert out.index("80 calls") < out.index("###")  # the estimate comes before the table
+    metrics = json.loads((tmp_path / "judged" / "metrics.json").read_text())
+    assert metrics["overall_no_adv"]["n_judged"] == 81 and metrics["published"]["judge_name"] == "vendor-judge-x"
+
+
+def test_imported_runs_are_rows_of_the_main_table_beside_the_harness_runs(
+    locomo_conv: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support import REPO
+
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path / "answers.jsonl", generic_records(locomo_conv))
+    assert run_import(tmp_path, path, tmp_path / "run", "--no-audited") == 0
+    harness = REPO / "results/measured/first_run/runs/quickstart/locomo-quick/local-small/amem/memcore/none"
+    assert report_main([str(tmp_path / "run"), str(harness), "--no-plots", "--quiet", "--out", "report"]) == 0
+    table = (tmp_path / "report" / "main_table.md").read_text()
+    rows = [r for r in table.splitlines() if "| ours |" in r]
+    assert len(rows) == 2 and any("vendor-x (published answers)" in r for r in rows)
+    harness_row = next(r for r in rows if "published answers" not in r)
+    assert "| – |" in harness_row  # no J as published for the harness's own run

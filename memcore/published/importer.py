@@ -22,7 +22,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from memcore.config import CONFIG_DIR, ConfigError, RunConfig
 from memcore.eval.aggregate import format_table
-from memcore.eval.judge import judge_run_info, judge_settings, load_backbone_preset
+from memcore.eval.judge import judge_run_info, judge_settings
+from memcore.eval.judge_estimate import judge_estimate
 from memcore.eval.protocols import EvalProtocol, get_protocol
 from memcore.itemlog import ItemWriter
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
@@ -38,7 +39,6 @@ from memcore.published.mapping import MappedItem, Mapping, map_records
 from memcore.published.records import ParsedFile, PublishedRecord
 from memcore.published.sources import source_of_sha256
 from memcore.published.summary import EXTRA_KEY, published_lines
-from memcore.text import count_tokens
 from memcore.types import Evidence
 
 log = logging.getLogger(__name__)
@@ -158,41 +158,6 @@ def check_out_dir(out: Path, overwrite: bool) -> None:
         )
 
 
-def judge_estimate(cfg: DictConfig, data: LoadedSlice, mapped: Sequence[MappedItem]) -> str:
-    """One line: the judge calls re-judging will make (items the preset grades × runs, again for each item whose
-    audited gold differs), their prompt tokens and their price at the judge backbone's list price."""
-    preset, backbone, runs = judge_settings(cfg)
-    bcfg = load_backbone_preset(str(backbone))
-    protocol = get_protocol(str(cfg.protocol.name))
-    from memcore.eval.judge import judge_gold  # the gold text the judge will be shown
-
-    calls = prompt = 0
-    for m in mapped:
-        if not preset.judges(m.item.category):
-            continue
-        golds = [m.item]
-        audited = data.audited.get(m.item.item_id)
-        if audited is not None and audited.answer != m.item.answer:
-            golds.append(audited)
-        for gold_item in golds:
-            gold, refusal = judge_gold(gold_item, protocol, preset.name)
-            text = " ".join(
-                msg["content"] for msg in preset.build_messages(m.item.question, gold, m.record.answer, refusal)
-            )
-            calls += runs
-            prompt += runs * count_tokens(text)
-    completion = calls * preset.max_tokens
-    price_in, price_out = float(bcfg.price_in_per_mtok), float(bcfg.price_out_per_mtok)
-    low = (prompt * price_in) / 1e6
-    high = low + completion * price_out / 1e6
-    return (
-        f"judge {preset.name} on {bcfg.name} ({bcfg.model}): {calls} calls ({runs} run{'s' if runs != 1 else ''} per "
-        f"item it grades, again where the audited gold differs), about {prompt:,} prompt tokens and at most "
-        f"{completion:,} completion tokens: ${low:.4f} to ${high:.4f} at list price "
-        f"(${price_in}/${price_out} per million tokens); replies already cached cost nothing"
-    )
-
-
 def _prediction(record: PublishedRecord) -> Prediction:
     return Prediction(
         answer=record.answer,
@@ -255,7 +220,7 @@ def import_published(
     if len(by_id) != len(mapping.items) or any(m.item.item_id not in by_id for m in mapping.items):
         raise ConfigError(f"{req.paths[0]}: the answered items do not form the slice the config names")  # a bug
     if req.judge:
-        say(judge_estimate(cfg, data, mapping.items))
+        say(judge_estimate(cfg, data.audited, [(m.item, m.record.answer) for m in mapping.items]))
     if req.out.exists() and any(req.out.iterdir()):
         aside = req.out.with_name(f"{req.out.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
         log.warning("--overwrite: moving the previous run to %s", aside)
