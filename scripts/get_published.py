@@ -2,7 +2,7 @@
 """Fetch published per-question LoCoMo answer files from their public repositories at the pinned commits, check each
 file's sha256 and print the MEMCORE_PUBLISHED line. The files are never committed to this repository.
 
-python scripts/get_published.py zep                     # → ../shared/data/published/zep/… (default --dest)
+python scripts/get_published.py zep                     # → $MEMCORE_PUBLISHED or ../shared/data/published/zep/…
 python scripts/get_published.py all --dest DIR          # every known file
 python scripts/get_published.py backboard --from DIR    # copy from a local copy instead (checked the same way)
 python scripts/get_published.py --list                  # names, repositories, commits, files
@@ -11,6 +11,7 @@ python scripts/get_published.py --list                  # names, repositories, c
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -23,7 +24,10 @@ except ModuleNotFoundError:  # run from a checkout before `pip install -e .`
     from memcore.datasets.errors import DataError
     from memcore.published.sources import SOURCES, fetch_source
 
-DEFAULT_DEST = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "published"
+#: Where the files go by default: $MEMCORE_PUBLISHED when set, else ../shared/data/published next to the repository.
+DEFAULT_DEST = Path(
+    os.environ.get("MEMCORE_PUBLISHED") or Path(__file__).resolve().parents[1].parent / "shared" / "data" / "published"
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ the source published; and an external check of the harness's scorer on real answ
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,27 @@ def test_the_harness_f1_and_bleu1_equal_the_scores_the_files_record(
     assert f1_same == 1540
     assert 1540 - len(bleu_differ) >= bleu_at_least
     assert all("'" in pair for pair in bleu_differ), bleu_differ
+
+
+def test_a_known_file_imports_by_its_name_from_memcore_published(
+    published: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memcore.published.cli import main as import_main
+
+    data_file_or_skip()
+    monkeypatch.setenv("MEMCORE_PUBLISHED", str(published))
+    monkeypatch.chdir(tmp_path)
+    assert import_main(["memobase-0710", "--out", "run", "--no-audited"]) == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    pub = metrics["run"]["published"]
+    assert (pub["system"], pub["layout"], pub["source"]) == (
+        "memobase-0710",
+        "memobase",
+        "memodb-io/memobase @ 358c16bbc6d687937d79bc2f984a11c3be8da901",
+    )
+    assert metrics["n_items"] == 1540 and 100 * metrics["published"]["overall_no_adv"]["judge"] == pytest.approx(
+        75.78, abs=0.01
+    )
+    capsys.readouterr()
+    assert import_main(["not-a-known-file.json", "--out", "run2"]) == 2
+    assert "pass --layout" in capsys.readouterr().err and not (tmp_path / "run2").exists()

@@ -185,3 +185,26 @@ def test_question_normalisation_ignores_case_punctuation_and_spacing() -> None:
     assert normalise_question("Which  classical musicians does Melanie enjoy?") == normalise_question(
         "which classical musicians does melanie enjoy"
     )
+
+
+def test_generic_files_beyond_the_shared_ones(tmp_path: Path) -> None:
+    """Category 5 answered for every item keeps it in the slice; answered for some only is another slice; an empty
+    file, a JSON array on a line and a bool index are each one error."""
+    every = [{"sample_id": c, "qa_index": i, "answer": "x"} for c in ("conv-a", "conv-b") for i in range(3)]
+    path = write_jsonl(tmp_path / "all.jsonl", every)
+    mapping = map_records(path, get_layout("jsonl").parse([path]), CONVS)
+    assert mapping.categories is None and len(mapping.items) == 6
+    path = write_jsonl(tmp_path / "some.jsonl", every[:3] + every[3:5])
+    with pytest.raises(DataError, match=r"category 5 is answered for some items but not for conv-b#2"):
+        map_records(path, get_layout("jsonl").parse([path]), CONVS)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    with pytest.raises(DataError, match=r"empty.jsonl: holds no record"):
+        get_layout("jsonl").parse([empty])
+    array = tmp_path / "array.jsonl"
+    array.write_text(json.dumps(every) + "\n")
+    with pytest.raises(DataError, match=r"line 1 is a list, not a record"):
+        get_layout("jsonl").parse([array])
+    flag = write_jsonl(tmp_path / "flag.jsonl", [{"sample_id": "conv-a", "qa_index": True, "answer": "x"}])
+    with pytest.raises(DataError, match=r"'qa_index' True is not an integer"):
+        get_layout("jsonl").parse([flag])

@@ -1,6 +1,6 @@
 """``memcore-import``: a published answer file becomes a run directory.
 
-    memcore-import PATH... --layout NAME --system NAME --out RUN_DIR [--protocol amem|locomo] [--no-audited]
+    memcore-import PATH... --layout NAME --system NAME --out RUN_DIR   (or: memcore-import zep --out RUN_DIR) [--protocol amem|locomo] [--no-audited]
                    [--overwrite] [--answer-model M] [--vendor-judge J] [--source REPO@COMMIT] [--answer-prompt P]
                    [--judge [--judge-preset mem0-judge] [--judge-runs 3] [--judge-backbone NAME]
                     [--judge-server KEY=VALUE ...]]
@@ -30,9 +30,15 @@ def _parser() -> argparse.ArgumentParser:
         description="Import a published per-question LoCoMo answer file as a run (scored like any run; the "
         "vendor's grades kept as 'J as published').",
     )
-    p.add_argument("paths", nargs="+", type=Path, help="the answer file(s) (backboard: one per conversation)")
-    p.add_argument("--layout", required=True, help="zep, dial481, memobase, mem0-pr, backboard, jsonl")
-    p.add_argument("--system", required=True, help="the system's name in tables")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        type=Path,
+        help="the answer file(s) (backboard: one per conversation), or a known published file's name (zep, "
+        "backboard, ...: scripts/get_published.py --list), read from $MEMCORE_PUBLISHED or ../shared/data/published",
+    )
+    p.add_argument("--layout", help="zep, dial481, memobase, mem0-pr, backboard, jsonl (default: a known file's)")
+    p.add_argument("--system", help="the system's name in tables (default: a known file's)")
     p.add_argument("--out", type=Path, required=True, help="the run directory to write")
     p.add_argument("--protocol", default="amem", help="metric protocol to score under (amem, locomo)")
     p.add_argument("--no-audited", dest="audited", action="store_false", help="skip the audited gold")

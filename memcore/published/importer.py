@@ -10,6 +10,7 @@ judge's calls and their price at list are printed before the first call."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import time
@@ -21,6 +22,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memcore.config import CONFIG_DIR, ConfigError, RunConfig
+from memcore.datasets.errors import DataError
 from memcore.eval.aggregate import format_table
 from memcore.eval.judge import judge_run_info, judge_settings
 from memcore.eval.judge_estimate import judge_estimate
@@ -34,7 +36,7 @@ from memcore.pipeline.report import RunResult, run_metrics, write_json
 from memcore.pipeline.resources import open_resources
 from memcore.pipeline.rundir import move_run_aside, write_run_config
 from memcore.pipeline.score import score_item
-from memcore.published.layouts import get_layout
+from memcore.published.layouts import LAYOUTS, get_layout
 from memcore.published.mapping import MappedItem, Mapping, map_records
 from memcore.published.records import ParsedFile, PublishedRecord
 from memcore.published.sources import source_of_sha256
@@ -57,8 +59,8 @@ class ImportRequest:
     file's sha256 otherwise)."""
 
     paths: tuple[Path, ...]
-    layout: str
-    system: str
+    layout: str | None
+    system: str | None
     out: Path
     protocol: str = "amem"
     audited: bool = True
@@ -182,6 +184,36 @@ def _published_extra(m: MappedItem) -> dict[str, Any]:
     return out
 
 
+def resolve_request(req: ImportRequest) -> ImportRequest:
+    """``req`` with its inputs found: a single PATH that names a known published file (``zep``, ``backboard``, …;
+    ``scripts/get_published.py --list``) becomes that file's paths in the published data dir (``$MEMCORE_PUBLISHED``
+    or ``../shared/data/published``), its layout and system the defaults; a PATH that is not a file here is looked
+    for under the published data dir. A file that is not a known one needs ``--layout`` and ``--system``."""
+    from memcore.published.paths import published_dir
+    from memcore.published.sources import SOURCES
+
+    paths, layout, system = list(req.paths), req.layout, req.system
+    if len(paths) == 1 and not paths[0].exists() and str(paths[0]) in SOURCES:
+        src = SOURCES.get(str(paths[0]))
+        data = published_dir()
+        paths, layout, system = [data / f.local for f in src.files], layout or src.layout, system or src.system
+    elif any(not p.exists() and not p.is_absolute() for p in paths):
+        try:
+            data = published_dir()
+        except DataError:
+            data = None
+        if data is not None:
+            paths = [p if p.exists() or p.is_absolute() or not (data / p).exists() else data / p for p in paths]
+    if not layout:
+        raise ConfigError(
+            f"{paths[0]}: pass --layout (one of {', '.join(LAYOUTS.names())}); only a known published file's name "
+            "(scripts/get_published.py --list) implies it"
+        )
+    if not system:
+        raise ConfigError(f"{paths[0]}: pass --system, the system's name in tables")
+    return dataclasses.replace(req, paths=tuple(paths), layout=layout, system=system)
+
+
 def parse_and_map(req: ImportRequest, conversations: Sequence[Any]) -> tuple[ParsedFile, Mapping]:
     """The files parsed by the request's layout and mapped to the dataset's items (every check, nothing written)."""
     missing = [p for p in req.paths if not p.is_file()]
@@ -202,6 +234,7 @@ def import_published(
         from memcore.eval.protocols import PROTOCOLS
 
         raise ConfigError(f"--protocol: {PROTOCOLS.unknown(req.protocol)}")
+    req = resolve_request(req)
     get_layout(req.layout)  # an unknown layout fails before the dataset loads
     check_out_dir(req.out, req.overwrite)
     whole = load_slice(OmegaConf.create({**_locomo_node(req.data_path)}))

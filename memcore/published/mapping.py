@@ -93,6 +93,16 @@ def map_records(path: Path, parsed: ParsedFile, conversations: Sequence[Conversa
                 item.question
             )
             items.append(MappedItem(item, record, differs))
+    if ADVERSARIAL in answered_cats:  # all or none over the whole file, not only within a conversation
+        answered = {m.item.item_id for m in items}
+        named = [c for c in conversations if c.conv_id in grouped]
+        gap = [q for c in named for q in c.qa if int(q.category) == ADVERSARIAL and q.item_id not in answered]
+        if gap:
+            raise file_error(
+                path,
+                f"category 5 is answered for some items but not for {gap[0].item_id} ({len(gap)} unanswered): "
+                "counts that do not match; answer category 5 for all items of the conversations named, or none",
+            )
     all_cats = sorted({int(q.category) for c in conversations for q in c.qa})
     cats = None if ADVERSARIAL in answered_cats else [c for c in all_cats if c != ADVERSARIAL]
     return Mapping(items, [c.conv_id for c in conversations if c.conv_id in grouped], cats)
