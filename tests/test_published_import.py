@@ -72,6 +72,7 @@ def test_a_generic_file_becomes_a_run_every_tool_reads(
     items = [json.loads(line) for line in (out / "items.jsonl").read_text().splitlines()]
     assert len(items) == len(records) == 81
     metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["run"]["published"]["files"][0]["name"] == "answers.jsonl"  # plain JSON, not a config's repr
     n_right = sum(r["grade"] for r in records)
     assert metrics["published"]["overall_no_adv"]["judge"] == pytest.approx(n_right / 81)
     assert metrics["published"]["judge_name"] == "vendor-judge-x"
@@ -97,6 +98,12 @@ def test_a_generic_file_becomes_a_run_every_tool_reads(
     assert report_main([str(out), "--no-plots", "--quiet", "--out", str(tmp_path / "report")]) == 0
     main_table = (tmp_path / "report" / "main_table.md").read_text()
     assert "vendor-x (published answers)" in main_table and "J as published cat. 1-4" in main_table
+    csv_text = (tmp_path / "report" / "main_table.csv").read_text()
+    assert (
+        "j_published_no_adv" in csv_text
+        and "vendor/repo @ abc123" in csv_text
+        and pub["files"][0]["sha256"] in csv_text
+    )
     site = build_view([out], tmp_path / "site")
     data = "".join(p.read_text() for p in site.rglob("*.js") if p.name != "app.js")
     assert "J as published" in data and '"grade"' in data

@@ -208,3 +208,17 @@ def test_generic_files_beyond_the_shared_ones(tmp_path: Path) -> None:
     flag = write_jsonl(tmp_path / "flag.jsonl", [{"sample_id": "conv-a", "qa_index": True, "answer": "x"}])
     with pytest.raises(DataError, match=r"'qa_index' True is not an integer"):
         get_layout("jsonl").parse([flag])
+
+
+def test_the_published_dir_is_explicit_then_the_environment_then_shared(tmp_path: Path) -> None:
+    from memcore.published.paths import published_dir
+
+    assert published_dir(tmp_path, env={}) == tmp_path
+    assert published_dir(env={"MEMCORE_PUBLISHED": str(tmp_path)}) == tmp_path
+    with pytest.raises(DataError, match=r"MEMCORE_PUBLISHED 'nowhere' is not a directory"):
+        published_dir(env={"MEMCORE_PUBLISHED": "nowhere"})
+    shared = tmp_path / "shared" / "data" / "published"
+    shared.mkdir(parents=True)
+    assert published_dir(env={}, bases=[tmp_path / "repo"]) == shared
+    with pytest.raises(DataError, match=r"published answer files not found.*get_published.py"):
+        published_dir(env={}, bases=[tmp_path / "elsewhere" / "repo"])

@@ -28,7 +28,7 @@ from memcore.eval.judge import judge_run_info, judge_settings
 from memcore.eval.judge_estimate import judge_estimate
 from memcore.eval.protocols import EvalProtocol, get_protocol
 from memcore.itemlog import ItemWriter
-from memcore.llm.usage import UsageTracker, item_usage, usage_scope
+from memcore.llm.usage import UsageTracker, item_usage, sum_item_usage, usage_scope
 from memcore.pipeline.load import LoadedSlice, load_slice
 from memcore.pipeline.predict import Prediction
 from memcore.pipeline.record import ItemRecord
@@ -269,7 +269,7 @@ def import_published(
     cost = {
         "backbone": {"name": published["answer_model"], "model": published["answer_model"]},
         "usage": used,
-        "items_usage": {},
+        "items_usage": sum_item_usage(items),  # the judge's calls, when re-judged
         "memory_build": {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0},
         "wall_s": {"total": round(time.perf_counter() - t0, 3)},
     }

@@ -13,6 +13,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
+
 from memcore.datasets.spec import DatasetCategories
 from memcore.eval.bootstrap import bootstrap_ci
 
@@ -131,7 +133,9 @@ def apply_published(
     ``run.missing_categories``: the dataset's categories the file leaves out (LoCoMo's 5, usually; the
     ``categories`` of the ``published`` node, None when it answers every one)."""
     run = metrics.setdefault("run", {})
-    run["published"] = dict(published)
+    plain = OmegaConf.to_container(published, resolve=True) if isinstance(published, DictConfig) else published
+    published = dict(plain) if isinstance(plain, Mapping) else {}
+    run["published"] = published
     _without_evidence_scores(metrics)
     run["answer"] = published_answers(published, items)
     kept = published.get("categories")
@@ -210,4 +214,23 @@ def published_disclosure(metrics: Mapping[str, Any]) -> dict[str, str]:
     return {
         "published answers": f"{pub.get('system')}: {pub.get('answer_model')}, {pub.get('source')}",
         "J as published": published_cell(metrics),
+    }
+
+
+def published_record(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's CSV fields of an imported run (none for a harness run): J as published with its interval and
+    judge, the source, the answer model and each file's sha256."""
+    pub = (metrics.get("run") or {}).get("published")
+    if not pub:
+        return {}
+    block = (metrics.get("published") or {}).get("overall_no_adv") or {}
+    ci = block.get("ci") or [None, None]
+    return {
+        "j_published_no_adv": None if block.get("judge") is None else 100 * float(block["judge"]),
+        "j_published_ci_low": None if ci[0] is None else 100 * float(ci[0]),
+        "j_published_ci_high": None if ci[1] is None else 100 * float(ci[1]),
+        "j_published_judge": pub.get("judge"),
+        "published_source": pub.get("source"),
+        "published_answer_model": pub.get("answer_model"),
+        "published_sha256": " ".join(f["sha256"] for f in pub.get("files") or []),
     }

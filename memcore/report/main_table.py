@@ -11,7 +11,7 @@ from memcore.eval.aggregate import CATEGORY_NAME_NOTE
 from memcore.eval.disclosure import evidence_cell, evidence_disclosure
 from memcore.eval.protocols import protocol_cat5_note
 from memcore.methods import METHODS, find_method
-from memcore.published.summary import published_cell
+from memcore.published.summary import published_cell, published_record
 from memcore.report.collect import RunData
 from memcore.report.reference import PaperNumbers
 from memcore.report.summary import CATEGORY_KEYS, COST_KEYS, COST_LABELS, RunSummary
@@ -82,6 +82,7 @@ def main_table(
         rec = base_record(s)
         metric_record(rec, s, keys, paper_row)
         rec.update(run_disclosure(s.run))
+        rec.update(published_record(s.run.metrics))
         if ceiling is not None:
             rec.update({f"{k}_ceiling": ceiling.get(k) for k in keys})
         records.append(rec)
