@@ -121,3 +121,29 @@ def conversation_lists(path: Path, data: Any, prefix: str, where: str) -> list[t
             raise file_error(path, f"{where}: key {key!r} is not {prefix}<conversation index>")
         out.append((int(suffix), str(key), expect(path, records, list, f"{where}[{key!r}]")))
     return sorted(out)
+
+
+def positional_record(
+    path: Path,
+    rec: Any,
+    *,
+    conversation: int | str,
+    position: int,
+    where: str,
+    answer_key: str,
+    grade: Callable[[dict[str, Any]], Any],
+    vendor_scores: Callable[[dict[str, Any]], dict[str, float]] | None = None,
+) -> PublishedRecord:
+    """The record of ``rec``, the item at ``position`` among its conversation's category 1-4 items: the answer under
+    ``answer_key`` (checked first: ``rec`` must be a JSON object holding it), the vendor's verdict ``grade(rec)``
+    (:func:`grade_of`), the question text, and the file's own scores ``vendor_scores(rec)``."""
+    answer = answer_of(path, rec, answer_key, where)
+    return PublishedRecord(
+        conversation=conversation,
+        index=position,
+        answer=answer,
+        where=where,
+        grade=grade_of(path, grade(rec), where),
+        question=rec.get("question"),
+        vendor_scores=vendor_scores(rec) if vendor_scores is not None else {},
+    )

@@ -6,17 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from memcore.published.records import (
     Layout,
     ParsedFile,
-    PublishedRecord,
-    answer_of,
     expect,
     file_error,
-    grade_of,
+    positional_record,
     read_json,
 )
+
+
+def _grade(rec: dict[str, Any]) -> Any:
+    evaluation = rec.get("evaluation")
+    return evaluation.get("is_correct") if isinstance(evaluation, dict) else None
 
 
 def parse(paths: Sequence[Path]) -> ParsedFile:
@@ -32,17 +36,15 @@ def parse(paths: Sequence[Path]) -> ParsedFile:
         seen[conv] = path
         responses = expect(path, data.get("responses"), list, "'responses'")
         for pos, rec in enumerate(responses):
-            where = f"{path.name} responses[{pos}]"
-            answer = answer_of(path, rec, "ai_response", f"responses[{pos}]")
-            evaluation = rec.get("evaluation") if isinstance(rec.get("evaluation"), dict) else {}
             records.append(
-                PublishedRecord(
+                positional_record(
+                    path,
+                    rec,
                     conversation=conv,
-                    index=pos,
-                    answer=answer,
-                    where=where,
-                    grade=grade_of(path, evaluation.get("is_correct"), f"responses[{pos}]"),
-                    question=rec.get("question"),
+                    position=pos,
+                    where=f"{path.name} responses[{pos}]",
+                    answer_key="ai_response",
+                    grade=_grade,
                 )
             )
     return ParsedFile(records, "position", judge="gpt-4.1 (Backboard's judge, per its code)")

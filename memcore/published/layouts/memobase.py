@@ -7,20 +7,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from memcore.published.records import (
     Layout,
     ParsedFile,
-    PublishedRecord,
-    answer_of,
     conversation_lists,
     file_error,
-    grade_of,
+    positional_record,
     read_json,
 )
 
 #: The file's own scores kept beside each answer, under the harness's metric names.
 VENDOR_SCORES = {"f1_score": "f1", "bleu_score": "bleu1"}
+
+
+def _grade(rec: dict[str, Any]) -> Any:
+    return rec.get("llm_score")
+
+
+def _vendor_scores(rec: dict[str, Any]) -> dict[str, float]:
+    return {
+        ours: float(rec[theirs]) for theirs, ours in VENDOR_SCORES.items() if isinstance(rec.get(theirs), int | float)
+    }
 
 
 def parse_results_dict(paths: Sequence[Path], layout: str, judge: str | None) -> ParsedFile:
@@ -32,21 +41,16 @@ def parse_results_dict(paths: Sequence[Path], layout: str, judge: str | None) ->
     for conv, key, items in conversation_lists(path, read_json(path), "", "the file"):
         for pos, rec in enumerate(items):
             where = f"[{key!r}][{pos}]"
-            answer = answer_of(path, rec, "response", where)
-            scores = {
-                ours: float(rec[theirs])
-                for theirs, ours in VENDOR_SCORES.items()
-                if isinstance(rec.get(theirs), int | float)
-            }
             records.append(
-                PublishedRecord(
+                positional_record(
+                    path,
+                    rec,
                     conversation=conv,
-                    index=pos,
-                    answer=answer,
+                    position=pos,
                     where=where,
-                    grade=grade_of(path, rec.get("llm_score"), where),
-                    question=rec.get("question"),
-                    vendor_scores=scores,
+                    answer_key="response",
+                    grade=_grade,
+                    vendor_scores=_vendor_scores,
                 )
             )
     return ParsedFile(records, "position", judge=judge)

@@ -6,19 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from memcore.published.records import (
     Layout,
     ParsedFile,
-    PublishedRecord,
-    answer_of,
     conversation_lists,
     file_error,
-    grade_of,
+    positional_record,
     read_json,
 )
 
 PREFIX = "locomo_experiment_user_"
+
+
+def _grade(rec: dict[str, Any]) -> Any:
+    return rec.get("grade")
 
 
 def parse(paths: Sequence[Path]) -> ParsedFile:
@@ -29,15 +32,9 @@ def parse(paths: Sequence[Path]) -> ParsedFile:
     for conv, key, items in conversation_lists(path, read_json(path), PREFIX, "the file"):
         for pos, rec in enumerate(items):
             where = f"[{key!r}][{pos}]"
-            answer = answer_of(path, rec, "answer", where)
             records.append(
-                PublishedRecord(
-                    conversation=conv,
-                    index=pos,
-                    answer=answer,
-                    where=where,
-                    grade=grade_of(path, rec.get("grade"), where),
-                    question=rec.get("question"),
+                positional_record(
+                    path, rec, conversation=conv, position=pos, where=where, answer_key="answer", grade=_grade
                 )
             )
     return ParsedFile(records, "position", judge="gpt-4o-mini (Zep's grader)")
