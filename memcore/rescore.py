@@ -33,6 +33,7 @@ from memcore.commands import quiet_http_logs
 from memcore.config import CONFIG_DIR, ConfigError
 from memcore.eval.aggregate import format_table
 from memcore.eval.judge import judge_run_info
+from memcore.eval.judge_estimate import judge_estimate
 from memcore.eval.protocols import PROTOCOLS, get_protocol
 from memcore.itemlog import ItemWriter, read_log, require_unique_ids
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
@@ -43,6 +44,7 @@ from memcore.pipeline.resources import open_resources
 from memcore.pipeline.rundir import write_run_config
 from memcore.pipeline.runlock import unwritable_line
 from memcore.pipeline.score import run_extra_metrics, score_variants
+from memcore.published.summary import published_lines
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +138,8 @@ def rescore(
         )
     new_protocol = str(cfg.protocol.name)
     scoring = get_protocol(new_protocol)
+    if cfg.eval.judge:  # what the judge will cost, before its first call
+        print(judge_estimate(cfg, data.audited, [(by_id[r.item_id], r.answer) for r in records]), flush=True)
     extra_metrics = run_extra_metrics(cfg)  # the source run's eval.metrics are scored again too
     out_dir.mkdir(parents=True, exist_ok=True)
     usage = usage if usage is not None else UsageTracker()
@@ -183,7 +187,7 @@ def rescore(
         f"{cfg.method.name} / {cfg.ablation.name} / {cfg.backbone.name} / {cfg.dataset.name} "
         f"(answered under {cfg.answered_protocol.name}, scored under {new_protocol} protocol)"
     )
-    table = format_table(metrics, title)
+    table = "\n\n".join([format_table(metrics, title), *published_lines(metrics)])
     incomplete = incompleteness(len(items), data.n_items, torn)
     if incomplete:
         metrics["run"]["incomplete"] = incomplete

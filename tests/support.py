@@ -67,6 +67,17 @@ def data_file_or_skip(which: Literal["locomo", "audit"] = "locomo") -> Path:
         pytest.skip(f"{what} not found (set MEMCORE_{'DATA' if which == 'locomo' else 'AUDIT'}): {exc}")
 
 
+def published_dir_or_skip() -> Path:
+    """The published answer files' dir as the importer finds it ($MEMCORE_PUBLISHED, ../shared/data/published); the
+    test is skipped when it is absent."""
+    from memcore.published.paths import published_dir
+
+    try:
+        return published_dir()
+    except DataError as exc:
+        pytest.skip(f"published answer files not found (set MEMCORE_PUBLISHED): {exc}")
+
+
 # ---------------------------------------------------------------- config
 def compose_config(overrides: Sequence[str], *, hydra: bool = False) -> DictConfig:
     """``configs/run.yaml`` composed with ``overrides`` (with Hydra's own node when ``hydra``), as is."""

@@ -139,6 +139,7 @@ VERIFIED_ARCHIVES = [
     "rehearsal_full/root/runs",
     "paper_main_mem0_cost/quick",
     "paper_main_mem0_cost/conv",
+    "published_answers/runs",
 ]
 
 
@@ -359,3 +360,20 @@ LOCAL_PAIRS = MEASURED / "baselines_local"
 def test_the_local_baseline_pairs_follow_from_the_committed_items(pair: Pair, tmp_path: Path) -> None:
     assert paired_main(pair.argv(LOCAL_PAIRS / "runs", tmp_path)) == 0
     assert (tmp_path / pair.table).read_text() == (LOCAL_PAIRS / pair.table).read_text()
+
+
+def test_the_published_answers_tables_follow_from_the_committed_items() -> None:
+    """results/measured/published_answers/tables.md is written by ``python -m experiments.measure.published_answers
+    tables`` from the committed slim runs (which carry no vendor's answer text); it must regenerate byte for byte."""
+    from experiments.measure.published_answers import tables
+
+    where = MEASURED / "published_answers"
+    text, _ = tables(where / "runs")
+    assert text == (where / "tables.md").read_text()
+    items = [r for p in sorted((where / "runs").rglob("items.jsonl.gz")) for r in _gz_lines(p)]
+    assert items and all("answer" not in r and "question" not in r for r in items)  # the vendors' texts stay out
+
+
+def _gz_lines(path: Path) -> list[dict]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]

@@ -22,11 +22,12 @@ from memcore.eval.judge import judge_run_info
 from memcore.eval.protocols import EvalProtocol, get_protocol, run_metrics_of
 from memcore.itemlog import read_items, require_unique_ids
 from memcore.llm.usage import sum_item_usage, updates_while_answering, whole_run_stages
-from memcore.methods import NO_BACKBONE, backbone_label, get_method, method_run_summary
+from memcore.methods import NO_BACKBONE, backbone_label, find_method, method_run_summary
 from memcore.metrics import Metric
 from memcore.pipeline.build import other_memory_backbone
 from memcore.pipeline.load import LoadedSlice
 from memcore.pipeline.resources import run_upstream_answer
+from memcore.published.summary import apply_published
 from memcore.timing import StageClock, timing_block, timing_line
 
 log = logging.getLogger(__name__)
@@ -99,15 +100,18 @@ def run_metrics(
         metrics["run"]["memory_backbone"] = memory_backbone  # built by another model than the one answering
 
     budget = cfg.eval.budget
+    spec = find_method(method)  # None for a system imported from its published answers
     metrics["run"]["evidence"] = evidence_disclosure(  # equal evidence, or the difference printed
         None if budget is None else int(budget),
-        get_method(method).budget_counts,
+        spec.budget_counts if spec is not None else "notes",
         items,
         context_tokens=cfg.eval.get("context_tokens"),
     )
     if cfg.eval.judge:  # pinned preset, model and prompt hash
         metrics["run"]["judge"] = judge_run_info(cfg)
-    if cfg.eval.answer:  # the answer prompt moves J more than the memory does; disclose it
+    if cfg.get("published") is not None:  # answers imported from a vendor's file: its provenance and grades
+        apply_published(metrics, cfg.published, items, data.categories)
+    elif cfg.eval.answer:  # the answer prompt moves J more than the memory does; disclose it
         metrics["run"]["answer"] = answer_disclosure(
             cfg.protocol,
             items,

@@ -126,10 +126,15 @@ class RunData:
         return str(mcfg.get("name") or self.method)
 
     @property
+    def imported(self) -> bool:
+        """A system imported from its published answers (``memcore-import``), not run by the harness."""
+        return bool(self.info.get("published"))
+
+    @property
     def variant_of(self) -> str | None:
         """The method this run is a variant of (``memcore-cheap`` → ``memcore``), or None."""
         label = self.method_label
-        if self.is_paper_method:
+        if self.is_paper_method or self.imported:
             return None
         bases = [m for m in method_names() if label != m and label.startswith(m + "-")]
         return max(bases, key=len) if bases else None
@@ -143,7 +148,7 @@ class RunData:
     def is_paper_method(self) -> bool:
         """One of the paper's methods (its own name, not a variant): gets the paper's numbers beside it."""
         spec = find_method(self.method_label)
-        return bool(spec and spec.paper_row)
+        return bool(spec and spec.paper_row) and not self.imported
 
     @property
     def ablation(self) -> str:

@@ -11,6 +11,7 @@ from memcore.eval.aggregate import dataset_notes
 from memcore.eval.disclosure import evidence_cell, evidence_disclosure
 from memcore.eval.protocols import protocol_notes
 from memcore.methods import METHODS, find_method
+from memcore.published.summary import published_cell, published_record
 from memcore.report.collect import RunData
 from memcore.report.reference import PaperNumbers
 from memcore.report.summary import CATEGORY_KEYS, COST_KEYS, COST_LABELS, RunSummary
@@ -46,10 +47,15 @@ def main_table(
     columns = ["Backbone", "Method", *[a.capitalize() for a in vary], "Source"]
     columns += [category_header(c, counts) for c in CATEGORIES]
     columns += [f"{KEY_LABELS[k]} ({ci_label(summaries)})" for k in keys[len(CATEGORIES) :]]
-    extra_cols = (["Judge (preset, model, runs: ± std, majority J)"] if judged else []) + [
-        "Answers (prompt, T, words)",
-        "Evidence (budget; notes, tokens per question)",
-    ]
+    published = any(s.run.imported for s in summaries)
+    extra_cols = (
+        (["J as published cat. 1-4 (vendor's judge; not the harness's J)"] if published else [])
+        + (["Judge (preset, model, runs: ± std, majority J)"] if judged else [])
+        + [
+            "Answers (prompt, T, words)",
+            "Evidence (budget; notes, tokens per question)",
+        ]
+    )
     columns += extra_cols + [COST_LABELS[k] for k in COST_KEYS]
     rows: list[list[str]] = []
     records: list[dict[str, Any]] = []
@@ -59,7 +65,8 @@ def main_table(
         flagged |= paper_row is not None and not s.comparable
         any_paper |= paper_row is not None
         lead = setting_lead(s, vary)
-        extra = ([judge_cell(s.run)] if judged else []) + [answer_cell(s.run), evidence_cell(evidence_info(s.run))]
+        extra = ([published_cell(s.run.metrics)] if published else []) + ([judge_cell(s.run)] if judged else [])
+        extra += [answer_cell(s.run), evidence_cell(evidence_info(s.run))]
         tail_ours = extra + cost_cells(s)
         tail_other = [""] * (len(extra) + len(COST_KEYS))
         paper_label = f"paper ({reference_backbone})" if reference_backbone else "paper"
@@ -75,12 +82,23 @@ def main_table(
         rec = base_record(s)
         metric_record(rec, s, keys, paper_row)
         rec.update(run_disclosure(s.run))
+        rec.update(published_record(s.run.metrics))
         if ceiling is not None:
             rec.update({f"{k}_ceiling": ceiling.get(k) for k in keys})
         records.append(rec)
     notes = common_notes(summaries, reference_backbone, flagged, any_paper)
     notes += headline_notes(summaries)
+    if published:
+        notes.append(PUBLISHED_NOTE)
     return Table(title, columns, rows, notes, records, text_columns=3 + len(vary))
+
+
+PUBLISHED_NOTE = (
+    "(published answers): a system's answers imported from the file its authors published (memcore-import), scored"
+    " here like any run; it answers categories 1-4 only, so its 'cat. 1-5' overall is over categories 1-4 and its"
+    " category 5 is '–'. J as published: the share its own vendor's judge marked correct (the judge named), never"
+    " mixed with the harness's J; its answer prompt and length (Answers column) differ from the harness's runs."
+)
 
 
 def ceiling_values(metrics: Mapping[str, Any]) -> dict[str, float | None] | None:
@@ -124,6 +142,8 @@ def answer_cell(run: RunData) -> str:
         return "–"
     words = info.get("mean_words")
     length = "–" if words is None else f"{float(words):.1f} words"
+    if info.get("median_words") is not None:
+        length += f" (median {float(info['median_words']):.0f})"
     return f"{_prompt_label(info)}, T {info.get('temperature')}/{info.get('temperature_adversarial')}, {length}"
 
 

@@ -26,6 +26,8 @@ KEY_LABELS: dict[str, str] = {
 
 def method_cell(s: RunSummary) -> str:
     label = s.run.label()
+    if s.run.imported:
+        return f"{label} (published answers)"
     if (s.run.variant_of or s.run.method_label) in REIMPLEMENTED:
         label += " (reimplementation)"
     return f"{label} (variant of {s.run.variant_of})" if s.run.is_variant else label

@@ -38,6 +38,7 @@ DERIVED_KEYS = (
     "recall_at_k",
     "ier_refinement",
     "audited",
+    "published",
 )
 #: Score keys the LLM judge adds to an item (recomputed from its stored labels, not from the metric protocol).
 JUDGE_KEYS = ("judge", "judge_runs", "judge_majority")

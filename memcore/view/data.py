@@ -26,6 +26,7 @@ from memcore.eval.bootstrap import metric_value, paired_delta_ci
 from memcore.eval.disclosure import evidence_cell
 from memcore.itemlog import ITEMS, ItemLogError, LoggedItem
 from memcore.pipeline.load import load_slice
+from memcore.published.summary import published_disclosure
 from memcore.report.ablation_table import run_k, run_switches
 from memcore.report.collect import ReportInputError, RunData, display_path, find_run_dirs, load_run
 from memcore.report.detail_table import detail_table
@@ -384,6 +385,7 @@ def run_overview(vr: ViewRun) -> dict[str, Any]:
         "answered": "yes" if run.answered else "no (retrieval only)",
         "answer prompt": answer_cell(run),
         "judge": judge_cell(run),
+        **published_disclosure(run.metrics),
         "evidence": evidence_cell(evidence_info(run)),
         "K": "–" if run_k(run) is None else str(run_k(run)),
         "experiment": run.experiment or "–",

@@ -332,6 +332,16 @@ function kvTable(pairs, cls) {
   return `<table class="kv ${cls || ""}">` + pairs.map(([k, v]) => `<tr><th>${esc(k)}</th><td>${v}</td></tr>`).join("") + "</table>";
 }
 
+// An imported run's item: the vendor's own judge's verdict ("J as published", never the harness's J).
+function publishedRows(pub) {
+  if (!pub) return [];
+  const grade = pub.grade == null ? "not graded" : Number(pub.grade).toFixed(2);
+  const votes = (pub.judgements || []).map((v) => (v ? "correct" : "wrong")).join(", ");
+  const rows = [["J as published (vendor's judge)", esc(grade) + (votes ? ` (${esc(votes)})` : "")]];
+  if (pub.question_differs) rows.push(["question in the file", `<span class="bad">${esc(pub.question)}</span>`]);
+  return rows;
+}
+
 function itemColumn(row, d, noteTable, c) {
   const ev = new Set(d.ev);
   let html = "";
@@ -342,6 +352,7 @@ function itemColumn(row, d, noteTable, c) {
     ["recall / hit", `${row.recall == null ? "–" : row.recall.toFixed(2)} / ${row.hit == null ? "–" : row.hit.toFixed(2)}`],
     ["context tokens · notes · rounds", `${num(row.ctok)} · ${num(row.notes)} · ${num(row.rounds)}`],
     ["prompt", esc(d.prompt || "–") + (d.prompt_hash ? ` <code>${esc(d.prompt_hash)}</code>` : "")],
+    ...publishedRows(d.extra && d.extra.published),
   ], "scores");
   if (d.audited) {
     html += "<h4>Audited gold</h4>" + kvTable([["gold", esc(d.audited.gold)], ["scores", esc(JSON.stringify(d.audited.scores))], ["recall / hit", esc(d.audited.recall + " / " + d.audited.hit)]]);
