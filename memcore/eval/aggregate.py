@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from memcore.datasets.registry import DEFAULT_DATASET_KIND, get_dataset
+from memcore.datasets.registry import DATASETS, DEFAULT_DATASET_KIND, get_dataset
 from memcore.datasets.spec import DatasetCategories
 from memcore.eval.disclosure import disclosure_line, evidence_line
 from memcore.eval.protocols import protocol_notes, recorded_protocol, run_metrics_of
@@ -191,8 +191,6 @@ def run_dataset_kind(metrics: Mapping[str, Any]) -> str:
 
 def dataset_notes(kind: str) -> tuple[str, ...]:
     """The table notes of dataset ``kind`` (none for a kind no longer registered)."""
-    from memcore.datasets.registry import DATASETS
-
     return get_dataset(kind).table_notes if kind in DATASETS else ()
 
 

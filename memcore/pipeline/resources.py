@@ -125,7 +125,7 @@ def _answerer(cfg: DictConfig, backbone: Any) -> Any:
     upstream = run_upstream_answer(cfg)
     if upstream is not None:
         return Answerer(backbone, upstream.spec, seed=int(cfg.seed))
-    from memcore.eval.protocols import get_protocol
+    from memcore.eval.protocols import get_protocol  # the evaluation package, as above: when a run answers
 
     p = cfg.protocol
     protocol = get_protocol(str(p.name))
