@@ -61,12 +61,16 @@ def cpu_flags(cpuinfo: str) -> frozenset[str]:
     return frozenset()
 
 
-def choose_build(flags: Iterable[str]) -> LlamaBuild:
-    """The build for a CPU reporting ``flags`` (pure: no file, no environment)."""
+LEVELS = ("baseline", "avx2", "avx512")
+
+
+def choose_build(flags: Iterable[str], highest: str = "avx512") -> LlamaBuild:
+    """The build for a CPU reporting ``flags``, at most ``highest`` (one of :data:`LEVELS`; pure: no file, no
+    environment)."""
     have = set(flags)
     switches: dict[str, bool] = {s: have.issuperset([f]) for s, f in ALWAYS_FOLLOWED.items()}
-    avx2 = have.issuperset(AVX2_BASE)
-    avx512 = avx2 and have.issuperset(AVX512_BASE)
+    avx2 = have.issuperset(AVX2_BASE) and LEVELS.index(highest) >= 1
+    avx512 = avx2 and have.issuperset(AVX512_BASE) and LEVELS.index(highest) >= 2
     for s in ("GGML_AVX", "GGML_AVX2", "GGML_FMA", "GGML_F16C"):
         switches[s] = avx2
     switches["GGML_AVX512"] = avx512
@@ -85,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cpuinfo", type=Path, default=None, help="a cpuinfo file to read (default: /proc/cpuinfo)")
     p.add_argument("--describe", action="store_true", help="print which build is chosen, not the arguments")
+    p.add_argument("--max", choices=LEVELS, default="avx512", help="the highest build to choose (default avx512)")
     args = p.parse_args(argv)
     path = args.cpuinfo or PROC_CPUINFO
     try:
@@ -94,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: cannot read {path} ({exc.strerror}); pass a readable --cpuinfo FILE", file=sys.stderr)
             return 2
         flags = frozenset(AVX2_BASE)  # no /proc (not Linux): the build every x86-64 CPU of the last decade runs
-    build = choose_build(flags)
+    build = choose_build(flags, args.max)
     print(build.describe() if args.describe else " ".join(build.args))
     return 0
 

@@ -69,6 +69,12 @@ def test_old_cpu_gets_no_avx() -> None:
     assert switch(build.args, "GGML_BMI2") == "OFF"
 
 
+def test_a_cap_keeps_an_avx512_cpu_on_avx2() -> None:
+    build = choose_build(cpu_flags(cpuinfo(AMX_CPU)), highest="avx2")
+    assert build.name == "avx2" and switch(build.args, "GGML_AVX512") == "OFF"
+    assert switch(build.args, "GGML_AVX2") == "ON"
+
+
 def test_every_build_skips_the_multimodal_library() -> None:
     for flags in (AVX2_CPU, AMX_CPU, ""):
         assert "-DLLAVA_BUILD=OFF" in choose_build(flags.split()).args
