@@ -315,6 +315,7 @@ def analyse_run(run_dir: Path, rates: Rates) -> dict[str, Any]:
         "server_sampling_and_other_s": round(server_total - compute, 2),
         "llm_call_latency_s": round(llm_s, 2),
         "request_overhead_s": round(llm_s - server_total, 2),
+        "outside_llm_calls_s": round(wall - llm_s, 2),
         "stages": split,
         "embed_s": timing.get("embed_s"),
         "note": (
@@ -336,7 +337,8 @@ def render(result: dict[str, Any]) -> str:
         f"`{result['command']}`. CPU: {cpu['model_name']} (vendor {cpu['vendor']}, family {cpu['family']},"
         f" {cpu['cores']} cores), flags {' '.join(cpu['flags']) or 'none of the listed'}; llama-cpp-python"
         f" {result['build']['llama_cpp_python']}, built for `{result['build']['system_info']}`. Load average"
-        f" (1 / 5 / 15 min) at start {result['machine_at_start']}, at end {result['machine_at_end']['loadavg_1_5_15']}.",
+        f" (1 / 5 / 15 min) at start {result['machine_at_start']['loadavg_1_5_15']}, at end"
+        f" {result['machine_at_end']['loadavg_1_5_15']}.",
         "",
         "## Rates (the server's own accounting; prompts with no reused prefix)",
         "",
@@ -394,7 +396,11 @@ def render(result: dict[str, Any]) -> str:
             f" {run['model_compute_s']} s (the floor at the measured rates: {run['token_floor_s']} s), the server's"
             f" sampling and bookkeeping {run['server_sampling_and_other_s']} s, request overhead outside the server"
             f" (HTTP, chat template, tokenising, client) {run['request_overhead_s']} s; {run['llm_call_latency_s']} s"
-            " of call latency in all.",
+            " of call latency in all; outside the LLM calls (the wall minus their latency: one request is in flight"
+            f" at a time) {run.get('outside_llm_calls_s')} s. The wall beyond the floor"
+            f" ({run['wall_s'] - run['token_floor_s']:.1f} s) is the model computing"
+            f" {run['model_compute_s'] - run['token_floor_s']:+.1f} s against the rates measured around the run, plus"
+            " the three parts above.",
             "",
             md_table(
                 ["stage", "seconds", "in LLM calls", "outside LLM calls"],
