@@ -57,30 +57,21 @@ def test_lazy_json_sampling_gives_the_librarys_replies(restored: None) -> None:
         pytest.skip(f"run python scripts/get_local_model.py --model {SMALL}")
     llm = llama_cpp.Llama(str(gguf), n_ctx=1024, n_threads=1, n_threads_batch=1, logits_all=False, verbose=False)
 
-    def replies() -> list[dict[str, Any]]:
-        out = []
-        for prompt in PROMPTS:
-            reply = llm.create_chat_completion(
-                messages=[{"role": "user", "content": prompt}],
-                response_format={"type": "json_object"},
-                temperature=0.0,
-                max_tokens=40,
-            )
-            out.append({"text": reply["choices"][0]["message"]["content"], "usage": reply["usage"]})
-        return out
-
-    library = replies()
-    install()
-    lazy, full_checks = [], 0
-    for prompt in PROMPTS:
+    def ask(prompt: str) -> dict[str, Any]:
         reply = llm.create_chat_completion(
             messages=[{"role": "user", "content": prompt}],
             response_format={"type": "json_object"},
             temperature=0.0,
             max_tokens=40,
         )
+        return {"text": reply["choices"][0]["message"]["content"], "usage": reply["usage"]}
+
+    library = [ask(p) for p in PROMPTS]
+    install()
+    lazy, full_checks = [], 0
+    for prompt in PROMPTS:
+        lazy.append(ask(prompt))
         assert isinstance(llm._sampler, LazyGrammarSampler)
         full_checks += llm._sampler.full_checks
-        lazy.append({"text": reply["choices"][0]["message"]["content"], "usage": reply["usage"]})
     assert lazy == library
     assert full_checks >= 1  # the plain-text prompt made the grammar reject a pick: both paths ran
