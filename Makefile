@@ -7,25 +7,34 @@ RUN_MODEL ?= qwen2.5-coder-0.5b-instruct-q4_k_m
 CI_MODEL ?= qwen2.5-coder-0.5b-instruct-q4_k_m
 ARGS    ?=
 # llama-cpp-python is compiled from source (PyPI has no CPU wheel). Pinned to the version verified on this kind of
-# machine, and built portably: a native build (-march=native) enables the AMX / AVX-512 kernels a CPU reports, and
-# on virtualized Intel CPUs with AMX its worker threads die with a general protection fault on the first forward
-# pass. AVX2/FMA/F16C run on every x86-64 machine of the last decade. --no-cache-dir: a wheel cached by
-# an earlier native build would otherwise be reused whatever CMAKE_ARGS say.
+# machine, and never native: a native build (-march=native) enables the AMX kernels a CPU reports, and on virtualized
+# Intel CPUs with AMX its worker threads die with a general protection fault on the first forward pass.
+# scripts/llama_cmake_args.py names each instruction set from /proc/cpuinfo instead: AVX-512 (+ VNNI) where the CPU
+# has it, AVX2/FMA/F16C elsewhere, AMX always off; set LLAMA_CMAKE_ARGS to override. --no-cache-dir: a wheel cached
+# by an earlier build would otherwise be reused whatever CMAKE_ARGS say. The wheel compiles in the background while
+# torch and the other packages download and install.
 LLAMA_CPP_VERSION ?= 0.3.36
-LLAMA_CMAKE_ARGS  ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+LLAMA_CMAKE_ARGS  ?= $(shell $(PY) scripts/llama_cmake_args.py)
+LLAMA_BUILD_LINE   = $(if $(filter file,$(origin LLAMA_CMAKE_ARGS)),$(shell $(PY) scripts/llama_cmake_args.py --describe),llama.cpp build: LLAMA_CMAKE_ARGS as given)
 
 .PHONY: install model run test test-all test-fast lint format clean-cache
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# CPU torch first: an unpinned torch would pull a multi-GB CUDA build
-	$(BIN)/pip install --quiet torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --no-cache-dir 'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)'
+	@echo "$(LLAMA_BUILD_LINE)"
+	@rm -rf $(VENV)/llama-wheel; \
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel --quiet --no-deps --no-cache-dir -w $(VENV)/llama-wheel \
+	  'llama-cpp-python==$(LLAMA_CPP_VERSION)' >$(VENV)/llama-build.log 2>&1 & build=$$!; \
+	echo "pip install torch==2.13.0 (CPU: an unpinned torch would pull a multi-GB CUDA build), .[mem0,dev], the $(CI_MODEL) model"; \
+	$(BIN)/pip install --quiet torch==2.13.0 && $(BIN)/pip install --quiet -e '.[mem0,dev]' && \
+	  $(BIN)/python scripts/get_local_model.py --model $(CI_MODEL) >/dev/null; rc=$$?; \
+	wait $$build || { tail -n 30 $(VENV)/llama-build.log; echo "error: compiling llama-cpp-python failed (log: $(VENV)/llama-build.log)"; exit 1; }; \
+	[ $$rc -eq 0 ] || exit $$rc
+	$(BIN)/pip install --quiet "$$(ls $(VENV)/llama-wheel/llama_cpp_python-*.whl)[server]" && rm -rf $(VENV)/llama-wheel
 	$(BIN)/pip install --quiet -e '.[local,mem0,dev]'
-	# A one-token completion on the freshly built server (the 0.5B model, assembled here): a build that crashes
+	# A one-token completion on the freshly built server (the 0.5B model, assembled above): a build that crashes
 	# says so now, in one line, instead of as connection errors ten minutes into a run.
-	$(BIN)/python scripts/get_local_model.py --model $(CI_MODEL) >/dev/null
 	$(BIN)/python -m memcore.llm.selfcheck --model $(CI_MODEL)
 	touch $@
 

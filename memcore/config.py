@@ -61,7 +61,7 @@ class EmbedderConfig:
     query_model: str | None = None  # hub: a dual encoder's query side (DRAGON); None: ``model`` embeds both
     pooling: str = "mean"  # hub: mean (Contriever) | cls (DRAGON)
     # minilm: torch's threads for encoding; null: every core in the run's process (its encodes take turns behind
-    # one lock, so they cannot oversubscribe), one in a build worker process
+    # one lock, so they cannot oversubscribe), its share of the cores in a build worker process (cores ÷ workers)
     threads: int | None = None
 
 

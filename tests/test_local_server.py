@@ -125,3 +125,44 @@ def test_the_lock_is_taken_and_released_and_the_same_process_does_not_queue_behi
     third = LlamaCppServer(Path("/m.gguf"), port=3, exclusive_lock=lock, stop_requested=lambda: True)
     third._acquire_exclusive()  # free again: taken at the first try, the stop request never consulted
     third.stop()
+
+
+@pytest.mark.slow
+def test_lean_cache_states_give_the_same_replies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``logits_all`` off a prompt-cache state without the logits rows restores to the same replies, and the
+    cache's bound counts the bytes the library's state would hold."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from memcore.llm.llama_server_main import bounded_ram_cache_class, lean_states, state_bytes
+    from memcore.llm.local_model import ModelNotFoundError, resolve_gguf
+
+    try:
+        gguf = resolve_gguf("qwen2.5-coder-0.5b-instruct-q4_k_m")
+    except ModelNotFoundError:
+        pytest.skip("run python scripts/get_local_model.py --model qwen2.5-coder-0.5b-instruct-q4_k_m")
+    llm = llama_cpp.Llama(str(gguf), n_ctx=1024, n_threads=1, n_threads_batch=1, logits_all=False, verbose=False)
+    shared = "Caroline went to the support group on Tuesday and started a painting of the lake. " * 6
+    prompts = [shared + "What did she paint?", "Count to five.", shared + "When did she go to the group?"]
+
+    def replies() -> tuple[list[str], list[int]]:
+        cache = bounded_ram_cache_class()(capacity_bytes=2**30)
+        llm.set_cache(cache)
+        llm.reset()
+        out = [
+            llm.create_chat_completion(messages=[{"role": "user", "content": p}], temperature=0.0, max_tokens=24)[
+                "choices"
+            ][0]["message"]["content"]
+            for p in prompts
+        ]
+        return out, [state_bytes(s) for s in cache.cache_state.values()]
+
+    loads = []
+    library, library_bytes = replies()
+    monkeypatch.setattr(llama_cpp.Llama, "save_state", llama_cpp.Llama.save_state)  # restored after the test
+    monkeypatch.setattr(llama_cpp.Llama, "load_state", llama_cpp.Llama.load_state)
+    lean_states()
+    lean_load = llama_cpp.Llama.load_state
+    monkeypatch.setattr(llama_cpp.Llama, "load_state", lambda self, s: loads.append(s) or lean_load(self, s))
+    lean, lean_bytes = replies()
+    assert lean == library
+    assert lean_bytes == library_bytes  # the same bound, so the same states kept and evicted
+    assert loads and all(s.scores.shape[0] == 0 and s.scores_bytes > 0 for s in loads)  # a cache hit restored one

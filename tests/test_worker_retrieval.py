@@ -16,7 +16,7 @@ from experiments.benchmarks.common import compose
 from memcore.config import EmbedderConfig, validate
 from memcore.interfaces import LazyResource
 from memcore.methods import get_method
-from memcore.pipeline.build import BuildJob, snapshot_in_worker
+from memcore.pipeline.build import BuildJob, MemoryBuilder, snapshot_in_worker, threads_per_worker, worker_pool
 from memcore.pipeline.conversation import ConversationWork, PredictSettings
 from memcore.pipeline.predict import predict
 from memcore.pipeline.worker_retrieval import RetrievalJob, WorkerRetrievals, retrieve_in_worker
@@ -128,3 +128,22 @@ def test_a_run_that_retrieves_in_its_workers_writes_what_a_run_in_threads_writes
     assert all(v["worker_embeddings"]["computed"] > 0 and "memory_after_qa" in v for v in convs.values())
     assert w.stats["timing"]["stages_s"]["retrieve"] > 0
     assert w.metrics["overall"] == t.metrics["overall"]
+
+
+def test_each_build_worker_gets_its_share_of_the_cores() -> None:
+    assert [threads_per_worker(2, w) for w in (1, 2, 3)] == [2, 1, 1]
+    assert [threads_per_worker(8, w) for w in (2, 3, 4, 8, 16)] == [4, 2, 2, 1, 1]
+    assert threads_per_worker(1, 0) == 1
+
+
+def test_the_pool_hands_each_job_its_workers_share(tmp_path: Path) -> None:
+    pool = worker_pool(n_convs=3, processes=2, cpus=8)
+    assert pool is not None
+    with pool:
+        builder = MemoryBuilder(
+            get_method("memcore-cheap"), CHEAP, {"name": "none"}, run_seed=0, backbone_model="m",
+            embedder_cfg=HASHING, snapshots=tmp_path / "snaps", embedder_cache=None, extras={}, pool=pool,
+        )  # fmt: skip
+        assert (pool.workers, pool.threads) == (2, 4)
+        assert builder.job(story_conversation(n_sessions=1)).worker_threads == 4
+    assert worker_pool(n_convs=1, processes=2, cpus=8) is None  # one build: no pool, the run's process embeds

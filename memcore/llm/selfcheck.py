@@ -71,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
             seconds = one_token(server, args.timeout)
     except (LocalServerError, BackboneError) as exc:
         print(
-            f"llama.cpp self-check FAILED: {exc}\n  build: {features}\n  Rebuild portably: rm -rf .venv && make "
-            "install (the Makefile's LLAMA_CMAKE_ARGS turn off the native / AMX path).",
+            f"llama.cpp self-check FAILED: {exc}\n  build: {features}\n  Rebuild with AVX2 only: rm -rf .venv && make "
+            'install LLAMA_CMAKE_ARGS="$(python3 scripts/llama_cmake_args.py --max avx2)" (the default build names '
+            "each instruction set the CPU reports, AVX-512 included, never AMX).",
             file=sys.stderr,
         )
         return 1

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import multiprocessing
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -205,6 +206,7 @@ class BuildJob:
     embedder: EmbedderConfig
     embedder_cache: CacheLayout | None  # where the embedding cache lives (None: memory only)
     extras: dict[str, Any]
+    worker_threads: int = 1  # torch threads of the worker's embedder when the config leaves them unset
 
 
 def _no_backbone(method: str) -> Any:
@@ -236,8 +238,8 @@ def snapshot_in_worker(job: BuildJob) -> tuple[SnapshotResult, LazyResource, boo
     """In this (worker) process: ``job``'s memory, loaded from its snapshot or built and saved first; with the
     lazy embedder it used and whether it was built here."""
     spec: MethodSpec = get_method(job.method)
-    # one torch thread per worker process unless the config says otherwise: the workers run side by side
-    ecfg = job.embedder if job.embedder.threads else dataclasses.replace(job.embedder, threads=1)
+    # the worker's share of the cores unless the config says otherwise: the workers run side by side
+    ecfg = job.embedder if job.embedder.threads else dataclasses.replace(job.embedder, threads=job.worker_threads)
     embedder = LazyResource(lambda: build_embedder(ecfg, cache=job.embedder_cache))
     backbone = LazyResource(lambda: _no_backbone(job.method))
     scope = UsageTracker()
@@ -293,17 +295,39 @@ def no_worker_processes(
     return None
 
 
-def worker_pool(n_convs: int, processes: int) -> ProcessPoolExecutor | None:
+def threads_per_worker(cpus: int, workers: int) -> int:
+    """Torch threads for each of ``workers`` build worker processes running side by side on ``cpus`` cores: the
+    cores shared evenly, at least one each (pure)."""
+    return max(1, cpus // max(1, workers))
+
+
+class WorkerPool(ProcessPoolExecutor):
+    """The build worker processes, with how many there are (``workers``) and each one's share of the cores
+    (``threads``: :func:`threads_per_worker`)."""
+
+    def __init__(self, workers: int, cpus: int) -> None:
+        # spawn, not fork: the runner already has threads (and faiss/torch thread pools) at this point.
+        super().__init__(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        self.workers = workers
+        self.threads = threads_per_worker(cpus, workers)
+
+
+def worker_pool(n_convs: int, processes: int, cpus: int | None = None) -> WorkerPool | None:
     """Up to ``processes`` worker processes (the run's bound, :mod:`memcore.pipeline.concurrency`; 0 when its
-    builds cannot use them) for ``n_convs`` builds; None when fewer than two builds can overlap."""
+    builds cannot use them) for ``n_convs`` builds on ``cpus`` cores (default: this machine's); None when fewer than
+    two builds can overlap."""
     workers = min(processes, n_convs)
     if workers < 2:
         return None
+    pool = WorkerPool(workers, cpus or os.cpu_count() or 1)
     log.info(
-        "%d worker processes build or load the memories of %d conversations (ingestion uses no LLM)", workers, n_convs
+        "%d worker processes (%d torch threads each) build or load the memories of %d conversations (ingestion uses"
+        " no LLM)",
+        workers,
+        pool.threads,
+        n_convs,
     )
-    # spawn, not fork: the runner already has threads (and faiss/torch thread pools) at this point.
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    return pool
 
 
 def other_memory_backbone(cfg: Any) -> str | None:
@@ -436,6 +460,7 @@ class MemoryBuilder:
             embedder=self.embedder_cfg,
             embedder_cache=self.embedder_cache,
             extras=self.extras,
+            worker_threads=self.pool.threads if isinstance(self.pool, WorkerPool) else 1,
         )
 
     def build(
