@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "memcore-archive": "memcore.report.archive:main",
     "memcore-simulate": "memcore.testing.simulator:main",
     "memcore-view": "memcore.view.site:main",
+    "memcore-import": "memcore.published.cli:main",
 }
 
 HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "sentence_transformers")

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from memcore.datasets.locomo.scoring import amem_tokens
 from memcore.eval.bootstrap import bootstrap_ci
 from memcore.itemlog import ITEMS_GZ, read_run_items
-from memcore.metrics.scorers.answer import amem_tokens
 from memcore.report.reference import default_reference_dir, load_paper_numbers
 
 #: The systems in the table, in order: (source name, row label). The last is a partial run (no conversation 0),
