@@ -32,6 +32,7 @@ from memcore.itemlog import read_items
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.memory.system import SPEC, SPEC_CHEAP, MemCoRe
+from memcore.published.paths import published_dir
 from memcore.snapshots import MANIFEST
 from memcore.types import Conversation, QAItem, Session, Turn
 from tests.fakes import MemCoReLLM
@@ -70,7 +71,6 @@ def data_file_or_skip(which: Literal["locomo", "audit"] = "locomo") -> Path:
 def published_dir_or_skip() -> Path:
     """The published answer files' dir as the importer finds it ($MEMCORE_PUBLISHED, ../shared/data/published); the
     test is skipped when it is absent."""
-    from memcore.published.paths import published_dir
 
     try:
         return published_dir()

@@ -21,6 +21,7 @@ from experiments.measure.equal_tokens_ablation import main as ablation_main
 from experiments.measure.link_provenance import main as provenance_main
 from experiments.measure.oracle_runs import main as oracle_main
 from experiments.measure.paired_runs import main as paired_main
+from experiments.measure.published_answers import tables
 from experiments.measure.split_recall import main as split_main
 from memcore.report.archive import rederive
 from memcore.report.cli import main as report_main
@@ -365,7 +366,6 @@ def test_the_local_baseline_pairs_follow_from_the_committed_items(pair: Pair, tm
 def test_the_published_answers_tables_follow_from_the_committed_items() -> None:
     """results/measured/published_answers/tables.md is written by ``python -m experiments.measure.published_answers
     tables`` from the committed slim runs (which carry no vendor's answer text); it must regenerate byte for byte."""
-    from experiments.measure.published_answers import tables
 
     where = MEASURED / "published_answers"
     text, _ = tables(where / "runs")

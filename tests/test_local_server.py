@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from memcore.llm.llama_server_main import bounded_ram_cache_class, lean_states, state_bytes
+from memcore.llm.local_model import ModelNotFoundError, resolve_gguf
 from memcore.llm.local_server import LlamaCppServer, ServerWaitCancelled, lock_holder, owner_pid
 
 
@@ -132,8 +134,6 @@ def test_lean_cache_states_give_the_same_replies(monkeypatch: pytest.MonkeyPatch
     """With ``logits_all`` off a prompt-cache state without the logits rows restores to the same replies, and the
     cache's bound counts the bytes the library's state would hold."""
     llama_cpp = pytest.importorskip("llama_cpp")
-    from memcore.llm.llama_server_main import bounded_ram_cache_class, lean_states, state_bytes
-    from memcore.llm.local_model import ModelNotFoundError, resolve_gguf
 
     try:
         gguf = resolve_gguf("qwen2.5-coder-0.5b-instruct-q4_k_m")

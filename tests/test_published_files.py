@@ -13,6 +13,7 @@ import pytest
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.eval.protocols import get_protocol
 from memcore.eval.scoring import score_answer
+from memcore.published.cli import main as import_main
 from memcore.published.layouts import get_layout
 from memcore.published.mapping import Mapping, map_records
 from memcore.published.sources import SOURCES, PublishedSource
@@ -97,7 +98,6 @@ def test_the_harness_f1_and_bleu1_equal_the_scores_the_files_record(
 def test_a_known_file_imports_by_its_name_from_memcore_published(
     published: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from memcore.published.cli import main as import_main
 
     data_file_or_skip()
     monkeypatch.setenv("MEMCORE_PUBLISHED", str(published))

@@ -19,7 +19,7 @@ from memcore.report.cli import main as report_main
 from memcore.rescore import main as rescore_main
 from memcore.testing.simulator import SimulatorConfig, running_simulator
 from memcore.view.site import build as build_view
-from tests.support import data_file_or_skip
+from tests.support import REPO, data_file_or_skip
 
 CONV = 1  # conv-30: the conversation with the fewest category 1-4 items (81)
 
@@ -223,7 +223,6 @@ def test_rescoring_an_imported_run_with_the_judge_prints_its_cost_first(
 def test_imported_runs_are_rows_of_the_main_table_beside_the_harness_runs(
     locomo_conv: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.support import REPO
 
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path / "answers.jsonl", generic_records(locomo_conv))

@@ -13,6 +13,7 @@ from memcore.datasets.errors import DataError
 from memcore.datasets.registry import get_dataset
 from memcore.published.layouts import LAYOUTS, get_layout
 from memcore.published.mapping import map_records, normalise_question
+from memcore.published.paths import published_dir
 from memcore.published.summary import length_stats, published_judge
 from memcore.registry import UnknownNameError
 from tests.support import story_conversation
@@ -211,7 +212,6 @@ def test_generic_files_beyond_the_shared_ones(tmp_path: Path) -> None:
 
 
 def test_the_published_dir_is_explicit_then_the_environment_then_shared(tmp_path: Path) -> None:
-    from memcore.published.paths import published_dir
 
     assert published_dir(tmp_path, env={}) == tmp_path
     assert published_dir(env={"MEMCORE_PUBLISHED": str(tmp_path)}) == tmp_path

@@ -49,7 +49,11 @@ def test_a_library_that_sets_its_logger_to_debug_prints_nothing_unless_verbose()
 
 @pytest.mark.e2e  # launches a process
 def test_an_error_is_one_line_on_the_terminal_and_kept_in_the_run_log(tmp_path: Path) -> None:
+    """A refused run in a run dir that already holds a file of the user's keeps it, and its log gets the error; a
+    fresh run dir a refusal made holds only Hydra's files and is removed (memcore/refused_run.py)."""
     run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "notes.txt").write_text("the user's\n")
     cmd = [
         sys.executable, "-m", "memcore.cli", "method=rag_bm25", "dataset=locomo-tiny", "embedder=hashing",
         "eval.answer=false", f"dataset.path={tmp_path / 'missing.json'}", f"paths.root={tmp_path / 'root'}",
@@ -62,6 +66,11 @@ def test_an_error_is_one_line_on_the_terminal_and_kept_in_the_run_log(tmp_path: 
     assert "[ERROR]" not in proc.stderr
     (log,) = run_dir.glob("*.log")
     assert "[ERROR] memcore: dataset.path" in log.read_text()
+    assert (run_dir / "notes.txt").read_text() == "the user's\n"
+    fresh = tmp_path / "fresh"
+    cmd[-1] = f"hydra.run.dir={fresh}"
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO, **CHILD_OF_TEST)
+    assert proc.returncode == 2 and not fresh.exists()
 
 
 def test_progress_bars_only_on_a_terminal(caplog) -> None:

@@ -28,7 +28,9 @@ from pathlib import Path
 
 import pytest
 
+from memcore.datasets.errors import DataError
 from memcore.methods import run_uses_llm
+from memcore.published.paths import published_dir
 from tests.support import CHILD_OF_TEST, REPO, compose_config
 
 README = REPO / "README.md"
@@ -105,8 +107,6 @@ def cheap(command: str) -> list[str]:
 
 def published_files_present() -> bool:
     """Whether the published answer files are on this machine (``memcore-import``'s README example reads one)."""
-    from memcore.datasets.errors import DataError
-    from memcore.published.paths import published_dir
 
     try:
         published_dir()

@@ -44,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments.benchmarks.common import RESULTS_DIR, machine_state, md_table, write_result
+from memcore.llm.local_model import GGUF_MODELS, ModelNotFoundError, resolve_gguf
+from memcore.llm.local_server import LlamaCppServer
 
 MODELS = ("qwen2.5-coder-0.5b-instruct-q4_k_m", "qwen2.5-coder-1.5b-instruct-q4_k_m")
 PROMPT_SIZES = (128, 512, 1536)
@@ -193,8 +195,6 @@ def _prompt(tokens: int, salt: int) -> str:
 def measure_rates(model: str, log_path: Path, reps: int, threads: int | None) -> tuple[Rates, dict[str, Any]]:
     """Start a server on ``model`` as a run does and measure its rates (see the module doc); returns them with
     the raw per-request figures."""
-    from memcore.llm.local_model import resolve_gguf
-    from memcore.llm.local_server import LlamaCppServer
 
     log_path.unlink(missing_ok=True)
     server = LlamaCppServer(resolve_gguf(model), n_ctx=4096, threads=threads, alias=model, log_path=log_path)
@@ -428,7 +428,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=RESULTS_DIR)
     p.add_argument("--name", default="llm_floor")
     args = p.parse_args(argv)
-    from memcore.llm.local_model import GGUF_MODELS, ModelNotFoundError, resolve_gguf
 
     unknown = sorted(set(args.models) - set(GGUF_MODELS))
     if unknown:

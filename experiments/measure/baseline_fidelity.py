@@ -25,6 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from baselines.lightmem.config import LightMemConfig
+from baselines.lightmem.updates import stamp_seconds, update_queues
+
 REPO = Path(__file__).resolve().parents[2]
 #: (label, method, overrides): MemGPT at its own window and at 4,096 tokens (more warnings and evictions), LightMem.
 RUNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -104,9 +107,6 @@ def lightmem_queues(run: Path) -> dict[str, Any]:
     stamps): the update queues by upstream's rule (stamp ≤ own) against the former one (turn order ≤ own), as
     (entry, candidate) pairs, and how many of each clear the 0.9 update threshold."""
     import numpy as np
-
-    from baselines.lightmem.config import LightMemConfig
-    from baselines.lightmem.updates import stamp_seconds, update_queues
 
     stats = json.loads((run / "stats.json").read_text())
     snapshot = Path(stats["conversations"]["conv-26"]["snapshot"])

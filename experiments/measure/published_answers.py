@@ -28,6 +28,10 @@ import numpy as np
 from memcore.datasets.locomo.scoring import amem_tokens
 from memcore.eval.bootstrap import bootstrap_ci
 from memcore.itemlog import ITEMS_GZ, read_run_items
+from memcore.published.importer import ImportRequest, import_published
+from memcore.published.paths import published_dir
+from memcore.published.sources import SOURCES
+from memcore.report.archive import archive_run
 from memcore.report.reference import default_reference_dir, load_paper_numbers
 
 #: The systems in the table, in order: (source name, row label). The last is a partial run (no conversation 0),
@@ -78,10 +82,6 @@ def slim_published(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def build(root: Path, out: Path, published: Path | None) -> None:
-    from memcore.published.importer import ImportRequest, import_published
-    from memcore.published.paths import published_dir
-    from memcore.published.sources import SOURCES
-    from memcore.report.archive import archive_run
 
     data = published_dir(published)
     for name, _ in SYSTEMS:

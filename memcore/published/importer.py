@@ -26,7 +26,7 @@ from memcore.datasets.errors import DataError
 from memcore.eval.aggregate import format_table
 from memcore.eval.judge import judge_run_info, judge_settings
 from memcore.eval.judge_estimate import judge_estimate
-from memcore.eval.protocols import EvalProtocol, get_protocol
+from memcore.eval.protocols import PROTOCOLS, EvalProtocol, get_protocol
 from memcore.itemlog import ItemWriter
 from memcore.llm.usage import UsageTracker, item_usage, sum_item_usage, usage_scope
 from memcore.pipeline.load import LoadedSlice, load_slice
@@ -38,8 +38,9 @@ from memcore.pipeline.rundir import move_run_aside, write_run_config
 from memcore.pipeline.score import score_item
 from memcore.published.layouts import LAYOUTS, get_layout
 from memcore.published.mapping import MappedItem, Mapping, map_records
+from memcore.published.paths import published_dir
 from memcore.published.records import ParsedFile, PublishedRecord
-from memcore.published.sources import source_of_sha256
+from memcore.published.sources import SOURCES, source_of_sha256
 from memcore.published.summary import EXTRA_KEY, published_lines
 from memcore.types import Evidence
 
@@ -189,8 +190,6 @@ def resolve_request(req: ImportRequest) -> ImportRequest:
     ``scripts/get_published.py --list``) becomes that file's paths in the published data dir (``$MEMCORE_PUBLISHED``
     or ``../shared/data/published``), its layout and system the defaults; a PATH that is not a file here is looked
     for under the published data dir. A file that is not a known one needs ``--layout`` and ``--system``."""
-    from memcore.published.paths import published_dir
-    from memcore.published.sources import SOURCES
 
     paths, layout, system = list(req.paths), req.layout, req.system
     if len(paths) == 1 and not paths[0].exists() and str(paths[0]) in SOURCES:
@@ -231,8 +230,6 @@ def import_published(
     judge's backbone and ``usage`` counts its calls (tests); ``say`` prints the judge's estimate."""
     t0 = time.perf_counter()
     if req.protocol not in ("amem", "locomo"):
-        from memcore.eval.protocols import PROTOCOLS
-
         raise ConfigError(f"--protocol: {PROTOCOLS.unknown(req.protocol)}")
     req = resolve_request(req)
     get_layout(req.layout)  # an unknown layout fails before the dataset loads
