@@ -1,7 +1,7 @@
 """A LongMemEval file in the official release format, written by the project (the release is not reachable
 from the test machines): a few questions of every type, two abstention questions, each with its own haystack of
 dated user-assistant sessions, evidence turns marked ``has_answer`` and answer sessions named ``answer_*`` as in
-the release. ``python -m tests.longmemeval_fixture OUT.json`` writes it."""
+the release. ``python -m tests.fixture_longmemeval OUT.json`` writes it."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from memcore.datasets.longmemeval.prompts import judge
 from memcore.datasets.registry import get_dataset
 from memcore.eval.protocols import get_protocol
 from memcore.metrics import get_metric
-from tests.longmemeval_fixture import fixture_records, write_fixture
+from tests.fixture_longmemeval import fixture_records, write_fixture
 
 REPO = Path(__file__).resolve().parents[1]
 
