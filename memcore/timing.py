@@ -68,9 +68,13 @@ def timing_block(
         "wall_s": round(total_s + float(stages.get("start-up", 0.0)), 3),
         "stages_s": dict(stages),
         "embed_s": round(float(emb.get("seconds", 0.0)), 3),
+        "embed_load_s": round(float(emb.get("load_seconds", 0.0)), 3),
         "texts_computed": int(emb.get("computed", 0)),
         "texts_from_cache": int(emb.get("from_cache", 0)),
-        "note": "stages summed over threads and worker processes; embed_s is inside build, prefetch and retrieve",
+        "note": (
+            "stages summed over threads and worker processes; embed_s is inside build, prefetch and retrieve, and"
+            " embed_load_s (loading the embedding model) is inside embed_s"
+        ),
     }
 
 
@@ -80,7 +84,9 @@ def timing_line(block: Mapping[str, object]) -> str:
     stages = block.get("stages_s") or {}
     assert isinstance(stages, Mapping)
     parts = ", ".join(f"{s} {float(v):.1f}" for s, v in stages.items())
+    load = float(str(block.get("embed_load_s") or 0.0))
+    loading = f", {load:.1f} of it loading the model" if load >= 0.05 else ""
     return (
         f"time {float(block['wall_s']):.1f} s: {parts or 'no stage ran'} (embed {float(block['embed_s']):.1f} inside"
-        f" them: {block['texts_computed']} computed / {block['texts_from_cache']} cached texts)"
+        f" them{loading}: {block['texts_computed']} computed / {block['texts_from_cache']} cached texts)"
     )

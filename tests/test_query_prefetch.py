@@ -106,3 +106,14 @@ def test_minilm_gives_a_text_the_same_vector_alone_and_in_a_batch() -> None:
     alone = np.stack([embedder.encode([t])[0] for t in texts])
     cosine = (batch * alone).sum(axis=1)
     assert cosine.min() >= 0.9999 and np.abs(batch - alone).max() < 1e-4
+
+
+@pytest.mark.e2e  # loads the real MiniLM weights (seconds): make test, not make test-fast
+def test_the_cache_reports_the_model_load_inside_the_encoding_seconds(tmp_path: Path) -> None:
+    cached = CachedEmbedder(MiniLMEmbedder(), tmp_path / "emb.sqlite")
+    assert cached.load_seconds() == 0.0  # nothing loaded before the first text
+    cached.encode(list(QUESTIONS))
+    loaded, first = cached.load_seconds(), cached.seconds()
+    assert 0.0 < loaded < first
+    cached.encode(["a text not seen before"])
+    assert cached.load_seconds() == loaded and cached.seconds() > first  # loaded once: the second encode only encodes

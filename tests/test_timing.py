@@ -64,3 +64,16 @@ def test_a_run_writes_its_timing_with_every_stage_it_ran(tmp_path, compose) -> N
     # every question embedded once by the prefetch, then served by the cache when its item is retrieved
     assert timing["texts_from_cache"] >= result.n_items
     assert timing["wall_s"] > 0 and timing["texts_computed"] > 0
+
+
+def test_the_line_says_how_much_of_the_embedding_time_was_the_model_load() -> None:
+    block = timing_block(
+        {"start-up": 0.5, "build": 12.0},
+        13.0,
+        {"computed": 856, "from_cache": 193, "seconds": 12.4, "load_seconds": 5.6},
+    )
+    assert block["embed_load_s"] == 5.6
+    assert timing_line(block) == (
+        "time 13.5 s: start-up 0.5, build 12.0 (embed 12.4 inside them, 5.6 of it loading the model: 856 computed /"
+        " 193 cached texts)"
+    )

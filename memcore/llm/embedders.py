@@ -66,6 +66,7 @@ class MiniLMEmbedder:
         self._dir = minilm_model_dir()  # a missing package is an error now, not at the first text
         self._model: object | None = None
         self._lock = threading.Lock()  # torch CPU inference is not worth parallelising on 2 cores
+        self.load_seconds = 0.0  # importing torch and sentence-transformers and reading the weights, once
 
     def load(self) -> None:
         """Load the weights now (idempotent); :class:`EmbedderError` when torch or the model cannot load."""
@@ -75,6 +76,7 @@ class MiniLMEmbedder:
     def _load_locked(self) -> None:
         if self._model is not None:
             return
+        t0 = time.perf_counter()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
@@ -90,6 +92,7 @@ class MiniLMEmbedder:
         if dim != self.dim:
             raise EmbedderError(f"all-MiniLM-L6-v2 loaded with width {dim}, expected {self.dim}")
         self._model = model
+        self.load_seconds = time.perf_counter() - t0
 
     def sentence_transformer(self) -> Any:
         """The loaded sentence-transformers model (loaded now if need be), for tools that run the same weights
@@ -193,6 +196,10 @@ class CachedEmbedder:
         """Seconds the inner embedder spent encoding so far (model load included)."""
         with self._lock:
             return self._seconds
+
+    def load_seconds(self) -> float:
+        """Of :meth:`seconds`, those the inner embedder spent loading its model (0 for one without a load)."""
+        return float(getattr(self.inner, "load_seconds", 0.0))
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self._key_head}\x00{text}".encode()).hexdigest()

@@ -277,6 +277,9 @@ def embedding_counts(embedder: LazyResource) -> dict[str, float]:
     seconds = getattr(inner, "seconds", None)
     if callable(seconds):
         out["seconds"] = round(float(seconds()), 3)
+    load_seconds = getattr(inner, "load_seconds", None)
+    if callable(load_seconds):
+        out["load_seconds"] = round(float(load_seconds()), 3)
     return out
 
 
@@ -503,5 +506,6 @@ def run_embedding_counts(embedder: LazyResource, conv_stats: Iterable[Mapping[st
     total: dict[str, float] = {"computed": 0, "from_cache": 0, **embedding_counts(embedder)}
     for stats in conv_stats:
         for k, v in (stats.get("worker_embeddings") or {}).items():
-            total[k] = round(total.get(k, 0) + float(v), 3) if k == "seconds" else int(total.get(k, 0)) + int(v)
+            timed = k in ("seconds", "load_seconds")
+            total[k] = round(total.get(k, 0) + float(v), 3) if timed else int(total.get(k, 0)) + int(v)
     return total
