@@ -179,16 +179,15 @@ def declared_in_folder(folder: Path, literal: str) -> dict[str, str]:
 DATASET_PACKAGES = Path(__file__).resolve().parent / "datasets"
 
 
-def discover_declared(
-    literal: str, group: str, *, folder: Path = DATASET_PACKAGES
-) -> Callable[[Registry[Any]], None]:
+def discover_declared(literal: str, group: str, *, folder: Path = DATASET_PACKAGES) -> Callable[[Registry[Any]], None]:
     """A registry loader that adds, as lazy entries, every ``literal`` declaration of the packages directly under
-    ``folder`` (:func:`declared_in_folder`), then every entry point of the group ``group`` (how a package outside
+    ``folder`` (their ``__init__.py``, in folder order), then every entry point of the group ``group`` (how a package outside
     the repository adds one). A name declared twice with different targets raises ValueError when it runs."""
 
     def load(registry: Registry[Any]) -> None:
-        for name, target in declared_in_folder(folder, literal).items():
-            registry.add_lazy(name, target)
+        for init in sorted(folder.glob("*/__init__.py")):  # package by package: two declaring one name is an error
+            for name, target in declared_literal(init, literal).items():
+                registry.add_lazy(name, target)
         for ep in importlib.metadata.entry_points(group=group):
             registry.add_lazy(ep.name, ep.value)
 

@@ -468,7 +468,7 @@ def test_new_dataset_is_one_folder(tmp_path: Path) -> None:
     assert "dataset toy" in detail
     rows = [line.split("|")[2:4] for line in detail.splitlines() if line.startswith("|  |") or "| rag_bm25 |" in line]
     assert [(cat.strip(), n.strip()) for cat, n in rows[:2]] == [("1 recall-fact", "3"), ("2 never-said", "2")]
-    assert "| overall 1-1 |" in detail  # the headline covers the toy's one non-adversarial category
+    assert "| overall 1 |" in detail  # the headline covers the toy's one non-adversarial category
 
     assert edited_files(tree, list(ADDED)) == []
 

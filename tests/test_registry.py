@@ -19,8 +19,8 @@ from memcore.datasets.locomo.categories import Category
 from memcore.eval.protocols import PROTOCOLS, EvalProtocol, get_protocol
 from memcore.llm.factory import BACKBONE_KINDS, EMBEDDER_KINDS
 from memcore.memory.ablations import ABLATIONS, SWITCHES, Switches
-from memcore.metrics import METRICS
 from memcore.methods import METHODS, declared_methods, get_method, method_names
+from memcore.metrics import METRICS
 from memcore.pipeline.rundir import ADDED_KEY_DEFAULTS, without_added_defaults
 from memcore.registry import Registry, UnknownNameError, discover_declared
 from memcore.report.collect import paper_methods
