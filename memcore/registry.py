@@ -175,6 +175,17 @@ def declared_in_folder(folder: Path, literal: str) -> dict[str, str]:
     return out
 
 
+def instance_check(cls: type, name: str) -> Callable[[str, Any], None]:
+    """A registry ``check`` refusing an entry that is not a ``cls`` (``"<module:OBJECT> is not <name>"``, ``name``
+    with its article)."""
+
+    def check(target: str, obj: Any) -> None:
+        if not isinstance(obj, cls):
+            raise TypeError(f"{target} is not {name}")
+
+    return check
+
+
 #: The folder whose packages declare datasets, protocols, metrics and judge presets in their ``__init__.py``.
 DATASET_PACKAGES = Path(__file__).resolve().parent / "datasets"
 

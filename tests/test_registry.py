@@ -22,7 +22,7 @@ from memcore.memory.ablations import ABLATIONS, SWITCHES, Switches
 from memcore.methods import METHODS, declared_methods, get_method, method_names
 from memcore.metrics import METRICS
 from memcore.pipeline.rundir import ADDED_KEY_DEFAULTS, without_added_defaults
-from memcore.registry import Registry, UnknownNameError, discover_declared
+from memcore.registry import Registry, UnknownNameError, discover_declared, instance_check
 from memcore.report.collect import paper_methods
 from memcore.report.reference import PAPER_METHOD_NAMES, REIMPLEMENTED, ablation_order, method_order
 from memcore.schema import build_keys, knob
@@ -191,6 +191,11 @@ def test_discover_declared_reads_the_packages_literals_then_the_entry_points(
     import json
 
     assert reg.get("dumps") is json.dumps and reg.get("outside") is json.JSONDecoder
+    typed: Registry[object] = Registry(
+        "thing", check=instance_check(int, "an int"), loader=discover_declared("THINGS", "x", folder=tmp_path)
+    )
+    with pytest.raises(TypeError, match=r"^json:dumps is not an int$"):
+        typed.get("dumps")
     (tmp_path / "c_pkg" / "__init__.py").write_text('THINGS = {"dumps": "pickle:dumps"}\n')
     with pytest.raises(ValueError, match="thing 'dumps' is registered twice"):
         Registry("thing", loader=discover_declared("THINGS", "test.things", folder=tmp_path)).names()

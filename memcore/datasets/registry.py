@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memcore.datasets.spec import DatasetSpec
-from memcore.registry import Registry, declared_literal, discover_declared
+from memcore.registry import Registry, declared_literal, discover_declared, instance_check
 
 #: ``dataset.kind`` when a config names none (runs made before the key existed are LoCoMo runs).
 DEFAULT_DATASET_KIND = "locomo"
@@ -27,13 +27,10 @@ def declared_datasets(path: Path, literal: str = "DATASETS") -> dict[str, str]:
     return declared_literal(path, literal)
 
 
-def _check_spec(target: str, obj: object) -> None:
-    if not isinstance(obj, DatasetSpec):
-        raise TypeError(f"{target} is not a DatasetSpec")
-
-
 DATASETS: Registry[DatasetSpec] = Registry(
-    "dataset kind", check=_check_spec, loader=discover_declared("DATASETS", ENTRY_POINT_GROUP)
+    "dataset kind",
+    check=instance_check(DatasetSpec, "a DatasetSpec"),
+    loader=discover_declared("DATASETS", ENTRY_POINT_GROUP),
 )
 
 

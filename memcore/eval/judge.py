@@ -36,7 +36,7 @@ from memcore.eval.protocols import EvalProtocol, get_protocol
 from memcore.interfaces import ChatBackbone, LazyResource, Message
 from memcore.llm.factory import build_backbone
 from memcore.llm.json_reply import complete_json
-from memcore.registry import Registry, discover_declared, unknown_name_message
+from memcore.registry import Registry, discover_declared, instance_check, unknown_name_message
 from memcore.stopflag import StopCheck
 from memcore.types import QAItem
 
@@ -55,13 +55,10 @@ ENTRY_POINT_GROUP = "memcore.judges"
 JudgeConfigError = ConfigError
 
 
-def _check_preset(target: str, obj: object) -> None:
-    if not isinstance(obj, JudgePreset):
-        raise TypeError(f"{target} is not a JudgePreset")
-
-
 JUDGE_PRESETS: Registry[JudgePreset] = Registry(
-    "judge preset", check=_check_preset, loader=discover_declared("JUDGES", ENTRY_POINT_GROUP)
+    "judge preset",
+    check=instance_check(JudgePreset, "a JudgePreset"),
+    loader=discover_declared("JUDGES", ENTRY_POINT_GROUP),
 )
 
 

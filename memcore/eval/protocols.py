@@ -15,19 +15,16 @@ from collections.abc import Collection, Sequence
 
 from memcore.datasets.protocol import EvalProtocol, strip_answer_label
 from memcore.metrics import STANDARD_METRICS, Metric, resolve_metrics
-from memcore.registry import Registry, discover_declared
+from memcore.registry import Registry, discover_declared, instance_check
 
 #: The entry-point group through which an installed package adds protocols.
 ENTRY_POINT_GROUP = "memcore.protocols"
 
 
-def _check_protocol(target: str, obj: object) -> None:
-    if not isinstance(obj, EvalProtocol):
-        raise TypeError(f"{target} is not an EvalProtocol")
-
-
 PROTOCOLS: Registry[EvalProtocol] = Registry(
-    "protocol", check=_check_protocol, loader=discover_declared("PROTOCOLS", ENTRY_POINT_GROUP)
+    "protocol",
+    check=instance_check(EvalProtocol, "an EvalProtocol"),
+    loader=discover_declared("PROTOCOLS", ENTRY_POINT_GROUP),
 )
 
 
