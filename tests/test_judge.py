@@ -107,9 +107,14 @@ def test_each_protocol_names_its_judges_and_the_first_is_its_default() -> None:
     assert judge_mod.protocol_judge(AMEM, "mem0-judge").name == "mem0-judge"
     lme = get_protocol("longmemeval")
     assert judge_mod.protocol_judge(lme).name == "longmemeval-judge"
-    with pytest.raises(JudgeConfigError, match=r"judge-v1 does not grade protocol 'longmemeval'.*longmemeval-judge"):
+    with pytest.raises(
+        JudgeConfigError,
+        match=r"judge-v1 does not grade protocol longmemeval: its judge presets are longmemeval-judge \(",
+    ):
         judge_mod.protocol_judge(lme, "judge-v1")
-    with pytest.raises(JudgeConfigError, match=r"longmemeval-judge does not grade protocol 'amem'"):
+    with pytest.raises(
+        JudgeConfigError, match=r"longmemeval-judge does not grade protocol amem: .* judge-v1, mem0-judge"
+    ):
         judge_mod.protocol_judge(AMEM, "longmemeval-judge")
     with pytest.raises(UnknownNameError, match=r"unknown judge preset 'judge-v2'"):
         judge_mod.protocol_judge(AMEM, "judge-v2")

@@ -79,7 +79,7 @@ def protocol_judge(protocol: EvalProtocol, name: str | None = None) -> JudgePres
     preset = get_preset(str(name) if name else protocol.judges[0])
     if preset.name not in protocol.judges:
         raise JudgeConfigError(
-            f"eval.judge_preset={preset.name} does not grade protocol {protocol.name!r}'s answers; its judge presets: "
+            f"eval.judge_preset={preset.name} does not grade protocol {protocol.name}: its judge presets are "
             f"{', '.join(protocol.judges)} (leave eval.judge_preset unset for {protocol.judges[0]})."
         )
     return preset
