@@ -124,7 +124,7 @@ def ablation_schema(method: str, config_dir: Path = CONFIG_DIR) -> type:
 class EvalConfig:
     answer: bool = True
     judge: bool = False
-    judge_preset: str = "judge-v1"  # judge-v1 | mem0-judge (memcore.eval.judge.JUDGE_PRESETS)
+    judge_preset: str | None = None  # null: the protocol's default judge; one of its EvalProtocol.judges
     judge_backbone: str | None = None  # null: the judge preset's default (mem0-judge: gpt-4o-mini), else the run's
     judge_runs: int | None = None  # null: the judge preset's default (judge-v1 1, mem0-judge 3)
     # transport settings of the judge's own backbone (memcore.eval.judge.JUDGE_SERVER_KEYS), e.g. server_threads=1

@@ -4,9 +4,14 @@ One :class:`Registry` class serves every plugin kind; each registry lives beside
 
 - methods: :data:`memcore.methods.METHODS` (entries declared by each method package, imported on first use);
 - backbone and embedder kinds: :data:`memcore.llm.factory.BACKBONE_KINDS` / ``EMBEDDER_KINDS``;
+- datasets: :data:`memcore.datasets.registry.DATASETS`;
 - protocols: :data:`memcore.eval.protocols.PROTOCOLS`;
 - metrics: :data:`memcore.metrics.METRICS` (one module per metric under ``memcore/metrics/``, found by scanning);
 - judge presets: :data:`memcore.eval.judge.JUDGE_PRESETS`.
+
+Datasets, protocols, metrics and judge presets are declared by the dataset packages under ``memcore/datasets/``
+in literals of their ``__init__.py`` (``DATASETS``, ``PROTOCOLS``, ``METRICS``, ``JUDGES``), and by installed
+packages under an entry-point group; :func:`discover_declared` is the one loader that reads both.
 
 An entry is either the object itself or a lazy ``"module:attribute"`` reference, imported the first time the
 name is looked up (so an optional extra such as mem0ai loads only when its method runs).
@@ -17,6 +22,7 @@ from __future__ import annotations
 import ast
 import difflib
 import importlib
+import importlib.metadata
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -167,3 +173,33 @@ def declared_in_folder(folder: Path, literal: str) -> dict[str, str]:
     for init in sorted(folder.glob("*/__init__.py")):
         out.update(declared_literal(init, literal))
     return out
+
+
+def instance_check(cls: type, name: str) -> Callable[[str, Any], None]:
+    """A registry ``check`` refusing an entry that is not a ``cls`` (``"<module:OBJECT> is not <name>"``, ``name``
+    with its article)."""
+
+    def check(target: str, obj: Any) -> None:
+        if not isinstance(obj, cls):
+            raise TypeError(f"{target} is not {name}")
+
+    return check
+
+
+#: The folder whose packages declare datasets, protocols, metrics and judge presets in their ``__init__.py``.
+DATASET_PACKAGES = Path(__file__).resolve().parent / "datasets"
+
+
+def discover_declared(literal: str, group: str, *, folder: Path = DATASET_PACKAGES) -> Callable[[Registry[Any]], None]:
+    """A registry loader that adds, as lazy entries, every ``literal`` declaration of the packages directly under
+    ``folder`` (their ``__init__.py``, in folder order), then every entry point of the group ``group`` (how a package outside
+    the repository adds one). A name declared twice with different targets raises ValueError when it runs."""
+
+    def load(registry: Registry[Any]) -> None:
+        for init in sorted(folder.glob("*/__init__.py")):  # package by package: two declaring one name is an error
+            for name, target in declared_literal(init, literal).items():
+                registry.add_lazy(name, target)
+        for ep in importlib.metadata.entry_points(group=group):
+            registry.add_lazy(ep.name, ep.value)
+
+    return load

@@ -187,7 +187,8 @@ class Runner:
         assert isinstance(ecfg, EmbedderConfig)
         precheck_embedder(ecfg)  # a hub embedder that cannot load stops here, before any work
 
-        get_preset(self.cfg.eval.get("judge_preset"))
+        if self.cfg.eval.get("judge_preset"):
+            get_preset(self.cfg.eval.judge_preset)  # a misspelt preset stops the run even when it does not judge
         if self.cfg.eval.judge:
             judge_run_info(self.cfg, check_key=True)
         check_resources(

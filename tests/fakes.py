@@ -21,13 +21,13 @@ from baselines.fluxmem import prompt_verify as FLUX_VERIFY
 from baselines.fluxmem import prompts as FLUX_PROMPT
 from baselines.lightmem import prompt_extract as LIGHT_EXTRACT
 from baselines.lightmem import prompt_update as LIGHT_UPDATE
+from memcore.datasets.locomo.prompts import judge as JUDGE_PROMPT
+from memcore.datasets.locomo.prompts import judge_mem0
 from memcore.interfaces import Completion, Message
 from memcore.llm.scripted import Responder, ScriptedBackbone
 from memcore.memory.prompts import batch as BATCH_PROMPT
 from memcore.memory.prompts import ingest as INGEST_PROMPT
 from memcore.memory.prompts import merge as MERGE_PROMPT
-from memcore.prompts import judge as JUDGE_PROMPT
-from memcore.prompts import judge_mem0
 
 #: The system prompt of the A-MEM-protocol answerer (and of A-MEM's own prompts).
 JSON_SYSTEM = "You must respond with a JSON object"

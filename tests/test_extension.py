@@ -7,8 +7,9 @@ files, run through ``memcore-run`` and ``memcore-report``:
   aggregated, shown in ``table.md`` and the report's tables (plus the metric registry's own contracts);
 - a new dataset: a toy in another file format (JSON lines of turns and questions) with its own two categories,
   one adversarial, as one folder plus one yaml, retrieval only;
-- a dataset with session-level evidence, its own protocol (prompt, metrics, table note), its own categories and
-  its own metric, as one folder plus its dataset and protocol yaml.
+- a dataset with session-level evidence, its own protocol (prompt, metrics, table note), its own categories, its
+  own metric and its own judge (``eval.judge=true`` grades with it), as one folder plus its dataset and protocol
+  yaml.
 """
 
 from __future__ import annotations
@@ -468,7 +469,7 @@ def test_new_dataset_is_one_folder(tmp_path: Path) -> None:
     assert "dataset toy" in detail
     rows = [line.split("|")[2:4] for line in detail.splitlines() if line.startswith("|  |") or "| rag_bm25 |" in line]
     assert [(cat.strip(), n.strip()) for cat, n in rows[:2]] == [("1 recall-fact", "3"), ("2 never-said", "2")]
-    assert "| overall 1-1 |" in detail  # the headline covers the toy's one non-adversarial category
+    assert "| overall 1 |" in detail  # the headline covers the toy's one non-adversarial category
 
     assert edited_files(tree, list(ADDED)) == []
 
@@ -478,6 +479,7 @@ DIARY_INIT = '''"""Diary: one person's dated notes to an assistant, evidence giv
 DATASETS = {"diary": "memcore.datasets.diary.spec:DIARY"}
 PROTOCOLS = {"diary": "memcore.datasets.diary.spec:DIARY_PROTOCOL"}
 METRICS = {"diary_session_recall": "memcore.datasets.diary.spec:SESSION_RECALL"}
+JUDGES = {"diary-judge": "memcore.datasets.diary.spec:DIARY_JUDGE"}
 '''
 
 DIARY_SPEC = '''"""The diary dataset: a JSON object {"days": [[date, [lines...]], ...], "questions": [{question, answer, type,
@@ -492,6 +494,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 
+from memcore.datasets.judge import JudgePreset
 from memcore.datasets.protocol import EvalProtocol
 from memcore.datasets.spec import CategoryInfo, DatasetCategories, DatasetFile, DatasetSpec
 from memcore.metrics import Metric
@@ -538,8 +541,19 @@ def session_recall(gold: Sequence[str], retrieved: Sequence[str]) -> float | Non
 
 
 SESSION_RECALL = Metric("diary_session_recall", "Day recall", "evidence", score=session_recall)
+JUDGE_PROMPT = "Does the answer {answer!r} say {gold!r}? Reply yes or no."
+DIARY_JUDGE = JudgePreset(
+    name="diary-judge", version="diary-judge-v1", hash_parts=lambda: (JUDGE_PROMPT,),
+    messages=lambda item, gold_item, answer, protocol: [
+        {"role": "user", "content": JUDGE_PROMPT.format(answer=answer, gold=gold_item.answer)}
+    ],
+    read=lambda reply: ("CORRECT" if "yes" in reply.lower() else "WRONG", reply.strip()),
+    categories=(7, 9), default_backbone=None, default_runs=1, max_tokens=4, source="the diary's own",
+    json_reply=False,
+)
 DIARY_PROTOCOL = DiaryProtocol(
-    "diary", "the diary's own prompt", 0.0, 64, False, metrics=("recall", "hit", "diary_session_recall")
+    "diary", "the diary's own prompt", 0.0, 64, False,
+    metrics=("judge", "recall", "hit", "diary_session_recall"), judges=("diary-judge",),
 )
 DIARY = DatasetSpec(
     kind="diary",
@@ -606,5 +620,17 @@ def test_dataset_with_session_evidence_its_own_protocol_and_categories_is_one_fo
     assert "Categories are the diary's question types (7 what, 9 when)." in table
     assert "protocol=diary: a question's gold is every line of its days." in table
     assert "LoCoMo" not in table
+
+    # its own judge: named by its protocol, so eval.judge=true grades with it, J per question type
+    judged_run = ["dataset=diary", "method=rag_bm25", "embedder=hashing", "backbone=scripted", "eval.judge=true"]
+    judged = run_module(tree, "memcore.cli", judged_run)
+    assert judged.returncode == 0, judged.stderr[-3000:]
+    (judged_dir,) = [p.parent for p in (tree / "results" / "runs").rglob("metrics.json") if p.parent != run_dir]
+    metrics = json.loads((judged_dir / "metrics.json").read_text())
+    assert metrics["run"]["judge"]["judge_preset"] == "diary-judge" and metrics["run"]["judge"]["categories"] == [7, 9]
+    assert all(metrics["by_category"][c]["judge"] is not None for c in ("7", "9"))
+    items = [json.loads(line) for line in (judged_dir / "items.jsonl").read_text().splitlines()]
+    assert all(r["judge"]["preset"] == "diary-judge" and "judge" in r["scores"] for r in items)
+    assert "J: judge preset diary-judge (the diary's own)" in (judged_dir / "table.md").read_text()
 
     assert edited_files(tree, list(DIARY_ADDED)) == []

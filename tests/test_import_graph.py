@@ -133,3 +133,14 @@ def test_the_shared_packing_imports_no_methods_memory() -> None:
         if t.startswith(("memcore.memory", "memcore.pipeline", "memcore.runner"))
     }
     assert up == set()
+
+
+def test_the_harness_core_imports_no_dataset_folder() -> None:
+    """A benchmark is one folder: the core (eval, metrics, packing, pipeline, report, view) reaches a dataset, its
+    protocols and its judges through the registries, never by importing the dataset's package."""
+    graph = import_graph(REPO)
+    core = ("memcore.eval", "memcore.metrics", "memcore.packing", "memcore.pipeline", "memcore.report", "memcore.view")
+    folders = tuple(f"memcore.datasets.{p.parent.name}" for p in (REPO / "memcore" / "datasets").glob("*/__init__.py"))
+    assert {"memcore.datasets.locomo", "memcore.datasets.longmemeval"} <= set(folders)
+    down = {f"{m} -> {t}" for m, ts in graph.items() if m.startswith(core) for t in ts if t.startswith(folders)}
+    assert down == set()

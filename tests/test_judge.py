@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -9,12 +10,13 @@ import pytest
 
 from memcore.config import validate
 from memcore.datasets.locomo.categories import Category
+from memcore.datasets.locomo.judges import judge_gold
+from memcore.datasets.locomo.prompts import judge as prompts
+from memcore.datasets.locomo.prompts import judge_mem0
 from memcore.eval import judge as judge_mod
-from memcore.eval.judge import Judge, JudgeConfigError, judge_gold, label_from_text, load_backbone_preset
+from memcore.eval.judge import Judge, JudgeConfigError, label_from_text, load_backbone_preset
 from memcore.eval.protocols import get_protocol
 from memcore.itemlog import read_items
-from memcore.prompts import judge as prompts
-from memcore.prompts import judge_mem0
 from memcore.registry import UnknownNameError
 from memcore.runner import Runner
 from memcore.types import QAItem
@@ -39,7 +41,7 @@ def _item(
 
 def test_correct_verdict_is_one_call_on_stage_judge(scripted) -> None:
     bb = scripted('{"reason": "same breed", "label": "CORRECT"}')
-    v = Judge(bb).judge("What breed is Rex?", "a beagle", "Rex is a beagle.")
+    v = Judge(bb, judge_preset="judge-v1").judge("What breed is Rex?", "a beagle", "Rex is a beagle.")
     assert (v.label, v.score, v.reason, v.parsed) == ("CORRECT", 1.0, "same breed", True)
     assert bb.calls_by_stage() == {"judge": 1}
     system, user = bb.calls[0][1]
@@ -48,20 +50,25 @@ def test_correct_verdict_is_one_call_on_stage_judge(scripted) -> None:
 
 
 def test_lower_case_label_and_wrong(scripted) -> None:
-    assert Judge(scripted('{"label": " wrong "}')).judge("q", "g", "a").score == 0.0
-    assert Judge(scripted('```json\n{"reason": "x", "label": "correct"}\n```')).judge("q", "g", "a").label == "CORRECT"
+    assert Judge(scripted('{"label": " wrong "}'), judge_preset="judge-v1").judge("q", "g", "a").score == 0.0
+    assert (
+        Judge(scripted('```json\n{"reason": "x", "label": "correct"}\n```'), judge_preset="judge-v1")
+        .judge("q", "g", "a")
+        .label
+        == "CORRECT"
+    )
 
 
 def test_unparseable_reply_reads_the_label_from_text_and_counts_the_failure(scripted) -> None:
     bb = scripted("I think this answer is CORRECT.")
-    v = Judge(bb).judge("q", "g", "a")
+    v = Judge(bb, judge_preset="judge-v1").judge("q", "g", "a")
     assert (v.label, v.parsed) == ("CORRECT", False)
     assert bb.calls_by_stage() == {"judge": 2}  # first try + one retry
     assert bb.usage.parse_failures() == {"judge": {judge_mod.FALLBACK_KIND: 1}}
 
 
 def test_ambiguous_unparseable_reply_is_wrong(scripted) -> None:
-    v = Judge(scripted("CORRECT or WRONG, hard to say")).judge("q", "g", "a")
+    v = Judge(scripted("CORRECT or WRONG, hard to say"), judge_preset="judge-v1").judge("q", "g", "a")
     assert (v.label, v.score, v.parsed) == ("WRONG", 0.0, False)
     assert label_from_text("nothing here") is None
     assert label_from_text("wrong") == "WRONG"
@@ -69,7 +76,7 @@ def test_ambiguous_unparseable_reply_is_wrong(scripted) -> None:
 
 def test_empty_answer_is_wrong_without_a_call(scripted) -> None:
     bb = scripted('{"label": "CORRECT"}')
-    assert Judge(bb).judge("q", "g", "  ").label == "WRONG"
+    assert Judge(bb, judge_preset="judge-v1").judge("q", "g", "  ").label == "WRONG"
     assert bb.calls == []
 
 
@@ -79,19 +86,48 @@ def test_gold_follows_the_protocol(scripted) -> None:
     assert judge_gold(adv, LOCOMO) == (prompts.REFUSAL_GOLD, True)
     assert judge_gold(_item(), LOCOMO) == ("a beagle", False)
     bb = scripted('{"label": "CORRECT"}')
-    Judge(bb).judge_item(adv, "Not mentioned in the conversation", LOCOMO)
+    Judge(bb, judge_preset="judge-v1").judge_item(adv, "Not mentioned in the conversation", LOCOMO)
     assert "false premise" in bb.calls[0][1][1]["content"]
     audited = _item(answer="a basset hound")
-    Judge(bb).judge_item(_item(), "a beagle", AMEM, gold_item=audited)
+    Judge(bb, judge_preset="judge-v1").judge_item(_item(), "a beagle", AMEM, gold_item=audited)
     assert "Gold answer: a basset hound" in bb.calls[1][1][1]["content"]
 
 
 def test_prompt_hash_pins_the_wording(monkeypatch: pytest.MonkeyPatch) -> None:
-    h = judge_mod.prompt_hash()
-    assert len(h) == 16 and h == judge_mod.prompt_hash()
-    assert judge_mod.prompt_version() == f"{prompts.VERSION}@{h}"
+    h = judge_mod.prompt_hash("judge-v1")
+    assert len(h) == 16 and h == judge_mod.prompt_hash("judge-v1")
+    assert judge_mod.prompt_version("judge-v1") == f"{prompts.VERSION}@{h}"
     monkeypatch.setattr(prompts, "USER", prompts.USER + " ")
-    assert judge_mod.prompt_hash() != h
+    assert judge_mod.prompt_hash("judge-v1") != h
+
+
+def test_each_protocol_names_its_judges_and_the_first_is_its_default() -> None:
+    assert AMEM.judges == LOCOMO.judges == ("judge-v1", "mem0-judge")
+    assert judge_mod.protocol_judge(LOCOMO).name == "judge-v1"
+    assert judge_mod.protocol_judge(AMEM, "mem0-judge").name == "mem0-judge"
+    lme = get_protocol("longmemeval")
+    assert judge_mod.protocol_judge(lme).name == "longmemeval-judge"
+    with pytest.raises(
+        JudgeConfigError,
+        match=r"judge-v1 does not grade protocol longmemeval: its judge presets are longmemeval-judge \(",
+    ):
+        judge_mod.protocol_judge(lme, "judge-v1")
+    with pytest.raises(
+        JudgeConfigError, match=r"longmemeval-judge does not grade protocol amem: .* judge-v1, mem0-judge"
+    ):
+        judge_mod.protocol_judge(AMEM, "longmemeval-judge")
+    with pytest.raises(UnknownNameError, match=r"unknown judge preset 'judge-v2'"):
+        judge_mod.protocol_judge(AMEM, "judge-v2")
+    bare = dataclasses.replace(AMEM, judges=())
+    with pytest.raises(JudgeConfigError, match=r"names no judge preset .*eval.judge=false"):
+        judge_mod.protocol_judge(bare)
+    assert judge_mod.JUDGE_PRESETS.names() == ["judge-v1", "longmemeval-judge", "mem0-judge"]
+
+
+def test_locomo_judge_prompt_versions_are_unchanged() -> None:
+    """The response cache keys LoCoMo's verdicts on these: a change would re-judge every cached run."""
+    assert judge_mod.prompt_version("judge-v1") == "judge-v1@ab3dcb235812fc7c"
+    assert judge_mod.prompt_version("mem0-judge") == "mem0-judge-v1@d7edcfdef7b36b98"
 
 
 def test_backbone_presets_resolve_their_defaults_chain() -> None:
@@ -127,8 +163,8 @@ def test_runner_adds_judge_scores_and_records_the_preset(tmp_path, compose) -> N
         "judge_preset": "judge-v1",
         "preset": "local",
         "model": "qwen2.5-coder-1.5b-instruct-q4_k_m",
-        "prompt_version": judge_mod.prompt_version(),
-        "prompt_hash": judge_mod.prompt_hash(),
+        "prompt_version": judge_mod.prompt_version("judge-v1"),
+        "prompt_hash": judge_mod.prompt_hash("judge-v1"),
         "runs": 1,
     }
     assert items[0]["judge"]["preset"] == "judge-v1" and len(items[0]["judge"]["runs"]) == 1
@@ -221,7 +257,7 @@ def test_unknown_judge_preset_and_bad_runs_fail_with_one_line(scripted) -> None:
     with pytest.raises(UnknownNameError, match=r"unknown judge preset 'mem0'\. Did you mean 'mem0-judge'"):
         judge_mod.get_preset("mem0")
     with pytest.raises(JudgeConfigError, match="judge_runs must be >= 1"):
-        Judge(scripted("{}"), runs=0)
+        Judge(scripted("{}"), judge_preset="judge-v1", runs=0)
 
 
 @pytest.mark.usefixtures("locomo_path")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memcore.datasets.locomo.categories import Category
+from memcore.datasets.registry import get_dataset
 from memcore.eval import probe
 from memcore.eval.ceiling import gold_ceiling, is_gold_error
 from memcore.eval.disclosure import answer_disclosure, disclosure_line
@@ -120,7 +121,7 @@ def test_gold_ceiling_counts_wrong_gold_answers_not_citation_fixes() -> None:
     conv = Conversation("conv-x", "A", "B", (), items)
     changed = {items[1].item_id: "HALLUCINATION", items[2].item_id: "WRONG_CITATION"}
     audited = {items[1].item_id: _qa(1, Category.MULTI_HOP, "a blue car"), items[2].item_id: items[2]}
-    c = gold_ceiling([conv], changed, audited, get_protocol("amem"))
+    c = gold_ceiling([conv], changed, audited, get_protocol("amem"), get_dataset("locomo").categories)
     assert c["by_category"]["1"]["n"] == 2 and c["by_category"]["1"]["n_gold_errors"] == 1
     assert c["by_category"]["1"]["judge"] == 0.5
     assert c["by_category"]["1"]["f1"] == pytest.approx((1.0 + 2 / 3) / 2)  # {a, car} of {a, blue, car}/{a, red, car}
@@ -140,3 +141,19 @@ def test_answer_disclosure_names_prompt_temperature_and_length() -> None:
     assert info["mean_words"] == 4.0 and info["mean_words_no_adv"] == 3.0
     line = disclosure_line(info)
     assert "temperature 0.7 (category 5: 0.5)" in line and "mean length 4.0 words (3.0 over categories 1-4)" in line
+
+
+def test_answer_disclosure_says_the_datasets_own_words() -> None:
+    """A dataset whose headline is every category and a protocol with one temperature: no category-5 wording."""
+    items = [
+        {"category": 6, "answer": "two weeks", "prompt_version": "p"},
+        {"category": 3, "answer": "x", "prompt_version": "p"},
+    ]
+    cats = get_dataset("longmemeval").categories
+    info = answer_disclosure(
+        {"name": "longmemeval", "temperature": 0.0, "temperature_adversarial": 0.5}, items, categories=cats
+    )
+    assert "temperature_adversarial" not in info and "mean_words_no_adv" not in info and info["mean_words"] == 1.5
+    line = disclosure_line(info, cats)
+    assert "temperature 0.0, max_tokens 500, mean length 1.5 words, n=2." in line
+    assert "category" not in line and "1-4" not in line

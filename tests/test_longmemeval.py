@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from memcore.config import validate
 from memcore.datasets.errors import DataError
 from memcore.datasets.longmemeval import recall
 from memcore.datasets.longmemeval.categories import QUESTION_TYPES
@@ -22,8 +23,14 @@ from memcore.datasets.longmemeval.loader import load_longmemeval
 from memcore.datasets.longmemeval.prompts import answer as answer_prompt
 from memcore.datasets.longmemeval.prompts import judge
 from memcore.datasets.registry import get_dataset
+from memcore.eval.judge import Judge, get_preset, load_backbone_preset
 from memcore.eval.protocols import get_protocol
+from memcore.itemlog import read_items
+from memcore.llm.scripted import ScriptedBackbone
 from memcore.metrics import get_metric
+from memcore.runner import Runner
+from memcore.testing.sim_replies import reply as sim_reply
+from memcore.testing.sim_replies import structured_responder
 from tests.fixture_longmemeval import fixture_records, write_fixture
 
 REPO = Path(__file__).resolve().parents[1]
@@ -146,3 +153,83 @@ def test_retrieval_only_run_reports_session_and_turn_recall_by_type(tmp_path: Pa
     table = (tmp_path / "run" / "table.md").read_text()
     assert "| 6 temporal-reasoning (n=2) |" in table and "Session R_all@5 %" in table and "Turn R_all@10 %" in table
     assert "Recall and hit rate exclude 3 item(s) without gold evidence." in table  # 2 abstention, 1 assistant-side
+
+
+#: Which template upstream's ``get_anscheck_prompt`` picks for each question type (its if / elif branches), by the
+#: name this project's module gives the text; an abstention question takes ``ABSTENTION`` whatever its type.
+UPSTREAM_BRANCH = {
+    "single-session-user": "GENERAL",
+    "single-session-assistant": "GENERAL",
+    "multi-session": "GENERAL",
+    "temporal-reasoning": "TEMPORAL_REASONING",
+    "knowledge-update": "KNOWLEDGE_UPDATE",
+    "single-session-preference": "SINGLE_SESSION_PREFERENCE",
+}
+
+
+def test_judge_messages_are_upstreams_template_for_each_type(tmp_path: Path) -> None:
+    """One user message: the type's template (the abstention one for an ``_abs`` id) filled, in order, with the
+    question, the reference answer and the model's response, as ``evaluate_qa.py`` sends it."""
+    data = load_longmemeval(write_fixture(tmp_path / "lme.json"))
+    protocol = get_protocol("longmemeval")
+    preset = get_preset("longmemeval-judge")
+    seen: set[str] = set()
+    for conv in data.conversations:
+        (item,) = conv.qa
+        name = "ABSTENTION" if "_abs" in item.conv_id else UPSTREAM_BRANCH[item.metadata["question_type"]]
+        template = getattr(judge, name)
+        assert hashlib.sha256(template.encode()).hexdigest() == PROMPT_SHA256[name]
+        response = f"my answer to {item.conv_id}"
+        expected = [{"role": "user", "content": template.format(item.question, item.answer, response)}]
+        assert preset.messages(item, item, response, protocol) == expected, item.conv_id
+        kind, text = sim_reply(expected)  # the simulator knows the prompt and answers as the judge would
+        assert kind == "judge_longmemeval" and text in ("yes", "no"), item.conv_id
+        seen.add(name if name == "ABSTENTION" else item.metadata["question_type"])
+    assert seen == {*QUESTION_TYPES, "ABSTENTION"}  # the fixture has every type and an abstention question
+
+
+def test_judge_reads_yes_as_upstream_one_call_of_10_tokens_at_temperature_0(scripted: Any, tmp_path: Path) -> None:
+    preset = get_preset("longmemeval-judge")
+    assert [preset.read(r)[0] for r in ("Yes.", " yes", "YES, it is", "No.", "no", "Not sure")] == [
+        "CORRECT", "CORRECT", "CORRECT", "WRONG", "WRONG", "WRONG",
+    ]  # fmt: skip
+    (item,) = load_longmemeval(write_fixture(tmp_path / "lme.json")).conversations[0].qa
+    bb = scripted("Yes")
+    judge_ = Judge(bb, judge_preset="longmemeval-judge")
+    verdicts = judge_.judge_runs(item, "a beagle", get_protocol("longmemeval"))
+    assert verdicts is not None and [(v.label, v.reason, v.parsed) for v in verdicts] == [("CORRECT", "Yes", True)]
+    ((stage, _),) = bb.calls
+    (kwargs,) = bb.kwargs
+    assert stage == "judge" and kwargs["max_tokens"] == 10 and kwargs["temperature"] == 0.0
+    assert not kwargs.get("json") and kwargs["prompt_version"] == preset.prompt_version()
+    assert judge_.info()["categories"] == [1, 2, 3, 4, 5, 6] and judge_.info()["model"] == "scripted"
+    assert preset.default_backbone == "gpt-4o" and load_backbone_preset("gpt-4o").model == "gpt-4o-2024-08-06"
+
+
+def test_judged_run_reports_j_by_question_type(tmp_path: Path, compose: Any) -> None:
+    """``eval.judge=true`` on a LongMemEval run: its protocol's judge grades every answer (the simulator's replies,
+    so the numbers mean nothing), J by question type in the table, the judge's calls in the run's cost."""
+    path = write_fixture(tmp_path / "lme.json")
+    cfg = compose(
+        ["method=rag_bm25", "dataset=longmemeval", f"dataset.path={path}", "embedder=hashing", "eval.judge=true",
+         "eval.judge_backbone=local"]
+    )  # fmt: skip
+    runner = Runner(validate(cfg), tmp_path / "run")
+    bb = ScriptedBackbone(structured_responder, usage=runner.usage)
+    runner.backbone_override = bb
+    result = runner.run()
+    items = read_items(tmp_path / "run" / "items.jsonl")
+    assert len(items) == 8 and bb.calls_by_stage() == {"answer": 8, "judge": 8}
+    assert all(r["judge"]["preset"] == "longmemeval-judge" and r["scores"]["judge"] in (0.0, 1.0) for r in items)
+    prompts = [msgs[0]["content"] for stage, msgs in bb.calls if stage == "judge"]
+    assert sum(p.startswith("I will give you an unanswerable question") for p in prompts) == 2
+    info = result.metrics["run"]["judge"]
+    assert info["judge_preset"] == "longmemeval-judge" and info["categories"] == [1, 2, 3, 4, 5, 6]
+    assert all(result.metrics["by_category"][str(c)]["judge"] is not None for c in range(1, 7))
+    assert result.cost["usage"]["by_stage"]["judge"]["calls"] == 8
+    table = (tmp_path / "run" / "table.md").read_text()
+    assert "| Category |" in table and "J %" in table and "| 6 temporal-reasoning (n=2) |" in table
+    assert "J: judge preset longmemeval-judge (xiaowu0162/LongMemEval" in table
+    assert "category 5" not in table and "1-4" not in table and "adversarial" not in table
+    answers = result.metrics["run"]["answer"]
+    assert "temperature_adversarial" not in answers and "mean_words_no_adv" not in answers

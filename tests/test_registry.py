@@ -7,19 +7,22 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
 import memcore.methods as methods_mod
 from memcore.config import ablation_schema, default_ablation_schema
+from memcore.datasets import DATASETS
 from memcore.datasets.locomo.categories import Category
 from memcore.eval.protocols import PROTOCOLS, EvalProtocol, get_protocol
 from memcore.llm.factory import BACKBONE_KINDS, EMBEDDER_KINDS
 from memcore.memory.ablations import ABLATIONS, SWITCHES, Switches
 from memcore.methods import METHODS, declared_methods, get_method, method_names
+from memcore.metrics import METRICS
 from memcore.pipeline.rundir import ADDED_KEY_DEFAULTS, without_added_defaults
-from memcore.registry import Registry, UnknownNameError
+from memcore.registry import Registry, UnknownNameError, discover_declared, instance_check
 from memcore.report.collect import paper_methods
 from memcore.report.reference import PAPER_METHOD_NAMES, REIMPLEMENTED, ablation_order, method_order
 from memcore.schema import build_keys, knob
@@ -159,6 +162,49 @@ def test_methods_declared_by_installed_packages_are_found(monkeypatch: pytest.Mo
     monkeypatch.setattr(methods_mod.importlib.metadata, "entry_points", clashing)
     with pytest.raises(ValueError, match="method 'rag_bm25' is registered twice"):
         Registry("method", check=methods_mod._check_spec, loader=methods_mod._discover).names()
+
+
+def test_discover_declared_reads_the_packages_literals_then_the_entry_points(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One loader for datasets, protocols, metrics and judges: each package's literal (read, not imported), in
+    folder order, then the group's entry points; a name declared twice with another target is refused."""
+    import importlib.metadata
+
+    for pkg, body in {
+        "a_pkg": 'import does_not_exist\nTHINGS = {"dumps": "json:dumps"}\nOTHER = {"x": "json:loads"}\n',
+        "b_pkg": 'THINGS = {"loads": "json:loads"}\n',
+        "c_pkg": "NOTHING = 1\n",
+    }.items():
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text(body)
+    groups: list[str] = []
+
+    def entry_points(*, group: str) -> list[importlib.metadata.EntryPoint]:
+        groups.append(group)
+        return [importlib.metadata.EntryPoint("outside", "json:JSONDecoder", group)]
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    reg: Registry[object] = Registry("thing", loader=discover_declared("THINGS", "test.things", folder=tmp_path))
+    assert groups == []  # nothing is read before the first lookup
+    assert reg.names() == ["dumps", "loads", "outside"] and groups == ["test.things"]
+    import json
+
+    assert reg.get("dumps") is json.dumps and reg.get("outside") is json.JSONDecoder
+    typed: Registry[object] = Registry(
+        "thing", check=instance_check(int, "an int"), loader=discover_declared("THINGS", "x", folder=tmp_path)
+    )
+    with pytest.raises(TypeError, match=r"^json:dumps is not an int$"):
+        typed.get("dumps")
+    (tmp_path / "c_pkg" / "__init__.py").write_text('THINGS = {"dumps": "pickle:dumps"}\n')
+    with pytest.raises(ValueError, match="thing 'dumps' is registered twice"):
+        Registry("thing", loader=discover_declared("THINGS", "test.things", folder=tmp_path)).names()
+
+
+def test_datasets_protocols_and_metrics_are_discovered_by_the_one_loader() -> None:
+    assert {"locomo", "longmemeval"} <= set(DATASETS.names())
+    assert {"amem", "locomo", "longmemeval"} <= set(PROTOCOLS.names())
+    assert {"f1", "session_recall_all_5"} <= set(METRICS.names())
 
 
 def test_the_report_reads_paper_rows_order_and_notes_from_the_specs() -> None:

@@ -3,7 +3,8 @@
 A protocol owns the gold an item is scored against, the answer prompt and its sampling defaults, whether the
 reply is JSON, the post-processing of the reply, the metrics it scores (``metrics``, names in
 :data:`memcore.metrics.METRICS`) and, where it computes a metric its own way, the scorer (``scorers``: metric
-name -> scoring function), the gold the judge sees, and the notes the results table carries. A dataset declares
+name -> scoring function), the gold the judge sees, the judge presets that grade its answers (``judges``,
+:mod:`memcore.datasets.judge`), and the notes the results table carries. A dataset declares
 its protocols (``DatasetSpec.protocols``) and registers them in its package's ``PROTOCOLS`` literal; the harness
 finds them by name (:mod:`memcore.eval.protocols`) and never branches on a dataset's categories itself: what a
 category means to a protocol (a refusal expected, its own prompt, its own temperature) is the protocol's.
@@ -37,7 +38,9 @@ class EvalProtocol:
     ``json_reply``: the answer is asked for (and parsed) as ``{"answer": ...}``. ``prompt_name``: the answer
     prompt's provenance for ``metrics.json`` and the table. ``metrics``: the registered metrics a run under this
     protocol scores, in record order. ``scorers``: the protocol's own scoring function (prediction, gold,
-    category int) for a metric it computes its own way; the others use the metric's generic scorer."""
+    category int) for a metric it computes its own way; the others use the metric's generic scorer. ``judges``: the
+    judge presets (:class:`~memcore.datasets.judge.JudgePreset` names) that grade its answers, the default first
+    (``eval.judge_preset`` unset picks it); none: its answers cannot be judged."""
 
     name: str
     prompt_name: str
@@ -48,6 +51,7 @@ class EvalProtocol:
     scorers: Mapping[str, Callable[[str, str, int], float]] = field(
         default_factory=lambda: MappingProxyType({}), compare=False
     )
+    judges: tuple[str, ...] = ()
 
     def declared_metrics(self) -> tuple[Metric, ...]:
         """The :class:`~memcore.metrics.Metric` objects of :attr:`metrics`, in order."""

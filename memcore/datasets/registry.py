@@ -10,19 +10,16 @@ dataset's loader is imported only when a run uses it. A package outside the repo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from memcore.datasets.spec import DatasetSpec
-from memcore.registry import Registry, declared_in_folder, declared_literal
+from memcore.registry import Registry, declared_literal, discover_declared, instance_check
 
 #: ``dataset.kind`` when a config names none (runs made before the key existed are LoCoMo runs).
 DEFAULT_DATASET_KIND = "locomo"
 #: The entry-point group through which an installed package adds datasets.
 ENTRY_POINT_GROUP = "memcore.datasets"
-#: The folder whose sub-packages are scanned for ``DATASETS`` declarations.
-DATASETS_DIR = Path(__file__).resolve().parent
 
 
 def declared_datasets(path: Path, literal: str = "DATASETS") -> dict[str, str]:
@@ -30,24 +27,11 @@ def declared_datasets(path: Path, literal: str = "DATASETS") -> dict[str, str]:
     return declared_literal(path, literal)
 
 
-def declared_in_packages(literal: str) -> dict[str, str]:
-    """Every ``literal`` declaration of the dataset packages under :data:`DATASETS_DIR`, merged in folder order."""
-    return declared_in_folder(DATASETS_DIR, literal)
-
-
-def _discover(registry: Registry[DatasetSpec]) -> None:
-    for kind, target in declared_in_packages("DATASETS").items():
-        registry.add_lazy(kind, target)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        registry.add_lazy(ep.name, ep.value)
-
-
-def _check_spec(target: str, obj: object) -> None:
-    if not isinstance(obj, DatasetSpec):
-        raise TypeError(f"{target} is not a DatasetSpec")
-
-
-DATASETS: Registry[DatasetSpec] = Registry("dataset kind", check=_check_spec, loader=_discover)
+DATASETS: Registry[DatasetSpec] = Registry(
+    "dataset kind",
+    check=instance_check(DatasetSpec, "a DatasetSpec"),
+    loader=discover_declared("DATASETS", ENTRY_POINT_GROUP),
+)
 
 
 def get_dataset(kind: str) -> DatasetSpec:

@@ -239,10 +239,11 @@ def budgets_within_cap(metrics: Mapping[str, Any]) -> dict[str, Any]:
 
 def format_table(metrics: Mapping[str, Any], title: str) -> str:
     """Markdown table of an :func:`aggregate` result: one row per category ("1 multi-hop (n=282)"), then the
-    paper's overall (categories 1-5) and overall 1-4; one column per metric the run scored (its protocol's and
+    overall of every category and the headline overall (the dataset's labels); one column per metric the run
+    scored (its protocol's and
     ``eval.metrics``, :func:`metrics_of_run`), in percent. With a judge: J (mean ± std over
     runs when repeated, majority-label J); with ``gold_ceiling`` the perfect system's J and F1 against the
-    original gold. Notes: category names, the category-5 caveat, answer and judge disclosure."""
+    original gold. Notes: the dataset's and the protocol's, answer and judge disclosure."""
     rows: list[tuple[str, str, Mapping[str, Any]]] = [
         (f"{key} {block.get('name') or key} (n={block['n']})", key, block)
         for key, block in sorted(metrics["by_category"].items(), key=lambda kv: int(kv[0]))
@@ -290,7 +291,7 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
     for note in (*dataset_notes(kind), *protocol_notes(run.get("protocol", "amem"), tuple(metrics["by_category"]))):
         lines += ["", note]
     if run.get("answer"):
-        lines += ["", disclosure_line(run["answer"])]
+        lines += ["", disclosure_line(run["answer"], cats)]
     if run.get("slice"):
         lines += ["", slice_line(run.get("dataset", ""), run["slice"])]
     for line in method_table_lines(metrics):
@@ -310,7 +311,8 @@ def format_table(metrics: Mapping[str, Any], title: str) -> str:
         lines += [
             "",
             "Ceiling: the best a perfect system reaches against the original gold (it answers the audited gold; "
-            f"{n_wrong} gold answer{'' if n_wrong == 1 else 's'} in categories 1-4 {'is' if n_wrong == 1 else 'are'} wrong).",
+            f"{n_wrong} gold answer{'' if n_wrong == 1 else 's'} in categories {cats.span(cats.headline_ids)} "
+            f"{'is' if n_wrong == 1 else 'are'} wrong).",
         ]
     return "\n".join(lines) + "\n"
 

@@ -13,12 +13,32 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memcore.datasets.registry import DEFAULT_DATASET_KIND, get_dataset
+from memcore.datasets.spec import DatasetCategories
 from memcore.eval.protocols import PROTOCOLS
 from memcore.eval.upstream import no_upstream_line
+
+#: The sampling key of a protocol that answers some categories at their own temperature (LoCoMo's category 5).
+OWN_TEMPERATURE_KEY = "temperature_adversarial"
 
 
 def _mean_words(answers: Sequence[str]) -> float | None:
     return sum(len(a.split()) for a in answers) / len(answers) if answers else None
+
+
+def _categories(categories: DatasetCategories | None) -> DatasetCategories:
+    """``categories`` (the run's dataset's), or the default dataset's for a run recorded before datasets had kinds."""
+    return categories if categories is not None else get_dataset(DEFAULT_DATASET_KIND).categories
+
+
+def _lengths(answered: Sequence[Mapping[str, Any]], categories: DatasetCategories) -> dict[str, Any]:
+    """``mean_words`` and, when the dataset's headline leaves categories out, ``mean_words_no_adv`` (over the
+    headline categories)."""
+    out: dict[str, Any] = {"mean_words": _mean_words([str(r["answer"]) for r in answered])}
+    if categories.headline_ids != categories.ids:
+        headline = set(categories.headline_ids)
+        out["mean_words_no_adv"] = _mean_words([str(r["answer"]) for r in answered if int(r["category"]) in headline])
+    return out
 
 
 def answer_disclosure(
@@ -28,10 +48,14 @@ def answer_disclosure(
     answer_prompt: str = "harness",
     upstream: Any = None,
     method: str = "",
+    categories: DatasetCategories | None = None,
 ) -> dict[str, Any]:
     """``{"prompt", "prompt_name", "temperature", "temperature_adversarial", "max_tokens", "mean_words",
     "mean_words_no_adv", "n_answers"}`` for the protocol config and the run's items (answers None are skipped;
-    words = white-space tokens). Under ``answer_prompt="upstream"`` also ``answer_prompt`` and either
+    words = white-space tokens) of a dataset with ``categories`` (see :func:`_categories`): ``temperature_adversarial``
+    only for a protocol that has it (:data:`OWN_TEMPERATURE_KEY`), ``mean_words_no_adv`` (over the headline
+    categories) only for a dataset whose headline leaves categories out. Under ``answer_prompt="upstream"`` also
+    ``answer_prompt`` and either
     ``prompt_source`` (``upstream``: the method's :class:`~memcore.eval.upstream.UpstreamAnswer`, whose name and
     sampling replace the protocol's) or ``answer_prompt_note`` (the method has none and kept the harness's)."""
     name = str(protocol["name"])
@@ -39,6 +63,7 @@ def answer_disclosure(
     defaults = spec.sampling_defaults if spec is not None else {}
     versions = sorted({str(r.get("prompt_version")) for r in items if r.get("prompt_version")})
     answered = [r for r in items if r.get("answer") is not None]
+    lengths = _lengths(answered, _categories(categories))
     max_tokens = protocol.get("max_tokens")
     if answer_prompt == "upstream" and upstream is not None:
         up = upstream.spec
@@ -50,36 +75,41 @@ def answer_disclosure(
                 up.sampling_defaults.get("temperature_adversarial", up.temperature_default)
             ),
             "max_tokens": int(up.max_tokens),
-            "mean_words": _mean_words([str(r["answer"]) for r in answered]),
-            "mean_words_no_adv": _mean_words([str(r["answer"]) for r in answered if int(r["category"]) != 5]),
+            **lengths,
             "n_answers": len(answered),
             "answer_prompt": "upstream",
             "prompt_source": upstream.source,
         }
-    out = {
+    out: dict[str, Any] = {
         "prompt": ", ".join(versions) or (spec.prompt_version() if spec is not None else name),
         "prompt_name": spec.prompt_name if spec is not None else name,
         "temperature": float(protocol.get("temperature", defaults.get("temperature_default", 0.0))),
-        "temperature_adversarial": float(
-            protocol.get("temperature_adversarial", defaults.get("temperature_adversarial", 0.0))
-        ),
-        "max_tokens": int(max_tokens if max_tokens is not None else defaults.get("max_tokens", 0)),
-        "mean_words": _mean_words([str(r["answer"]) for r in answered]),
-        "mean_words_no_adv": _mean_words([str(r["answer"]) for r in answered if int(r["category"]) != 5]),
-        "n_answers": len(answered),
     }
+    if spec is None or OWN_TEMPERATURE_KEY in defaults:
+        out[OWN_TEMPERATURE_KEY] = float(protocol.get(OWN_TEMPERATURE_KEY, defaults.get(OWN_TEMPERATURE_KEY, 0.0)))
+    out.update(
+        max_tokens=int(max_tokens if max_tokens is not None else defaults.get("max_tokens", 0)),
+        **lengths,
+        n_answers=len(answered),
+    )
     if answer_prompt == "upstream":
         out.update(answer_prompt="upstream", answer_prompt_note=no_upstream_line(method))
     return out
 
 
-def disclosure_line(info: Mapping[str, Any]) -> str:
-    """One Markdown line for ``table.md`` and reports."""
+def disclosure_line(info: Mapping[str, Any], categories: DatasetCategories | None = None) -> str:
+    """One Markdown line for ``table.md`` and reports, in the words of the run's dataset's ``categories`` (see
+    :func:`_categories`)."""
+    cats = _categories(categories)
     words = info.get("mean_words")
     no_adv = info.get("mean_words_no_adv")
     length = "–" if words is None else f"{words:.1f} words"
     if no_adv is not None:
-        length += f" ({no_adv:.1f} over categories 1-4)"
+        length += f" ({no_adv:.1f} over categories {cats.span(cats.headline_ids)})"
+    own = ""
+    if OWN_TEMPERATURE_KEY in info:
+        label = f"category {cats.span(cats.adversarial_ids)}" if cats.adversarial_ids else OWN_TEMPERATURE_KEY
+        own = f" ({label}: {info.get(OWN_TEMPERATURE_KEY)})"
     which = ""
     if info.get("prompt_source"):
         which = f" [eval.answer_prompt=upstream: the method's own, from {info['prompt_source']}]"
@@ -87,7 +117,7 @@ def disclosure_line(info: Mapping[str, Any]) -> str:
         which = " [eval.answer_prompt=upstream: no upstream prompt for this method, the harness's]"
     return (
         f"Answers{which}: prompt {info.get('prompt')} ({info.get('prompt_name')}), temperature {info.get('temperature')}"
-        f" (category 5: {info.get('temperature_adversarial')}), max_tokens {info.get('max_tokens')},"
+        f"{own}, max_tokens {info.get('max_tokens')},"
         f" mean length {length}, n={info.get('n_answers')}."
     )
 

@@ -1,13 +1,10 @@
 """LLM judge (metric J): CORRECT/WRONG calls per answered item, on stage ``judge``.
 
-Two judge presets (:data:`JUDGE_PRESETS`, ``eval.judge_preset``):
-
-- ``judge-v1`` (default): the project's own prompt (:mod:`memcore.prompts.judge`), JSON reason + label,
-  every category (a category-5 refusal is graded under ``protocol=locomo``), the run's backbone, 1 run.
-- ``mem0-judge``: the protocol behind published LoCoMo J numbers: Mem0's ``ACCURACY_PROMPT`` verbatim
-  (:mod:`memcore.prompts.judge_mem0`) as one user message, gpt-4o-mini, temperature 0, a JSON label only,
-  CORRECT iff the label is exactly ``"CORRECT"`` (as Mem0's script), gold = the item's ``answer``,
-  category 5 not judged, 3 runs.
+What a judge sends and how its reply reads is a dataset's rule: a :class:`~memcore.datasets.judge.JudgePreset`
+declared in its package's ``JUDGES`` literal (:data:`JUDGE_PRESETS` finds them, and installed packages add theirs
+under the ``memcore.judges`` entry-point group). The run's answer protocol names the presets that grade its answers
+(``EvalProtocol.judges``); ``eval.judge_preset`` picks one of them and, unset, the protocol's first (LoCoMo:
+``judge-v1``, with ``mem0-judge`` the other; LongMemEval: ``longmemeval-judge``).
 
 The judge model is a pinned backbone preset (``eval.judge_backbone``, a file name under
 ``configs/backbone/``; default: the judge preset's, else the run's own backbone). The prompt text is
@@ -22,10 +19,9 @@ often they did (``judge_agreement``).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,13 +31,12 @@ from omegaconf.errors import OmegaConfBaseException
 
 from memcore.config import BackboneConfig, ConfigError
 from memcore.config import load_backbone_preset as compose_backbone_preset
-from memcore.eval.protocols import EvalProtocol
+from memcore.datasets.judge import JudgePreset
+from memcore.eval.protocols import EvalProtocol, get_protocol
 from memcore.interfaces import ChatBackbone, LazyResource, Message
 from memcore.llm.factory import build_backbone
 from memcore.llm.json_reply import complete_json
-from memcore.prompts import judge as prompts
-from memcore.prompts import judge_mem0
-from memcore.registry import Registry, unknown_name_message
+from memcore.registry import Registry, discover_declared, instance_check, unknown_name_message
 from memcore.stopflag import StopCheck
 from memcore.types import QAItem
 
@@ -50,123 +45,52 @@ if TYPE_CHECKING:
     from memcore.llm.usage import UsageTracker
 
 STAGE = "judge"
-LABELS: tuple[str, str] = ("CORRECT", "WRONG")
 FALLBACK_KIND = "judge_label_from_text_else_wrong"
 _LABEL_WORD_RE = re.compile(r"\b(CORRECT|WRONG)\b")
-DEFAULT_PRESET = "judge-v1"
+#: The entry-point group through which an installed package adds judge presets.
+ENTRY_POINT_GROUP = "memcore.judges"
 
 
 #: ``eval.judge_backbone`` / ``eval.judge_runs`` name no usable judge setting: the run's one ConfigError.
 JudgeConfigError = ConfigError
 
 
-def _validate_v1(obj: Any) -> tuple[str, str]:
-    if not isinstance(obj, dict) or "label" not in obj:
-        raise ValueError('expected {"reason": ..., "label": "CORRECT"|"WRONG"}')
-    label = str(obj["label"]).strip().upper()
-    if label not in LABELS:
-        raise ValueError(f"label {obj['label']!r} is neither CORRECT nor WRONG")
-    return label, str(obj.get("reason", "")).strip()
-
-
-def _validate_mem0(obj: Any) -> tuple[str, str]:
-    """Mem0's reading: ``json.loads(...)["label"]``, scored 1 iff it equals ``"CORRECT"`` (no stripping or
-    case folding); a reply without a ``label`` key (a KeyError that stops Mem0's script) is retried here."""
-    if not isinstance(obj, dict) or "label" not in obj:
-        raise ValueError('expected {"label": "CORRECT"|"WRONG"}')
-    return ("CORRECT" if obj["label"] == "CORRECT" else "WRONG"), ""
-
-
-def _messages_v1(question: str, gold: str, answer: str, refusal: bool) -> list[Message]:
-    user = prompts.USER.format(
-        question=question, gold=gold, answer=answer, adversarial_note=prompts.ADVERSARIAL_NOTE if refusal else ""
-    )
-    return [{"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": user}]
-
-
-def _messages_mem0(question: str, gold: str, answer: str, refusal: bool) -> list[Message]:
-    content = judge_mem0.ACCURACY_PROMPT.format(question=question, gold_answer=gold, generated_answer=answer)
-    return [{"role": "user", "content": content}]
-
-
-@dataclass(frozen=True)
-class JudgePreset:
-    """A judge protocol: prompt, parsing, which categories it grades, its default model and number of runs.
-
-    ``default_backbone`` None = the run's own backbone. ``gold_field`` ``"protocol"`` grades against the
-    answer protocol's gold (so J and F1 share a target); ``"answer"`` against the item's ``answer``."""
-
-    name: str
-    version: str
-    hash_parts: Callable[[], tuple[str, ...]]  # read at call time, so the hash follows the module's text
-    build_messages: Callable[[str, str, str, bool], list[Message]]
-    validate: Callable[[Any], tuple[str, str]]
-    categories: tuple[int, ...]
-    default_backbone: str | None
-    default_runs: int
-    gold_field: str
-    max_tokens: int
-    source: str
-
-    def prompt_hash(self) -> str:
-        """sha256 (first 16 hex digits) of everything the prompt is made of."""
-        return hashlib.sha256("\x1e".join([self.version, *self.hash_parts()]).encode("utf-8")).hexdigest()[:16]
-
-    def prompt_version(self, run: int = 0) -> str:
-        """``<VERSION>@<hash>`` (+ ``#run-r`` for run index r > 0): what the response cache keys on."""
-        base = f"{self.version}@{self.prompt_hash()}"
-        return base if run == 0 else f"{base}#run-{run}"
-
-    def judges(self, category: int) -> bool:
-        return int(category) in self.categories
-
-
-JUDGE_PRESETS: Registry[JudgePreset] = Registry("judge preset")
-JUDGE_PRESETS.add(
-    "judge-v1",
-    JudgePreset(
-        name="judge-v1",
-        version=prompts.VERSION,
-        hash_parts=lambda: (prompts.SYSTEM, prompts.USER, prompts.ADVERSARIAL_NOTE, prompts.REFUSAL_GOLD),
-        build_messages=_messages_v1,
-        validate=_validate_v1,
-        categories=(1, 2, 3, 4, 5),
-        default_backbone=None,
-        default_runs=1,
-        gold_field="protocol",
-        max_tokens=128,
-        source="memcore/prompts/judge.py (this project)",
-    ),
-)
-JUDGE_PRESETS.add(
-    "mem0-judge",
-    JudgePreset(
-        name="mem0-judge",
-        version=judge_mem0.VERSION,
-        hash_parts=lambda: (judge_mem0.ACCURACY_PROMPT,),
-        build_messages=_messages_mem0,
-        validate=_validate_mem0,
-        categories=(1, 2, 3, 4),
-        default_backbone="gpt-4o-mini",
-        default_runs=3,
-        gold_field="answer",
-        max_tokens=256,
-        source=f"{judge_mem0.SOURCE_REPO} {judge_mem0.SOURCE_PATH} @ {judge_mem0.SOURCE_COMMIT}",
-    ),
+JUDGE_PRESETS: Registry[JudgePreset] = Registry(
+    "judge preset",
+    check=instance_check(JudgePreset, "a JudgePreset"),
+    loader=discover_declared("JUDGES", ENTRY_POINT_GROUP),
 )
 
 
-def get_preset(name: str | None) -> JudgePreset:
-    """The judge preset ``name`` (default ``judge-v1``); unknown names raise with the known ones."""
-    return JUDGE_PRESETS.get(str(name or DEFAULT_PRESET))
+def get_preset(name: str) -> JudgePreset:
+    """The judge preset ``name``; unknown names raise with the known ones."""
+    return JUDGE_PRESETS.get(str(name))
 
 
-def prompt_hash(preset: str | None = None) -> str:
+def protocol_judge(protocol: EvalProtocol, name: str | None = None) -> JudgePreset:
+    """The judge preset that grades ``protocol``'s answers: ``name`` (``eval.judge_preset``) or, when unset, the
+    protocol's default (its first). An unknown name raises :class:`~memcore.registry.UnknownNameError`; a protocol
+    without judges, or a preset it does not name, :class:`JudgeConfigError`."""
+    if not protocol.judges:
+        raise JudgeConfigError(
+            f"protocol {protocol.name!r} names no judge preset (EvalProtocol.judges), so its answers cannot be "
+            "judged; run with eval.judge=false."
+        )
+    preset = get_preset(str(name) if name else protocol.judges[0])
+    if preset.name not in protocol.judges:
+        raise JudgeConfigError(
+            f"eval.judge_preset={preset.name} does not grade protocol {protocol.name}: its judge presets are "
+            f"{', '.join(protocol.judges)} (leave eval.judge_preset unset for {protocol.judges[0]})."
+        )
+    return preset
+
+
+def prompt_hash(preset: str) -> str:
     """sha256 (first 16 hex digits) of everything the judge prompt of ``preset`` is made of."""
     return get_preset(preset).prompt_hash()
 
 
-def prompt_version(preset: str | None = None) -> str:
+def prompt_version(preset: str) -> str:
     """``judge-v1@<hash>``: the version string the backbone (and its response cache) sees for run 0."""
     return get_preset(preset).prompt_version()
 
@@ -210,16 +134,6 @@ def verdict_record(preset: str, verdicts: Sequence[Verdict]) -> dict[str, Any]:
     return {"preset": preset, "runs": [v.to_json() for v in verdicts], "majority": majority_label(verdicts)}
 
 
-def judge_gold(item: QAItem, protocol: EvalProtocol, preset: str | None = None) -> tuple[str, bool]:
-    """The gold text shown to the judge and whether a refusal is the expected answer (under the run's answer
-    ``protocol``)."""
-    if get_preset(preset).gold_field == "answer":
-        return item.answer or protocol.gold(item), False
-    if protocol.expects_refusal(item):
-        return prompts.REFUSAL_GOLD, True
-    return protocol.gold(item), False
-
-
 def label_from_text(raw: str) -> str | None:
     """The label when exactly one of CORRECT / WRONG appears (as a word) in ``raw``, else None."""
     found = set(_LABEL_WORD_RE.findall(raw.upper()))
@@ -234,8 +148,8 @@ class Judge:
         self,
         backbone: ChatBackbone,
         *,
+        judge_preset: str,
         preset: str = "",
-        judge_preset: str = DEFAULT_PRESET,
         runs: int | None = None,
         max_tokens: int | None = None,
         max_attempts: int = 2,
@@ -250,20 +164,41 @@ class Judge:
         self.max_attempts = int(max_attempts)
 
     def messages(self, question: str, gold: str, answer: str, *, refusal: bool = False) -> list[Message]:
-        return self.protocol.build_messages(question, gold, answer, refusal)
+        """The preset's prompt built from text alone (presets with ``text_messages``: LoCoMo's)."""
+        if self.protocol.text_messages is None:
+            raise ValueError(f"judge preset {self.protocol.name!r} grades items, not text: use judge_item")
+        return self.protocol.text_messages(question, gold, answer, refusal)
 
     def judge(self, question: str, gold: str, answer: str | None, *, refusal: bool = False, run: int = 0) -> Verdict:
-        """CORRECT/WRONG for ``answer`` (run index ``run``); an empty answer is WRONG without a call."""
+        """CORRECT/WRONG for ``answer`` from text alone (run index ``run``); an empty answer is WRONG without a
+        call."""
         if answer is None or not str(answer).strip():
             return Verdict("WRONG", "empty answer")
+        return self.grade(self.messages(question, gold, str(answer), refusal=refusal), run=run)
+
+    def grade(self, messages: list[Message], *, run: int = 0) -> Verdict:
+        """One judge call on ``messages`` (run index ``run``), read by the preset: a JSON reply through
+        :func:`~memcore.llm.json_reply.complete_json` (retried, then the label read from the raw text or WRONG, a
+        counted parse failure), a text reply as it comes."""
+        preset = self.protocol
+        if not preset.json_reply:
+            completion = self.backbone.complete(
+                messages,
+                stage=STAGE,
+                temperature=0.0,
+                max_tokens=self.max_tokens,
+                prompt_version=preset.prompt_version(run),
+            )
+            label, reason = preset.read(completion.text)
+            return Verdict(label, reason)
         result = complete_json(
             self.backbone,
-            self.messages(question, gold, str(answer), refusal=refusal),
+            messages,
             stage=STAGE,
-            validate=self.protocol.validate,
+            validate=preset.read,
             fallback=("WRONG", ""),
             fallback_kind=FALLBACK_KIND,
-            prompt_version=self.protocol.prompt_version(run),
+            prompt_version=preset.prompt_version(run),
             max_attempts=self.max_attempts,
             temperature=0.0,
             max_tokens=self.max_tokens,
@@ -282,16 +217,18 @@ class Judge:
         gold_item: QAItem | None = None,
         run: int = 0,
     ) -> Verdict:
-        """Judge ``answer`` to ``item`` against the gold of ``gold_item`` (default ``item``; pass the
-        audited item to grade against corrected gold). Grades every category (see :meth:`judge_runs`)."""
-        gold, refusal = judge_gold(gold_item or item, protocol, self.protocol.name)
-        return self.judge(item.question, gold, answer, refusal=refusal, run=run)
+        """Judge ``answer`` to ``item`` (answered under ``protocol``) against the gold of ``gold_item`` (default
+        ``item``; pass the audited item to grade against corrected gold). Grades every category (see
+        :meth:`judge_runs`); an empty answer is WRONG without a call."""
+        if answer is None or not str(answer).strip():
+            return Verdict("WRONG", "empty answer")
+        return self.grade(self.protocol.messages(item, gold_item or item, str(answer), protocol), run=run)
 
     def judge_runs(
         self, item: QAItem, answer: str | None, protocol: EvalProtocol, *, gold_item: QAItem | None = None
     ) -> list[Verdict] | None:
         """``self.runs`` verdicts (run indices 0..N-1), or None when the preset does not grade the item's
-        category (``mem0-judge``: category 5)."""
+        category (``mem0-judge``: LoCoMo's category 5)."""
         if not self.protocol.judges(item.category):
             return None
         return [self.judge_item(item, answer, protocol, gold_item=gold_item, run=r) for r in range(self.runs)]
@@ -349,11 +286,12 @@ def load_backbone_preset(name: str, server: dict[str, Any] | None = None) -> Bac
 
 
 def judge_settings(cfg: DictConfig) -> tuple[JudgePreset, str | None, int]:
-    """The run's judge preset, judge backbone preset name (None = the run's backbone) and number of runs,
-    from ``eval.judge_preset`` / ``eval.judge_backbone`` / ``eval.judge_runs`` and the preset's defaults.
-    Raises :class:`~memcore.registry.UnknownNameError` / :class:`JudgeConfigError` for bad values."""
+    """The run's judge preset (:func:`protocol_judge` of the run's protocol), judge backbone preset name (None =
+    the run's backbone) and number of runs, from ``eval.judge_preset`` / ``eval.judge_backbone`` /
+    ``eval.judge_runs`` and the preset's defaults. Raises :class:`~memcore.registry.UnknownNameError` /
+    :class:`JudgeConfigError` for bad values."""
     ev = cfg.eval
-    preset = get_preset(ev.get("judge_preset"))
+    preset = protocol_judge(get_protocol(str(cfg.protocol.name)), ev.get("judge_preset"))
     name = ev.get("judge_backbone")
     backbone = str(name) if name is not None else preset.default_backbone
     if backbone is not None and backbone == str(cfg.backbone.name):

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from omegaconf import DictConfig
 
-from memcore.eval.judge import judge_gold, judge_server_overrides, judge_settings, load_backbone_preset
+from memcore.eval.judge import judge_server_overrides, judge_settings, load_backbone_preset
 from memcore.eval.protocols import get_protocol
 from memcore.text import count_tokens
 from memcore.types import QAItem
@@ -32,8 +32,7 @@ def judge_estimate(
         if corrected is not None and corrected.answer != item.answer:
             golds.append(corrected)
         for gold_item in golds:
-            gold, refusal = judge_gold(gold_item, protocol, preset.name)
-            messages = preset.build_messages(item.question, gold, str(answer), refusal)
+            messages = preset.messages(item, gold_item, str(answer), protocol)
             calls += runs
             prompt += runs * count_tokens(" ".join(str(m["content"]) for m in messages))
     completion = calls * preset.max_tokens

@@ -372,6 +372,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet_http_logs(False)  # one INFO line per judged case otherwise (as memcore-run and memcore-rescore)
     try:
         presets = [get_preset(name) for name in (args.preset or ["judge-v1"])]
+        for preset in presets:
+            if preset.text_messages is None:
+                raise ConfigError(
+                    f"--preset {preset.name}: it grades its own dataset's items, not text; the probe's cases are "
+                    "LoCoMo's, for LoCoMo's judge presets (judge-v1, mem0-judge)."
+                )
         if args.n < 2:
             raise ConfigError(f"--n must be >= 2, got {args.n}.")
         backbone_names = {args.backbone or p.default_backbone or "local" for p in presets}

@@ -12,30 +12,20 @@ aggregation; none of them looks it up again or branches on a protocol's name.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from importlib.metadata import entry_points
 
 from memcore.datasets.protocol import EvalProtocol, strip_answer_label
-from memcore.datasets.registry import declared_in_packages
 from memcore.metrics import STANDARD_METRICS, Metric, resolve_metrics
-from memcore.registry import Registry
+from memcore.registry import Registry, discover_declared, instance_check
 
 #: The entry-point group through which an installed package adds protocols.
 ENTRY_POINT_GROUP = "memcore.protocols"
 
 
-def _discover(registry: Registry[EvalProtocol]) -> None:
-    for name, target in declared_in_packages("PROTOCOLS").items():
-        registry.add_lazy(name, target)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        registry.add_lazy(ep.name, ep.value)
-
-
-def _check_protocol(target: str, obj: object) -> None:
-    if not isinstance(obj, EvalProtocol):
-        raise TypeError(f"{target} is not an EvalProtocol")
-
-
-PROTOCOLS: Registry[EvalProtocol] = Registry("protocol", check=_check_protocol, loader=_discover)
+PROTOCOLS: Registry[EvalProtocol] = Registry(
+    "protocol",
+    check=instance_check(EvalProtocol, "an EvalProtocol"),
+    loader=discover_declared("PROTOCOLS", ENTRY_POINT_GROUP),
+)
 
 
 def get_protocol(name: str) -> EvalProtocol:

@@ -83,20 +83,31 @@ def ier_shown(metrics: Mapping[str, Any]) -> tuple[dict[str, Any] | None, int | 
     return metrics.get("ier_refinement_same_cap"), int(cap)
 
 
-def ier_line(info: Mapping[str, Any] | None, cap: int | None = None) -> str:
+def headline_span(metrics: Mapping[str, Any]) -> str:
+    """``"1-4"``: the headline categories of the dataset a run's ``metrics.json`` names (LoCoMo's when it names
+    none), which :meth:`IERSummary.summarize` is given."""
+    kind = str((metrics.get("run") or {}).get("dataset_kind") or DEFAULT_DATASET_KIND)
+    cats = get_dataset(kind).categories
+    return cats.span(cats.headline_ids)
+
+
+def ier_line(info: Mapping[str, Any] | None, cap: int | None = None, categories: str | None = None) -> str:
     """``IER: refined 5 of 35 questions (categories 1-4 with gold evidence); on them recall 40.00 → 60.00 …``;
-    under a ``cap`` the comparison is made before the cap (:func:`ier_refinement` with ``same_cap``), and said so."""
+    under a ``cap`` the comparison is made before the cap (:func:`ier_refinement` with ``same_cap``), and said so.
+    ``categories``: the headline categories it covers (:func:`headline_span`; default the default dataset's)."""
+    if categories is None:
+        categories = headline_span({})
     if info is None:
         return (
             f"IER: under the {int(cap or 0):,}-token cap, round 1's pool (before the cap) and the final context (after "
             "it) are not comparable, and this run did not record its final pool before the cap: no change shown."
         )
-    text = f"IER: refined {info['n_refined']} of {info['n']} questions (categories 1-4 with gold evidence)"
+    text = f"IER: refined {info['n_refined']} of {info['n']} questions (categories {categories} with gold evidence)"
     if not info["n_refined"]:
         return text + "; every question stopped after round 1."
     unpaired = int(info.get("n_unpaired") or 0)
     if unpaired == info["n_refined"]:
-        return ier_line(None, cap)
+        return ier_line(None, cap, categories)
     where = "" if cap is None else f" (both rounds' top K before the {int(cap):,}-token cap)"
     tail = "" if not unpaired else f"; {unpaired} of them lack the final pool before the cap and are left out"
     return (
@@ -118,7 +129,7 @@ class IERSummary:
         return out
 
     def table_lines(self, metrics: Mapping[str, Any]) -> list[str]:
-        return [ier_line(*ier_shown(metrics))] if metrics.get("ier_refinement") else []
+        return [ier_line(*ier_shown(metrics), headline_span(metrics))] if metrics.get("ier_refinement") else []
 
 
 IER_SUMMARY = IERSummary()

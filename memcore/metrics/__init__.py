@@ -18,14 +18,10 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal
 
-from memcore.registry import Registry, declared_in_folder
-
-#: The dataset packages, whose ``METRICS`` literals add a dataset's own metrics (read from source, no import).
-DATASETS_DIR = Path(__file__).resolve().parents[1] / "datasets"
+from memcore.registry import Registry, discover_declared
 
 #: What an answer scorer receives: the prediction, the protocol's gold string, the item's category int.
 AnswerScorer = Callable[[str, str, int], float]
@@ -108,10 +104,7 @@ def _discover(registry: Registry[Metric]) -> None:
         for path in sorted(directory.glob("*.py")):
             if not path.stem.startswith("_"):
                 registry.add_lazy(path.stem, f"{__name__}.{path.stem}:METRIC")
-    for name, target in declared_in_folder(DATASETS_DIR, "METRICS").items():
-        registry.add_lazy(name, target)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        registry.add_lazy(ep.name, ep.value)
+    discover_declared("METRICS", ENTRY_POINT_GROUP)(registry)  # the dataset packages' own, then installed ones
 
 
 def _check(target: str, obj: object) -> None:

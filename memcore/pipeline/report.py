@@ -118,9 +118,12 @@ def run_metrics(
             answer_prompt=str(cfg.eval.get("answer_prompt", "harness")),
             upstream=run_upstream_answer(cfg),
             method=method,
+            categories=data.categories,
         )
     if data.audit_changed:  # the best score a perfect system reaches against the original gold
-        metrics["gold_ceiling"] = gold_ceiling(data.conversations, data.audit_changed, data.audited, protocol)
+        metrics["gold_ceiling"] = gold_ceiling(
+            data.conversations, data.audit_changed, data.audited, protocol, data.categories
+        )
     if any("audited" in r for r in items):
         audited_items = [
             dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"])

@@ -13,6 +13,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memcore.datasets.registry import DEFAULT_DATASET_KIND
+from memcore.eval.judge import protocol_judge
+from memcore.eval.protocols import get_protocol
 from memcore.llm.cache import stable_hash
 from memcore.methods import find_method
 from memcore.pipeline.build import other_memory_backbone
@@ -60,7 +62,7 @@ def result_fields(cfg: DictConfig, dataset_sha256: str) -> dict[str, Any]:
         "dataset_sha256": dataset_sha256,
         "protocol": c["protocol"],
         "seed": c["seed"],
-        "eval": _eval_fields(c["eval"]),
+        "eval": _eval_fields(c["eval"], str(c["protocol"]["name"])),
     }
     # only when it names another model, so runs made before it existed (or naming their own model) still resume
     memory_backbone = other_memory_backbone(cfg)
@@ -88,13 +90,14 @@ def without_added_defaults(fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _eval_fields(ev: dict[str, Any]) -> dict[str, Any]:
-    """The result-affecting ``eval`` keys; the judge preset and its number of runs only when judging (so runs
-    made before they existed still resume)."""
+def _eval_fields(ev: dict[str, Any], protocol: str) -> dict[str, Any]:
+    """The result-affecting ``eval`` keys; the judge preset (the one that judges: unset names the protocol's
+    default) and its number of runs only when judging (so runs made before they existed still resume)."""
     keys = ("answer", "budget", "judge", "judge_backbone", "audited", "context_tokens", "answer_prompt", "metrics")
     out = {k: ev.get(k) for k in keys}
     if ev.get("judge"):
-        out.update(judge_preset=ev.get("judge_preset"), judge_runs=ev.get("judge_runs"))
+        preset = ev.get("judge_preset") or protocol_judge(get_protocol(protocol)).name
+        out.update(judge_preset=preset, judge_runs=ev.get("judge_runs"))
     return out
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from memcore.commands import viewer_hint
 from memcore.config import CONFIG_DIR
+from memcore.datasets.registry import dataset_kind
 from memcore.eval.probe import load_probe, probe_table
 from memcore.pipeline.runlock import unwritable_line
 from memcore.report.ablation_table import ablation_table
@@ -24,7 +25,7 @@ from memcore.report.k_sweep import chosen_k, k_sweep_table, write_chosen_k
 from memcore.report.main_table import main_table
 from memcore.report.memory_table import memory_table
 from memcore.report.plots import make_plots
-from memcore.report.reference import ReferenceError, default_reference_dir, load_paper_numbers
+from memcore.report.reference import PAPER_DATASET, ReferenceError, default_reference_dir, load_paper_numbers
 from memcore.report.summary import summarize_run
 from memcore.report.tables import Table
 
@@ -34,10 +35,13 @@ LAYOUTS = ("auto", "main", "ablation", "both", "retrieval", "detail", "k_sweep")
 
 
 def auto_layout(runs: Sequence[RunData]) -> str:
-    """The layout for what the runs differ in: the main table when any answered; the ablation layout (changes
+    """The layout for what the runs differ in: the detail table for runs of a dataset other than the paper's; the
+    main table when any answered; the ablation layout (changes
     against the full model) only when they differ in ablation; runs that answered nothing and do not differ in
     ablation (methods or backbones side by side, retrieval only) get the retrieval table, which has no change
     columns."""
+    if any(dataset_kind(r.config.get("dataset") or {}) != PAPER_DATASET for r in runs):
+        return "detail"  # the paper's layouts are LoCoMo's; runs of another dataset go side by side
     main = any(r.answered for r in runs)
     if len({r.ablation for r in runs}) > 1:
         return "both" if main else "ablation"
@@ -184,7 +188,15 @@ def run_report(args: argparse.Namespace) -> list[Path]:
         if eq is not None:
             tables.append((stem, eq))
     written: list[Path] = []
-    probe_text = _probe_text(args.probe) if any(s.values.get("judge") is not None for s in summaries) else None
+    # the probe grades LoCoMo cases with LoCoMo's judge presets: it says something only beside such a judge's J
+    probe_text = (
+        _probe_text(args.probe)
+        if any(
+            s.values.get("judge") is not None and dataset_kind(s.run.config.get("dataset") or {}) == PAPER_DATASET
+            for s in summaries
+        )
+        else None
+    )
     if probe_text:
         (out / "judge_probe.md").write_text(probe_text)
         written.append(out / "judge_probe.md")

@@ -10,7 +10,7 @@ from typing import Any
 from memcore.datasets.registry import dataset_of
 from memcore.eval.aggregate import RECALL_KS, budgets_within_cap, category_name, k_recall, metric_header, metrics_of_run
 from memcore.metrics import Metric
-from memcore.report.summary import RunSummary, embeddings_state, unit_costs
+from memcore.report.summary import RunSummary, embeddings_state, headline_words, unit_costs
 from memcore.report.table_rows import base_record, method_cell
 from memcore.report.tables import Table, fmt
 
@@ -49,15 +49,16 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
     records: list[dict[str, Any]] = []
     for s in summaries:
         m = s.run.metrics
-        headline = dataset_of(s.run.config.get("dataset") or {}).categories.headline_ids
+        cats = dataset_of(s.run.config.get("dataset") or {}).categories
+        headline = cats.headline_ids
         by_category = m.get("by_category", {})
         blocks = [
             (f"{c} {by_category[c].get('name') or category_name(int(c))}", by_category[c])
             for c in sorted(by_category, key=int)
         ]
         blocks.append(("overall", m.get("overall", {})))
-        if m.get("overall_no_adv"):
-            blocks.append((f"overall {headline[0]}-{headline[-1]}", m["overall_no_adv"]))
+        if m.get("overall_no_adv") and headline != cats.ids:  # one overall when the headline is every category
+            blocks.append((f"overall {cats.span(headline)}", m["overall_no_adv"]))
         costs = unit_costs(s.run)
         cost_cells = [
             fmt(costs["calls_per_turn"], 2),
@@ -101,12 +102,13 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
     capped = any(((s.run.metrics.get("run") or {}).get("evidence") or {}).get("context_tokens") for s in summaries)
     settings = sorted({(s.run.backbone, s.run.dataset, s.run.protocol) for s in summaries})
     lead = "; ".join(f"backbone {b}, dataset {d}, protocol {p}" for b, d, p in settings)
+    cuts = headline_words(summaries)
     notes = [
         "Recall and hit rate: items with gold evidence only. Recall @N tok: the leading retrieved notes that fit"
-        " N context tokens, categories 1-4 (metrics.json recall_at_budget)"
+        f" N context tokens, {cuts} (metrics.json recall_at_budget)"
         + ("; '–' above a run's eval.context_tokens cap" if capped else "")
         + ". Recall @k notes: the first k retrieved"
-        " notes only, categories 1-4 (recall_at_k); when a memory holds about K_final notes or fewer, recall at"
+        f" notes only, {cuts} (recall_at_k); when a memory holds about K_final notes or fewer, recall at"
         " K_final is 100 % by construction and only these say how well notes are ranked. calls/turn and tokens/turn: memory"
         " build per ingested turn; calls/question: retrieval + answer (+ judge) + memory updates made while"
         " answering (FluxMem's consolidation) per question; cached calls count.",

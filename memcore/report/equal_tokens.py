@@ -3,7 +3,8 @@
 Every cell is measured on the context the method actually handed over at that budget (recall and hit from the
 dia_ids in it; F1 / BLEU-1 when the runs answered), and each method is compared with a reference method
 (default ``rag_hybrid``) at the same budget by a paired per-item 95 % interval
-(:func:`memcore.eval.bootstrap.paired_delta_ci`). A second table gives the same per LoCoMo category 1-4, and
+(:func:`memcore.eval.bootstrap.paired_delta_ci`). A second table gives the same per headline category of the runs'
+dataset (LoCoMo's 1-4), and
 :func:`plot_recall_vs_context_tokens` draws recall against the budget, one line per method. An ``oracle`` run
 (:mod:`memcore.eval.oracle`: the gold turns packed smallest first) is the first row and a dashed black line: the
 recall each budget allows. The metrics are the runs' own (:mod:`memcore.metrics`) plus session hit, read from the same
@@ -17,14 +18,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memcore.eval.aggregate import category_name, metrics_of_run
+from memcore.datasets.registry import dataset_of
+from memcore.datasets.spec import DatasetCategories
+from memcore.eval.aggregate import metrics_of_run
 from memcore.eval.bootstrap import metric_value, paired_delta_ci
 from memcore.metrics import resolve_metrics
 from memcore.report.collect import RunData, display_path
 from memcore.report.figures import pyplot, save_figure
 from memcore.report.tables import Table
 
-CATS: tuple[int, ...] = (1, 2, 3, 4)
 REFERENCE = "rag_hybrid"
 ORACLE = "oracle"
 
@@ -39,6 +41,16 @@ def row_label(run: RunData) -> str:
     """``method [ablation]``, plus how the run filled the budget as its method's spec says it
     (``MethodSpec.packing_label``: e.g. MemCoRe's ``, packed, session frame + cues + windows, links``)."""
     return run.label() + run.packing_label
+
+
+def runs_categories(runs: Sequence[RunData]) -> DatasetCategories:
+    """The categories of the capped runs' dataset, whose headline categories the tables cover; ValueError when
+    those runs are of several datasets (equal-token comparisons are made on one)."""
+    capped = [r for r in runs if context_tokens_of(r) is not None]
+    found = {id(c): c for c in (dataset_of(r.config.get("dataset") or {}).categories for r in capped)}
+    if len(found) > 1:
+        raise ValueError("the equal-token tables compare runs of one dataset; these runs are of several")
+    return next(iter(found.values())) if found else dataset_of({}).categories
 
 
 def _mean(items: Sequence[dict[str, Any]], metric: str, cats: Sequence[int]) -> float | None:
@@ -97,12 +109,15 @@ def _metrics(runs: Sequence[RunData]) -> list[str]:
 def equal_token_table(
     runs: Sequence[RunData], *, reference: str = REFERENCE, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
 ) -> Table | None:
-    """Overall (categories 1-4) table: per budget, recall / hit (F1 / BLEU-1 when answered) and the paired
+    """Overall (the dataset's headline categories: LoCoMo's 1-4) table: per budget, recall / hit (F1 / BLEU-1 when
+    answered) and the paired
     change of recall (F1 when answered) against ``reference`` at that budget. None when no run has a cap."""
     labels, budgets, cells = grid(runs)
     if not cells:
         return None
     metrics = _metrics(runs)
+    cats = runs_categories(runs)
+    headline = cats.headline_ids
     key = "f1" if "f1" in metrics else "recall"
     level = f"{100 * (1 - alpha):.0f}%"
     columns = ["method"]
@@ -121,14 +136,16 @@ def equal_token_table(
                 continue
             if ref is None:
                 missing_ref.add(n)
-            vals = [_mean(run.items, m, CATS) for m in metrics]
+            vals = [_mean(run.items, m, headline) for m in metrics]
             ci = None
             if ref is not None and ref is not run:
-                ci = paired_delta_ci(run.items, ref.items, key, n_boot=n_boot, seed=seed, alpha=alpha, categories=CATS)
+                ci = paired_delta_ci(
+                    run.items, ref.items, key, n_boot=n_boot, seed=seed, alpha=alpha, categories=headline
+                )
             row += [" / ".join(_fmt(v) for v in vals), "ref." if ref is run else _delta(ci)]
             rec: dict[str, Any] = {"method": label, "context_tokens": n, "run_dir": display_path(run.path)}
             rec.update({m: v for m, v in zip(metrics, vals, strict=True)})
-            rec["mean_context_tokens"] = _mean_tokens(run.items, CATS)
+            rec["mean_context_tokens"] = _mean_tokens(run.items, headline)
             if ci is not None:
                 rec.update(
                     {f"delta_{key}": 100 * ci[0], "ci_low": 100 * ci[1], "ci_high": 100 * ci[2], "n_paired": ci[3]}
@@ -137,7 +154,8 @@ def equal_token_table(
         rows.append(row)
     notes = [
         f"Each cell is a run under eval.context_tokens=N: the context every method handed over is at most N tokens"
-        f" (memcore.text.count_tokens), and recall / hit count the dia_ids in it. Categories 1-4, items with gold"
+        f" (memcore.text.count_tokens), and recall / hit count the dia_ids in it. Categories {cats.span(headline)},"
+        f" items with gold"
         f" evidence. session_hit: a gold turn's session among the first 5 distinct sessions of the context."
         f" Δ: paired per-item change against {reference} at the same budget, percentile interval over"
         f" {n_boot} item resamples; * = the interval excludes 0. {ORACLE}: the gold turns themselves, packed"
@@ -154,13 +172,15 @@ def equal_token_table(
 def category_table(
     runs: Sequence[RunData], *, reference: str = REFERENCE, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
 ) -> Table | None:
-    """Per category 1-4 and budget: recall / hit and the paired recall change against ``reference``."""
+    """Per headline category (LoCoMo's 1-4) and budget: recall / hit and the paired recall change against
+    ``reference``."""
     labels, budgets, cells = grid(runs)
     if not cells:
         return None
+    cats = runs_categories(runs)
     columns = ["method", "tokens"]
-    for c in CATS:
-        columns += [f"{c} {category_name(c)}: recall / hit", f"{c}: Δrecall [CI]"]
+    for c in cats.headline_ids:
+        columns += [f"{c} {cats.get(c).title}: recall / hit", f"{c}: Δrecall [CI]"]
     rows: list[list[str]] = []
     records: list[dict[str, Any]] = []
     missing_ref: set[int] = set()
@@ -176,7 +196,7 @@ def category_table(
             row = [label if first else "", f"{n:,}"]
             first = False
             rec: dict[str, Any] = {"method": label, "context_tokens": n}
-            for c in CATS:
+            for c in cats.headline_ids:
                 rec_r, rec_h = _mean(run.items, "recall", (c,)), _mean(run.items, "hit", (c,))
                 ci = None
                 if ref is not None and ref is not run:
@@ -207,14 +227,16 @@ def category_table(
 def plot_recall_vs_context_tokens(
     runs: Sequence[RunData], out_dir: Path, stem: str = "recall_vs_context_tokens", omitted: list[str] | None = None
 ) -> list[Path]:
-    """Recall (categories 1-4) against ``eval.context_tokens``, one line per method; also ``<stem>.csv``. With
+    """Recall (the headline categories: LoCoMo's 1-4) against ``eval.context_tokens``, one line per method; also
+    ``<stem>.csv``. With
     fewer than two budgets there is no curve: only the CSV is written, and ``omitted`` says why."""
     labels, budgets, cells = grid(runs)
     if not cells:
         return []
     out_dir.mkdir(parents=True, exist_ok=True)
+    cats = runs_categories(runs)
     curves = {
-        label: {n: _mean(cells[(label, n)].items, "recall", CATS) for n in budgets if (label, n) in cells}
+        label: {n: _mean(cells[(label, n)].items, "recall", cats.headline_ids) for n in budgets if (label, n) in cells}
         for label in labels
     }
     csv_path = out_dir / f"{stem}.csv"
@@ -248,7 +270,7 @@ def plot_recall_vs_context_tokens(
     ax.set_xticks(budgets)
     ax.set_xticklabels([str(n) for n in budgets])
     ax.set_xlabel("eval.context_tokens (tokens handed to the answerer, log scale)")
-    ax.set_ylabel("evidence recall, categories 1-4 (%)")
+    ax.set_ylabel(f"evidence recall, categories {cats.span(cats.headline_ids)} (%)")
     ax.set_ylim(0, 102)  # the oracle runs along 100
     ax.grid(alpha=0.3, which="both")
     ax.set_title("Evidence recall at equal context tokens")

@@ -12,7 +12,7 @@ from typing import Any
 
 from memcore.memory.ier_summary import ier_shown
 from memcore.report.collect import RunData
-from memcore.report.summary import RunSummary
+from memcore.report.summary import RunSummary, headline_words
 from memcore.report.tables import Table
 
 GATE_KEYS = (
@@ -156,7 +156,8 @@ def memory_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
             "label≠strength: gate replies whose strength lay outside their label's range (the label decided).",
             "near-dup: share of the top-K notes whose cosine with a higher-ranked note is >= 0.9.",
             "IER rounds / q counts the first retrieval (I_max = 3 allows 2 refinements).",
-            "refined: questions of categories 1-4 with gold evidence that IER refined, of all such questions, and"
+            f"refined: questions of {headline_words(summaries)} with gold evidence that IER refined, of all such"
+            " questions, and"
             " their evidence recall % in round 1's pool and in the final one.",
         ],
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memcore.datasets.registry import dataset_of
 from memcore.eval.aggregate import budget_recall, category_name
 from memcore.report.ablation_table import full_model_of
 from memcore.report.collect import RunData, display_path
@@ -215,11 +216,13 @@ def run_cap(run: RunData) -> int | None:
 
 
 def recall_budget_curve(run: RunData, budgets: Sequence[int] = DEFAULT_BUDGETS) -> dict[int, float | None]:
-    """Mean evidence recall (%) over items of categories 1-4 with gold evidence, keeping the leading notes
-    that fit each budget (the same numbers as ``metrics.json → recall_at_budget``). None above the run's
-    context-token cap: no question had more than the cap, so the curve would only repeat its value there."""
+    """Mean evidence recall (%) over items of the run's dataset's headline categories (LoCoMo's 1-4) with gold
+    evidence, keeping the leading notes that fit each budget (the same numbers as ``metrics.json →
+    recall_at_budget``). None above the run's context-token cap: no question had more than the cap, so the curve
+    would only repeat its value there."""
     cap = run_cap(run)
-    curve = budget_recall(run.items, [int(b) for b in budgets])
+    headline = dataset_of(run.config.get("dataset") or {}).categories.headline_ids
+    curve = budget_recall(run.items, [int(b) for b in budgets], headline)
     return {
         int(b): None
         if curve[str(int(b))]["recall"] is None or (cap is not None and int(b) > cap)

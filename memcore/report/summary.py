@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memcore.datasets.registry import dataset_of
 from memcore.eval.aggregate import metrics_of_run
 from memcore.eval.bootstrap import bootstrap_ci
 from memcore.metrics import Metric
@@ -220,3 +221,16 @@ def unit_costs(run: RunData) -> dict[str, float | None]:
         "parse_fallbacks": float(u["parse_fallbacks"]),
         "wall_s": (run.cost.get("wall_s") or {}).get("total"),
     }
+
+
+def headline_words(summaries: Sequence[RunSummary]) -> str:
+    """``"categories 1-4"``: the headline categories of the runs' datasets (what the recall cuts and the headline
+    overall cover)."""
+    spans = sorted(
+        {
+            cats.span(cats.headline_ids)
+            for s in summaries
+            for cats in [dataset_of(s.run.config.get("dataset") or {}).categories]
+        }
+    )
+    return f"categories {spans[0]}" if len(spans) == 1 else "each run's dataset's headline categories"

@@ -1,13 +1,11 @@
 """Content-free but schema-valid replies for every prompt a run sends, for the OpenAI-compatible simulator
-(:mod:`memcore.testing.simulator`) and the scripted benchmarks.
-
-The harness's own prompts (both answer protocols, both judge presets) are answered here; every registered
-method's prompts by the responder its spec names (``MethodSpec.sim_replies``, a
-:class:`~memcore.testing.sim_text.SimReplies` in the method's own folder), asked in registry order. A prompt
-text change that breaks recognition shows up as the ``unknown`` kind in the simulator's statistics (a test
-checks every kind a run sends is recognised). Replies are a pure function of the messages: timing and plumbing
-only, never a result.
-"""
+(:mod:`memcore.testing.simulator`) and the scripted benchmarks. The harness's own prompts (LoCoMo's two answer
+protocols and two judge presets) are answered here; every registered method's prompts by the responder its spec
+names (``MethodSpec.sim_replies``, a :class:`~memcore.testing.sim_text.SimReplies` in the method's own folder),
+asked in registry order; a dataset's own prompts by the responders its package declares in a ``SIM_REPLIES`` literal
+(``{"<name>": "<module>:<OBJECT>"}``). A prompt text change that breaks recognition shows up as the ``unknown`` kind
+in the simulator's statistics (a test checks every kind a run sends is recognised). Replies are a pure function of
+the messages: timing and plumbing only, never a result."""
 
 from __future__ import annotations
 
@@ -18,10 +16,11 @@ import re
 from collections.abc import Sequence
 
 from memcore.datasets.locomo.prompts import answer as ANSWER_PROMPT
+from memcore.datasets.locomo.prompts import judge as JUDGE_PROMPT
+from memcore.datasets.locomo.prompts import judge_mem0
 from memcore.interfaces import Message
 from memcore.methods import method_specs
-from memcore.prompts import judge as JUDGE_PROMPT
-from memcore.prompts import judge_mem0
+from memcore.registry import DATASET_PACKAGES, declared_in_folder
 from memcore.testing.sim_text import (
     SimReplies,
     between,
@@ -100,24 +99,33 @@ def _harness_reply(kind: str, msgs: Sequence[Message]) -> str:
 HARNESS = SimReplies(kinds=HARNESS_KINDS, classify=_harness_classify, reply=_harness_reply)
 
 
-@functools.cache
-def method_responders() -> tuple[SimReplies, ...]:
-    """The responders the registered methods name (``MethodSpec.sim_replies``), each once, in registry order.
-    Cached: the registry does not change within a process, and a reply must not re-import every method."""
-    targets = list(dict.fromkeys(spec.sim_replies for spec in method_specs() if spec.sim_replies))
+def _responders(targets: Sequence[str], what: str) -> tuple[SimReplies, ...]:
     out = []
-    for target in targets:
+    for target in dict.fromkeys(targets):
         module, _, attr = target.partition(":")
         responder = getattr(importlib.import_module(module), attr)
         if not isinstance(responder, SimReplies):
-            raise TypeError(f"{target} (a MethodSpec.sim_replies) is not a SimReplies")
+            raise TypeError(f"{target} (a {what}) is not a SimReplies")
         out.append(responder)
     return tuple(out)
 
 
+@functools.cache
+def method_responders() -> tuple[SimReplies, ...]:
+    """The responders the registered methods name (``MethodSpec.sim_replies``), each once, in registry order.
+    Cached: the registry does not change within a process, and a reply must not re-import every method."""
+    return _responders([spec.sim_replies for spec in method_specs() if spec.sim_replies], "MethodSpec.sim_replies")
+
+
+@functools.cache
+def dataset_responders() -> tuple[SimReplies, ...]:
+    """The responders the dataset packages declare (``SIM_REPLIES``), in folder order. Cached as the methods'."""
+    return _responders(list(declared_in_folder(DATASET_PACKAGES, "SIM_REPLIES").values()), "SIM_REPLIES entry")
+
+
 def responders() -> tuple[SimReplies, ...]:
-    """Every responder in the order requests are matched: the methods', then the harness's."""
-    return (*method_responders(), HARNESS)
+    """Every responder in the order requests are matched: the methods', the datasets', then the harness's."""
+    return (*method_responders(), *dataset_responders(), HARNESS)
 
 
 def kinds() -> tuple[str, ...]:

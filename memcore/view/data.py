@@ -407,13 +407,16 @@ def run_overview(vr: ViewRun) -> dict[str, Any]:
 
 
 def paired_category_deltas(a: ViewRun, b: ViewRun) -> list[dict[str, Any]]:
-    """Per category (then overall and overall 1-4) and per :data:`DELTA_METRICS` both runs carry: B minus A in
+    """Per category (then overall and, when the dataset's headline leaves categories out, the headline overall) and
+    per :data:`DELTA_METRICS` both runs carry: B minus A in
     percent points, paired per item, with the report's paired bootstrap interval (``paired_delta_ci``)."""
     declared = dataset_of(a.run.config.get("dataset") or {}).categories
     cats = sorted({int(r["category"]) for r in a.items})
     groups: list[tuple[str, tuple[int, ...] | None]] = [(declared.get(c).heading, (c,)) for c in cats]
     headline = declared.headline_ids
-    groups += [("overall", None), (f"overall {headline[0]}-{headline[-1]}", headline)]
+    groups.append(("overall", None))
+    if headline != declared.ids:  # a dataset whose headline is every category has one overall
+        groups.append((f"overall {declared.span(headline)}", headline))
     metrics = [
         m
         for m in DELTA_METRICS

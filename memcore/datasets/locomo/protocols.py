@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from memcore.datasets.locomo.categories import Category
+from memcore.datasets.locomo.judges import LOCOMO_JUDGES
 from memcore.datasets.locomo.prompts import answer as prompts
 from memcore.datasets.locomo.scoring import amem_f1, locomo_f1
 from memcore.datasets.protocol import EvalProtocol
@@ -97,9 +98,10 @@ def display_gold(item: QAItem) -> str:
 @dataclass(frozen=True)
 class LoCoMoEvalProtocol(EvalProtocol):
     """A protocol for LoCoMo's questions: category 5 offers two options (:func:`adversarial_options`) and is
-    answered at ``temperature_adversarial``; the gold is :func:`display_gold`."""
+    answered at ``temperature_adversarial``; the gold is :func:`display_gold`; LoCoMo's judge presets grade it."""
 
     temperature_adversarial: float = 0.0
+    judges: tuple[str, ...] = LOCOMO_JUDGES
 
     @property
     def sampling_defaults(self) -> dict[str, float | int]:

@@ -2,8 +2,9 @@
 temperature 0), the gold answer as written, an abstention question expecting a refusal, and the retrieval
 metrics of the official retrieval evaluation at session and turn level beside the harness's recall and hit.
 
-The official answer check is an LLM judge with one template per question type (:mod:`.prompts.judge`); the
-harness's token F1 and BLEU-1 are not LongMemEval's metrics and are not scored.
+The official answer check is an LLM judge with one template per question type, the run's J with
+``eval.judge=true`` (:mod:`.judge`); the harness's token F1 and BLEU-1 are not LongMemEval's metrics and are not
+scored.
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from memcore.datasets.longmemeval.judge import NAME as JUDGE
 from memcore.datasets.longmemeval.prompts import answer as prompts
 from memcore.datasets.protocol import EvalProtocol
 from memcore.interfaces import Message
 from memcore.types import QAItem
 
-#: What a run under this protocol scores: turn-level recall and hit over the whole context (the harness's), then
-#: the official recall_all@k at session and turn level.
+#: What a run under this protocol scores: the official judge's J (with ``eval.judge=true``), turn-level recall and
+#: hit over the whole context (the harness's), then the official recall_all@k at session and turn level.
 METRICS: tuple[str, ...] = (
+    "judge",
     "recall",
     "hit",
     "session_recall_all_5",
@@ -63,4 +66,5 @@ LONGMEMEVAL_PROTOCOL = LongMemEvalProtocol(
     max_tokens=500,
     json_reply=False,
     metrics=METRICS,
+    judges=(JUDGE,),
 )

@@ -11,7 +11,7 @@ several copies in other repositories differ in the same way. Its other quote mar
 in the original, and four lines end in a space; :data:`ACCURACY_PROMPT_SHA256` pins the text.
 
 How mem0's ``evaluate_llm_judge`` uses it (mirrored by the ``mem0-judge`` preset,
-:mod:`memcore.eval.judge`): one user message ``ACCURACY_PROMPT.format(question=..., gold_answer=...,
+:mod:`memcore.datasets.locomo.judges`): one user message ``ACCURACY_PROMPT.format(question=..., gold_answer=...,
 generated_answer=...)``, model ``gpt-4o-mini``, ``temperature=0.0``, ``response_format={"type":
 "json_object"}``; the reply goes through ``extract_json`` and ``json.loads``, and the item scores 1 iff
 ``label == "CORRECT"`` (exact string), else 0. Category 5 is skipped; the gold is the item's ``answer``.
