@@ -10,7 +10,7 @@ import threading
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -178,6 +178,20 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     method: dict[str, Any] = field(default_factory=dict)
+
+
+_Section = TypeVar("_Section")
+
+
+def typed_section(node: Any, schema: type[_Section]) -> _Section:
+    """``node`` (a config section, typed or read back from a run's ``config.yaml``) as the dataclass ``schema``,
+    its keys checked; ConfigError naming the key when one does not fit."""
+    try:
+        out = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), node))
+    except OmegaConfBaseException as exc:
+        raise _schema_error(exc) from None
+    assert isinstance(out, schema)
+    return out
 
 
 def _schema_error(exc: OmegaConfBaseException, prefix: str = "") -> ConfigError:

@@ -111,3 +111,15 @@ def test_judge_server_pairs_parse_as_yaml_values_and_a_bad_pair_is_one_error() -
     assert _key_values(["server_threads=1", "exclusive=false"]) == {"server_threads": 1, "exclusive": False}
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
         _key_values(["server_threads"])
+
+
+def test_rescoring_with_the_judge_on_the_runs_own_backbone_builds_it_from_the_recorded_config(
+    tmp_path: Path, compose, locomo_path: Path
+) -> None:
+    run_config(compose([*SLICE, "protocol=amem", "backbone=scripted"]), tmp_path / "run")
+    result = rescore(tmp_path / "run", tmp_path / "judged", judge=True)  # config.yaml read back: a plain config
+    items = read_items(tmp_path / "judged" / "items.jsonl")
+    assert items and all(r["judge"]["preset"] == "judge-v1" for r in items)
+    # the scripted preset's replies are no verdicts: each is retried once, then counted as a parse failure
+    assert result.metrics["run"]["rescored"]["judge_calls"] == sum(r["usage"]["judge"]["calls"] for r in items)
+    assert all(r["usage"]["judge"]["parse_failures"] == 1 for r in items)

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from memcore.config import BackboneConfig, EmbedderConfig
+from memcore.config import BackboneConfig, EmbedderConfig, typed_section
 from memcore.interfaces import LazyResource
 from memcore.llm.cache import RESPONSE_CACHE_FILE, RESPONSE_TABLE, ResponseCache
 from memcore.llm.cache_shards import CacheLayout, resolve_layout
@@ -87,8 +87,7 @@ def _backbone(
     stopping."""
     if override is not None:
         return RequestLimiter(override, limit, stop_requested)
-    bcfg = OmegaConf.to_object(cfg.backbone)
-    assert isinstance(bcfg, BackboneConfig)
+    bcfg = typed_section(cfg.backbone, BackboneConfig)  # plain when the config was read back (memcore-rescore)
     client = build_backbone(
         bcfg, cache=cache, usage=usage, resources=stack, log_dir=run_dir, stop_requested=stop_requested
     )
@@ -96,8 +95,7 @@ def _backbone(
 
 
 def _embedder(cfg: DictConfig, layout: CacheLayout) -> Any:
-    ecfg = OmegaConf.to_object(cfg.embedder)
-    assert isinstance(ecfg, EmbedderConfig)
+    ecfg = typed_section(cfg.embedder, EmbedderConfig)
     return build_embedder(ecfg, cache=layout)
 
 
