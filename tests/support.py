@@ -22,7 +22,7 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
 
-from memcore.cli import CONFIG_PATH
+from memcore.commands.run import CONFIG_PATH
 from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.paths import resolve_audit_path, resolve_locomo_path
@@ -348,7 +348,7 @@ RESUME_ITEMS = 8
 
 def resume_command(root: Path, run_dir: Path) -> list[str]:
     return [
-        sys.executable, "-m", "memcore.cli", *RESUME_OVERRIDES, "progress=false", "print_table=false",
+        sys.executable, "-m", "memcore.commands.run", *RESUME_OVERRIDES, "progress=false", "print_table=false",
         f"paths.root={root}", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
 

@@ -13,6 +13,7 @@ from baselines.lightmem.answer_prompt import UPSTREAM as LIGHTMEM
 from baselines.lightmem.answer_prompt import speaker_blocks
 from baselines.mem0.answer_prompt import ANSWER_PROMPT, UPSTREAM, render
 from experiments.measure.answer_prompt_effect import compare, to_markdown
+from memcore.commands.rescore import main as rescore_main
 from memcore.datasets.locomo.categories import Category
 from memcore.eval.answerer import Answerer
 from memcore.interfaces import Message
@@ -20,7 +21,6 @@ from memcore.itemlog import read_items
 from memcore.llm.scripted import ScriptedBackbone, echo_responder
 from memcore.methods import get_method
 from memcore.pipeline.rundir import RunConflictError, result_fields
-from memcore.rescore import main as rescore_main
 from memcore.rescore import rescore
 from memcore.runner import run_config
 from memcore.types import Evidence, QAItem

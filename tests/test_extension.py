@@ -135,13 +135,15 @@ def test_new_method_is_one_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     write(tree, added[0], RECENT_TURNS)
     write(tree, added[1], "name: recent_turns\nk: 10\n")
 
-    run = run_module(tree, "memcore.cli", ["method=recent_turns", *RETRIEVAL_ONLY, "hydra.run.dir=results/run"])
+    run = run_module(
+        tree, "memcore.commands.run", ["method=recent_turns", *RETRIEVAL_ONLY, "hydra.run.dir=results/run"]
+    )
     assert run.returncode == 0, run.stderr
     metrics = json.loads((tree / "results" / "run" / "metrics.json").read_text())
     assert metrics["run"]["method"] == "recent_turns"
     assert metrics["overall"]["recall"] is not None and 0.0 <= metrics["overall"]["recall"] <= 1.0
 
-    report = run_module(tree, "memcore.report.cli", ["results/run", "--no-reference", "--out", "results/report"])
+    report = run_module(tree, "memcore.commands.report", ["results/run", "--no-reference", "--out", "results/report"])
     assert report.returncode == 0, report.stderr
     assert "recent_turns" in report.stdout + "".join(p.read_text() for p in (tree / "results" / "report").glob("*.md"))
     assert edited_files(tree, added) == []
@@ -163,14 +165,16 @@ def test_a_bad_ablation_key_of_a_method_with_switches_is_one_line(
     write(tree, added[3], "name: full\nnewest_first: true\n")
     base = ["method=switched_turns", "ablation=full", *RETRIEVAL_ONLY, "hydra.run.dir=results/run"]
 
-    bad = run_module(tree, "memcore.cli", [*base, "+ablation.newest_frist=false"])
+    bad = run_module(tree, "memcore.commands.run", [*base, "+ablation.newest_frist=false"])
     assert bad.returncode == 2, bad.stderr
     assert bad.stderr.strip().splitlines() == [bad.stderr.strip()] and "Traceback" not in bad.stderr
     assert "ablation.newest_frist" in bad.stderr and "AblationConfig" in bad.stderr
-    wrong_type = run_module(tree, "memcore.cli", [*base, "ablation.newest_first=maybe"])
+    wrong_type = run_module(tree, "memcore.commands.run", [*base, "ablation.newest_first=maybe"])
     assert wrong_type.returncode == 2 and "ablation.newest_first" in wrong_type.stderr
     # MemCoRe's switches are MemCoRe's: the default preset's keys are not this method's
-    theirs = run_module(tree, "memcore.cli", ["method=switched_turns", *RETRIEVAL_ONLY, "hydra.run.dir=results/run"])
+    theirs = run_module(
+        tree, "memcore.commands.run", ["method=switched_turns", *RETRIEVAL_ONLY, "hydra.run.dir=results/run"]
+    )
     assert theirs.returncode == 2 and "ablation." in theirs.stderr
     assert not (tree / "results" / "run" / "items.jsonl").exists()
     assert edited_files(tree, added) == []
@@ -211,7 +215,7 @@ def test_new_metric_is_one_file(tmp_path: Path) -> None:
     write(tree, NEW_METRIC, NEW_METRIC_SOURCE)
     run = run_module(
         tree,
-        "memcore.cli",
+        "memcore.commands.run",
         [
             "dataset=locomo-tiny",
             "dataset.max_qa=4",
@@ -238,7 +242,9 @@ def test_new_metric_is_one_file(tmp_path: Path) -> None:
     assert "Answer words |" in (run_dir / "table.md").read_text()
 
     report = run_module(
-        tree, "memcore.report.cli", [str(tree / "results" / "runs"), "--n-boot", "50", "--no-plots", "--no-reference"]
+        tree,
+        "memcore.commands.report",
+        [str(tree / "results" / "runs"), "--n-boot", "50", "--no-plots", "--no-reference"],
     )
     assert report.returncode == 0, report.stderr[-3000:]
     detail = (tree / "results" / "runs" / "report" / "detail_table.md").read_text()
@@ -442,7 +448,7 @@ def test_new_dataset_is_one_folder(tmp_path: Path) -> None:
     for rel, text in ADDED.items():
         write(tree, rel, text)
     overrides = ["dataset=toy", "method=rag_bm25", "eval.answer=false", "embedder=hashing", "backbone=scripted"]
-    run = run_module(tree, "memcore.cli", overrides)
+    run = run_module(tree, "memcore.commands.run", overrides)
     assert run.returncode == 0, run.stderr[-3000:]
     (run_dir,) = [p.parent for p in (tree / "results" / "runs").rglob("metrics.json")]
 
@@ -462,7 +468,9 @@ def test_new_dataset_is_one_folder(tmp_path: Path) -> None:
     table = (run_dir / "table.md").read_text()
     assert "1 recall-fact (n=3)" in table and "2 never-said (n=2)" in table
 
-    report = run_module(tree, "memcore.report.cli", [str(tree / "results" / "runs"), "--no-plots", "--no-reference"])
+    report = run_module(
+        tree, "memcore.commands.report", [str(tree / "results" / "runs"), "--no-plots", "--no-reference"]
+    )
     assert report.returncode == 0, report.stderr[-3000:]
     detail = (tree / "results" / "runs" / "report" / "detail_table.md").read_text()
     assert "dataset toy" in detail
@@ -586,7 +594,7 @@ def test_dataset_with_session_evidence_its_own_protocol_and_categories_is_one_fo
     for rel, text in DIARY_ADDED.items():
         write(tree, rel, text)
     overrides = ["dataset=diary", "method=rag_bm25", "eval.answer=false", "embedder=hashing", "backbone=scripted"]
-    run = run_module(tree, "memcore.cli", overrides)
+    run = run_module(tree, "memcore.commands.run", overrides)
     assert run.returncode == 0, run.stderr[-3000:]
     (run_dir,) = [p.parent for p in (tree / "results" / "runs").rglob("metrics.json")]
     assert run_dir.relative_to(tree / "results" / "runs").parts[:4] == ("default", "diary", "none", "diary")

@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 from memcore import itemlog
+from memcore.commands.archive import main as archive_main
+from memcore.commands.report import main as report_main
+from memcore.commands.view import main as view_main
 from memcore.itemlog import (
     ITEMS,
     ITEMS_GZ,
@@ -21,10 +24,7 @@ from memcore.itemlog import (
     read_run_log,
 )
 from memcore.pipeline.record import ItemRecord
-from memcore.report.archive import main as archive_main
-from memcore.report.cli import main as report_main
 from memcore.runner import run_config
-from memcore.view.site import main as view_main
 
 #: A run that calls no LLM: 8 items of locomo-tiny in seconds.
 RETRIEVAL = ["dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25", "eval.answer=false", "concurrency=1"]

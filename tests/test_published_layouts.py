@@ -11,10 +11,10 @@ import pytest
 
 from memcore.datasets.errors import DataError
 from memcore.datasets.registry import get_dataset
+from memcore.eval.published import length_stats, published_judge
 from memcore.published.layouts import LAYOUTS, get_layout
 from memcore.published.mapping import map_records, normalise_question
 from memcore.published.paths import published_dir
-from memcore.published.summary import length_stats, published_judge
 from memcore.registry import UnknownNameError
 from tests.support import story_conversation
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
+from memcore.commands.report import main as report_main
 from memcore.eval import probe
 from memcore.eval.bootstrap import paired_delta_ci
 from memcore.report import ReportInputError, find_run_dirs, load_paper_numbers, load_runs, summarize_run
 from memcore.report.ablation_table import ablation_table, full_model_of, run_k
-from memcore.report.cli import main as report_main
 from memcore.report.detail_table import detail_table
 from memcore.report.main_table import main_table
 from memcore.report.plots import make_plots, recall_budget_curve

@@ -20,6 +20,7 @@ from memcore.eval.ceiling import gold_ceiling
 from memcore.eval.disclosure import answer_disclosure, evidence_disclosure
 from memcore.eval.judge import judge_run_info
 from memcore.eval.protocols import EvalProtocol, get_protocol, run_metrics_of
+from memcore.eval.published import apply_published
 from memcore.itemlog import read_items, require_unique_ids
 from memcore.llm.usage import sum_item_usage, updates_while_answering, whole_run_stages
 from memcore.methods import NO_BACKBONE, backbone_label, find_method, method_run_summary
@@ -27,7 +28,6 @@ from memcore.metrics import Metric
 from memcore.pipeline.build import other_memory_backbone
 from memcore.pipeline.load import LoadedSlice
 from memcore.pipeline.resources import run_upstream_answer
-from memcore.published.summary import apply_published
 from memcore.timing import StageClock, timing_block, timing_line
 
 log = logging.getLogger(__name__)

@@ -27,6 +27,7 @@ from memcore.eval.aggregate import format_table
 from memcore.eval.judge import judge_run_info, judge_settings
 from memcore.eval.judge_estimate import judge_estimate
 from memcore.eval.protocols import PROTOCOLS, EvalProtocol, get_protocol
+from memcore.eval.published import EXTRA_KEY, published_lines
 from memcore.itemlog import ItemWriter
 from memcore.llm.usage import UsageTracker, item_usage, sum_item_usage, usage_scope
 from memcore.pipeline.load import LoadedSlice, load_slice
@@ -41,7 +42,6 @@ from memcore.published.mapping import MappedItem, Mapping, map_records
 from memcore.published.paths import published_dir
 from memcore.published.records import ParsedFile, PublishedRecord
 from memcore.published.sources import SOURCES, source_of_sha256
-from memcore.published.summary import EXTRA_KEY, published_lines
 from memcore.types import Evidence
 
 log = logging.getLogger(__name__)

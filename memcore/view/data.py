@@ -24,9 +24,9 @@ from memcore.datasets.registry import dataset_of
 from memcore.eval.aggregate import format_table, slice_line
 from memcore.eval.bootstrap import metric_value, paired_delta_ci
 from memcore.eval.disclosure import evidence_cell
+from memcore.eval.published import published_disclosure
 from memcore.itemlog import ITEMS, ItemLogError, LoggedItem
 from memcore.pipeline.load import load_slice
-from memcore.published.summary import published_disclosure
 from memcore.report.ablation_table import run_k, run_switches
 from memcore.report.collect import ReportInputError, RunData, display_path, find_run_dirs, load_run
 from memcore.report.detail_table import detail_table

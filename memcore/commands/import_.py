@@ -18,10 +18,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcore.cli import _user_errors, quiet_http_logs
+from memcore.commands.shared import key_values, quiet_http_logs, user_errors
 from memcore.pipeline.runlock import unwritable_line
 from memcore.published.importer import ImportRequest, import_published
-from memcore.rescore import _key_values
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -75,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             judge_preset=args.judge_preset or "mem0-judge",
             judge_runs=args.judge_runs,
             judge_backbone=args.judge_backbone,
-            judge_server=_key_values(args.judge_server),
+            judge_server=key_values(args.judge_server),
             answer_model=args.answer_model,
             vendor_judge=args.vendor_judge,
             source=args.source,
@@ -83,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             data_path=args.data,
         )
         result = import_published(req)
-    except _user_errors() as exc:
+    except user_errors() as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
