@@ -133,3 +133,17 @@ def test_the_shared_packing_imports_no_methods_memory() -> None:
         if t.startswith(("memcore.memory", "memcore.pipeline", "memcore.runner"))
     }
     assert up == set()
+
+
+def test_the_commands_stand_above_the_harness() -> None:
+    """``memcore.commands`` holds the console commands: they import the harness, and nothing of the harness imports
+    them (a helper two commands share goes into ``commands/shared.py`` or down into the harness)."""
+    graph = import_graph(REPO)
+    up = {
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        if not m.startswith("memcore.commands")
+        for t in targets
+        if t.startswith("memcore.commands")
+    }
+    assert up == set()

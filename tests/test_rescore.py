@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from memcore.commands.rescore import main
-from memcore.commands.shared import key_values
 from memcore.config import ConfigError
+from memcore.eval.judge_flags import key_values
 from memcore.eval.protocols import get_protocol
 from memcore.eval.scoring import score_answer
 from memcore.itemlog import read_items
@@ -110,6 +110,9 @@ def test_item_records_round_trip_and_carry_the_raw_reply_and_prompt_hash(finishe
 
 
 def test_judge_server_pairs_parse_as_yaml_values_and_a_bad_pair_is_one_error() -> None:
-    assert key_values(["server_threads=1", "exclusive=false"]) == {"server_threads": 1, "exclusive": False}
+    flag = {"flag": "--judge-server", "example": "server_threads=1"}
+    assert key_values(["server_threads=1", "exclusive=false"], **flag) == {"server_threads": 1, "exclusive": False}
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
-        key_values(["server_threads"])
+        key_values(["server_threads"], **flag)
+    with pytest.raises(ConfigError, match="not readable"):
+        key_values(["server_threads=[1"], **flag)

@@ -26,6 +26,7 @@ from memcore.config import BackboneConfig, ConfigError
 from memcore.datasets.errors import DataError
 from memcore.datasets.registry import get_dataset
 from memcore.eval.judge import Judge, get_preset, load_backbone_preset
+from memcore.eval.judge_flags import key_values
 from memcore.eval.probe import (
     DEFAULT_OUT,
     PROBE_DATASET,
@@ -71,16 +72,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise ConfigError(f"--set {pair!r}: expected KEY=VALUE, e.g. --set exclusive=false")
-        k, v = pair.split("=", 1)
-        out[k.strip()] = json.loads(v) if v.strip() in ("true", "false", "null") or v.strip().isdigit() else v
-    return out
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; bad presets and values print one line and exit 2 before any LLM work."""
     args = _parser().parse_args(argv)
@@ -98,7 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         backbone_name = backbone_names.pop()
         node = OmegaConf.structured(load_backbone_preset(backbone_name))
         try:
-            bcfg = OmegaConf.to_object(OmegaConf.merge(node, _overrides(args.set)))
+            bcfg = OmegaConf.to_object(
+                OmegaConf.merge(node, key_values(args.set, flag="--set", example="exclusive=false"))
+            )
         except OmegaConfBaseException as exc:
             raise ConfigError(f"--set: {exc}".splitlines()[0]) from None
         assert isinstance(bcfg, BackboneConfig)

@@ -14,7 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcore.commands.shared import key_values, quiet_http_logs, user_errors
+from memcore.commands.shared import quiet_http_logs, user_errors
+from memcore.eval.judge_flags import add_judge_flags, judge_flags
 from memcore.pipeline.runlock import unwritable_line
 from memcore.rescore import rescore
 
@@ -36,17 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     audit = p.add_mutually_exclusive_group()
     audit.add_argument("--audited", dest="audited", action="store_true", default=None, help="add the audit overlay")
     audit.add_argument("--no-audited", dest="audited", action="store_false", help="drop the audit overlay")
-    p.add_argument("--judge", action="store_true", help="grade with the LLM judge (calls go through the cache)")
-    p.add_argument("--judge-preset", help="judge preset (judge-v1, mem0-judge); implies --judge")
-    p.add_argument("--judge-runs", type=int, help="judge runs per item; implies --judge")
-    p.add_argument("--judge-backbone", help="backbone preset of the judge (configs/backbone/); implies --judge")
-    p.add_argument(
-        "--judge-server",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a transport setting of the judge's own backbone (eval.judge_server), e.g. server_threads=1; repeatable",
-    )
+    add_judge_flags(p, judge_help="grade with the LLM judge (calls go through the cache)", preset_default="the run's")
     return p
 
 
@@ -55,18 +46,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(levelname)s] %(name)s: %(message)s")
     quiet_http_logs(False)
-    judge = bool(args.judge or args.judge_preset or args.judge_runs or args.judge_backbone or args.judge_server)
     try:
+        flags = judge_flags(args)
         result = rescore(
             args.run_dir,
             args.out,
             protocol=args.protocol,
             audited=args.audited,
-            judge=judge,
-            judge_preset=args.judge_preset,
-            judge_runs=args.judge_runs,
-            judge_backbone=args.judge_backbone,
-            judge_server=key_values(args.judge_server),
+            judge=flags.judge,
+            judge_preset=flags.preset,
+            judge_runs=flags.runs,
+            judge_backbone=flags.backbone,
+            judge_server=flags.server,
         )
     except user_errors() as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -85,8 +85,6 @@ def skipped_line(run_dir: Path, holder: str) -> str:
     )
 
 
-#: Loggers that write one INFO line per HTTP request (304 lines between the progress bars of one make run;
-#: openai 3.x sends through httpx2 / httpcore2) or per model load.
 def earlier_run_dir(cfg: DictConfig, run_dir: Path) -> Path | None:
     """For a new run dir filed under the backbone ``none`` (a run that calls no LLM): the dir the same run had
     when such runs were filed under their backbone preset's name, if a run was recorded there; else None."""

@@ -8,9 +8,6 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from memcore.config import ConfigError
 from memcore.datasets.errors import DataError
@@ -34,17 +31,8 @@ def user_errors() -> tuple[type[BaseException], ...]:
     )  # fmt: skip
 
 
-def key_values(pairs: Sequence[str]) -> dict[str, Any]:
-    """``["server_threads=1", "exclusive=false"]`` → ``{"server_threads": 1, "exclusive": False}`` (YAML values)."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--judge-server {pair!r}: expected KEY=VALUE, e.g. server_threads=1")
-        out[key.strip()] = yaml.safe_load(value)
-    return out
-
-
+#: Loggers that write one INFO line per HTTP request (304 lines between the progress bars of one make run;
+#: openai 3.x sends through httpx2 / httpcore2) or per model load.
 HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "sentence_transformers")
 
 

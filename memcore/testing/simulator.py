@@ -1,6 +1,7 @@
 """An OpenAI-compatible chat server that behaves like a real endpoint, for rehearsing a long sweep without a key.
 
-``memcore-simulate`` (:mod:`memcore.commands.simulate`) or :func:`running_simulator` in-process serves, on 127.0.0.1 only:
+``memcore-simulate`` (:mod:`memcore.commands.simulate`) or :func:`running_simulator` in-process serves, on
+127.0.0.1 only:
 
 - ``POST /v1/chat/completions``: a schema-valid reply for every prompt the harness sends
   (:mod:`memcore.testing.sim_replies`), with ``usage`` from a simple deterministic tokenizer (:func:`count_tokens`),
