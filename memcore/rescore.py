@@ -28,7 +28,7 @@ from memcore.eval.judge import judge_run_info
 from memcore.eval.judge_estimate import judge_estimate
 from memcore.eval.protocols import PROTOCOLS, get_protocol
 from memcore.eval.published import published_lines
-from memcore.itemlog import ItemWriter, read_log, require_unique_ids
+from memcore.itemlog import ItemWriter, LoggedItem, read_log, require_unique_ids
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.pipeline.load import load_slice
 from memcore.pipeline.record import ItemRecord
@@ -137,7 +137,7 @@ def rescore(
     with contextlib.ExitStack() as stack:
         res = open_resources(cfg, out_dir, usage, stack, backbone_override=backbone_override)
         writer = stack.enter_context(ItemWriter(out_dir / "items.jsonl"))
-        items: list[dict[str, Any]] = []
+        items: list[LoggedItem] = []
         for rec in records:
             item = by_id[rec.item_id]
             spent = UsageTracker()
@@ -156,13 +156,15 @@ def rescore(
                 None if rec.usage is None else {k: v for k, v in rec.usage.items() if k != "judge"} | item_usage(spent)
             )
             items.append(
-                dataclasses.replace(
-                    rec, original=original, audited=audited_scores, judge=judge_record, usage=spent_all
-                ).to_json()
+                LoggedItem(
+                    dataclasses.replace(
+                        rec, original=original, audited=audited_scores, judge=judge_record, usage=spent_all
+                    ).to_json()
+                )
             )
             writer.write(items[-1])
     order = {q.item_id: i for i, q in enumerate(q for c in data.conversations for q in c.qa)}
-    items.sort(key=lambda r: order[r["item_id"]])  # dataset order, as the runner's report
+    items.sort(key=lambda r: order[r.item_id])  # dataset order, as the runner's report
     scoring_cfg = OmegaConf.create(OmegaConf.to_container(cfg))
     with open_dict(scoring_cfg):
         scoring_cfg.protocol = cfg.answered_protocol  # the answer disclosure describes how answers were made

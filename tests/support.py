@@ -28,7 +28,7 @@ from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.paths import resolve_audit_path, resolve_locomo_path
 from memcore.eval.aggregate import aggregate
 from memcore.interfaces import LazyResource, MethodContext
-from memcore.itemlog import read_items
+from memcore.itemlog import LoggedItem, read_items
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.memory.system import SPEC, SPEC_CHEAP, MemCoRe
@@ -304,7 +304,7 @@ def write_run(
     with open(path / "items.jsonl", "w") as fh:
         for r in items:
             fh.write(json.dumps(r) + "\n")
-    metrics = aggregate(items)
+    metrics = aggregate([LoggedItem(r) for r in items])
     convs = sorted({r["conv_id"] for r in items})
     metrics["run"] = {
         "method": method,
@@ -317,14 +317,7 @@ def write_run(
         "answered": answered,
     }
     if any("audited" in r for r in items):
-        metrics["audited"] = aggregate(
-            [
-                dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"])
-                if "audited" in r
-                else r
-                for r in items
-            ]
-        )
+        metrics["audited"] = aggregate([LoggedItem(r).under_audit() for r in items])
     (path / "metrics.json").write_text(json.dumps(metrics))
     (path / "cost.json").write_text(json.dumps(cost or {"usage": {"by_stage": {}}, "wall_s": {"total": 0.0}}))
     (path / "stats.json").write_text(json.dumps(stats or {"conversations": {}}))

@@ -25,6 +25,7 @@ from memcore.eval.aggregate import aggregate, summarize
 from memcore.eval.bootstrap import metric_value
 from memcore.eval.protocols import get_protocol
 from memcore.eval.scoring import score_answer, score_evidence
+from memcore.itemlog import LoggedItem
 from memcore.metrics import METRICS, STANDARD_METRICS, Metric, get_metric, resolve_metrics
 from memcore.pipeline.score import run_extra_metrics
 from memcore.registry import UnknownNameError
@@ -274,7 +275,7 @@ def test_declared_aggregation_is_used() -> None:
         return ordered[len(ordered) // 2] if ordered else None
 
     longest = Metric(name="longest", label="Longest", target="answer", aggregate=median, percent=False)
-    items = [{"category": 1, "scores": {"longest": v}} for v in (1.0, 2.0, 9.0)]
+    items = [LoggedItem(category=1, scores={"longest": v}) for v in (1.0, 2.0, 9.0)]
     assert longest.summary(items) == {"longest": 2.0}  # the median, not the mean (4.0)
     block = summarize(items, (*resolve_metrics(["f1"]), longest))
     assert block == {"n": 3, "f1": None, "longest": 2.0, "n_with_evidence": 0}
@@ -291,10 +292,10 @@ def test_built_in_metrics_by_hand() -> None:
     # evidence: recall 1 of 2 gold turns, hit 1; session hit on D2 among the first five sessions
     evidence = score_evidence(["D1:1", "D2:7"], ["D1:1", "D3:2"], resolve_metrics(["recall", "hit", "session_hit"]))
     assert evidence == {"recall": 0.5, "hit": 1.0}  # session hit is derived when read, not stored
-    item = {"evidence": ["D2:7"], "retrieved_dia_ids": ["D1:1", "D2:1"], "recall": 0.0, "hit": 0.0}
+    item = LoggedItem(evidence=["D2:7"], retrieved_dia_ids=["D1:1", "D2:1"], recall=0.0, hit=0.0)
     assert metric_value(item, "session_hit") == 1.0 and metric_value(item, "hit_rate") == 0.0
-    judged = [{"scores": {"judge": 1.0, "judge_runs": [1.0, 1.0], "judge_majority": 1.0}},
-              {"scores": {"judge": 0.5, "judge_runs": [1.0, 0.0], "judge_majority": 0.0}}]  # fmt: skip
+    judged = [LoggedItem(scores={"judge": 1.0, "judge_runs": [1.0, 1.0], "judge_majority": 1.0}),
+              LoggedItem(scores={"judge": 0.5, "judge_runs": [1.0, 0.0], "judge_majority": 0.0})]  # fmt: skip
     j = get_metric("judge").summary(judged)
     assert j["judge"] == 0.75 and j["judge_per_run"] == [1.0, 0.5] and j["judge_std"] == 0.25
     assert j["judge_majority"] == 0.5 and j["judge_agreement"] == 0.5 and j["n_judged"] == 2

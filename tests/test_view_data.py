@@ -14,6 +14,7 @@ from memcore.commands.shared import view_command, viewer_hint
 from memcore.commands.view import main
 from memcore.eval.aggregate import format_table
 from memcore.eval.bootstrap import paired_delta_ci
+from memcore.itemlog import LoggedItem
 from memcore.view.data import (
     INDEX_COLUMNS,
     build_site_data,
@@ -51,16 +52,16 @@ def test_run_lengths() -> None:
 
 
 def test_gold_ranks_rank_tokens_before_and_missing() -> None:
-    item = {
-        "evidence": ["D1:5", "D2:1", "D3:3", "D4:4"],
-        "notes": [
+    item = LoggedItem(
+        evidence=["D1:5", "D2:1", "D3:3", "D4:4"],
+        notes=[
             {"dia_ids": ["D1:1"], "tokens": 40},
             {"dia_ids": ["D1:2", "D1:5"], "tokens": 60},
             {"dia_ids": ["D1:5", "D2:1"], "tokens": 10},
         ],
-        "retrieved_dia_ids": ["D1:1", "D1:2", "D1:5", "D2:1", "D4:4"],
-        "extra": {"round1_dia_ids": ["D3:3"]},
-    }
+        retrieved_dia_ids=["D1:1", "D1:2", "D1:5", "D2:1", "D4:4"],
+        extra={"round1_dia_ids": ["D3:3"]},
+    )
     ranks = {g["dia_id"]: g for g in gold_ranks(item)}
     assert (ranks["D1:5"]["rank"], ranks["D1:5"]["tokens_before"]) == (2, 40)
     assert (ranks["D2:1"]["rank"], ranks["D2:1"]["tokens_before"]) == (3, 100)

@@ -21,7 +21,7 @@ from memcore.eval.disclosure import answer_disclosure, evidence_disclosure
 from memcore.eval.judge import judge_run_info
 from memcore.eval.protocols import EvalProtocol, get_protocol, run_metrics_of
 from memcore.eval.published import apply_published
-from memcore.itemlog import read_items, require_unique_ids
+from memcore.itemlog import LoggedItem, read_items, require_unique_ids
 from memcore.llm.usage import sum_item_usage, updates_while_answering, whole_run_stages
 from memcore.methods import NO_BACKBONE, backbone_label, find_method, method_run_summary
 from memcore.metrics import Metric
@@ -60,7 +60,7 @@ def run_metrics(
     cfg: DictConfig,
     method: str,
     data: LoadedSlice,
-    items: list[dict[str, Any]],
+    items: Sequence[LoggedItem],
     protocol: EvalProtocol | None = None,
     extra_metrics: Sequence[Metric] = (),
 ) -> dict[str, Any]:
@@ -121,14 +121,8 @@ def run_metrics(
         )
     if data.audit_changed:  # the best score a perfect system reaches against the original gold
         metrics["gold_ceiling"] = gold_ceiling(data.conversations, data.audit_changed, data.audited, protocol)
-    if any("audited" in r for r in items):
-        audited_items = [
-            dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"])
-            if "audited" in r
-            else r
-            for r in items
-        ]
-        metrics["audited"] = aggregate(audited_items, scored, data.categories)
+    if any(r.audited is not None for r in items):
+        metrics["audited"] = aggregate([r.under_audit() for r in items], scored, data.categories)
     return metrics
 
 
@@ -370,7 +364,7 @@ def write_report(
     items = read_items(run_dir / "items.jsonl")
     require_unique_ids(items, run_dir)
     order = {q.item_id: i for i, q in enumerate(q for c in data.conversations for q in c.qa)}
-    items = sorted((r for r in items if r["item_id"] in order), key=lambda r: order[r["item_id"]])
+    items = sorted((r for r in items if r.item_id in order), key=lambda r: order[r.item_id])
     metrics = run_metrics(cfg, method, data, items, protocol, extra_metrics)
     wall = {"total": time.perf_counter() - t_start, **timings}
     entry = invocation_entry(

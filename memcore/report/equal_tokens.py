@@ -19,6 +19,7 @@ from typing import Any
 
 from memcore.eval.aggregate import category_name, metrics_of_run
 from memcore.eval.bootstrap import metric_value, paired_delta_ci
+from memcore.itemlog import LoggedItem
 from memcore.metrics import resolve_metrics
 from memcore.report.collect import RunData, display_path
 from memcore.report.figures import pyplot, save_figure
@@ -41,8 +42,8 @@ def row_label(run: RunData) -> str:
     return run.label() + run.packing_label
 
 
-def _mean(items: Sequence[dict[str, Any]], metric: str, cats: Sequence[int]) -> float | None:
-    vals = [metric_value(it, metric) for it in items if int(it["category"]) in cats]
+def _mean(items: Sequence[LoggedItem], metric: str, cats: Sequence[int]) -> float | None:
+    vals = [metric_value(it, metric) for it in items if it.category in cats]
     got = [v for v in vals if v is not None]
     return 100.0 * sum(got) / len(got) if got else None
 
