@@ -21,7 +21,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from memcore.commands.shared import quiet_http_logs
+from memcore.commands.shared import start_logging
 from memcore.config import BackboneConfig, ConfigError
 from memcore.datasets.errors import DataError
 from memcore.datasets.registry import get_dataset
@@ -75,8 +75,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; bad presets and values print one line and exit 2 before any LLM work."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(levelname)s] %(name)s: %(message)s")
-    quiet_http_logs(False)  # one INFO line per judged case otherwise (as memcore-run and memcore-rescore)
+    start_logging(logging.INFO)
     try:
         presets = [get_preset(name) for name in (args.preset or ["judge-v1"])]
         if args.n < 2:

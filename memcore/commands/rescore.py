@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcore.commands.shared import quiet_http_logs, user_errors
+from memcore.commands.shared import start_logging, user_errors
 from memcore.eval.judge_flags import add_judge_flags, judge_flags
 from memcore.pipeline.runlock import unwritable_line
 from memcore.rescore import rescore
@@ -44,8 +44,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; user errors print one line and exit 2."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(levelname)s] %(name)s: %(message)s")
-    quiet_http_logs(False)
+    start_logging(logging.INFO)
     try:
         flags = judge_flags(args)
         result = rescore(

@@ -36,6 +36,16 @@ def user_errors() -> tuple[type[BaseException], ...]:
 HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "sentence_transformers")
 
 
+#: The log line of the commands that log to the terminal (as Hydra's run log, ``configs/run.yaml``).
+LOG_FORMAT = "[%(asctime)s][%(levelname)s] %(name)s: %(message)s"
+
+
+def start_logging(level: int) -> None:
+    """Log to the terminal at ``level`` in :data:`LOG_FORMAT`, with the HTTP client and model loading quiet."""
+    logging.basicConfig(level=level, format=LOG_FORMAT)
+    quiet_http_logs(False)
+
+
 def quiet_http_logs(verbose: bool) -> None:
     """Per-request logging of the HTTP client and model-loading chatter (INFO lines, the weight-loading bar)
     off unless ``verbose``; warnings and errors are still shown."""
