@@ -98,6 +98,11 @@ class LoggedItem(dict[str, Any]):
         return [str(d) for d in self.get("evidence") or []]
 
     @property
+    def notes(self) -> list[dict[str, Any]]:
+        """The notes shown to the answerer, in retrieval order (``dia_ids``, ``tokens``, ...)."""
+        return list(self.get("notes") or [])
+
+    @property
     def scores(self) -> dict[str, Any]:
         return dict(self.get("scores") or {})
 
@@ -112,11 +117,6 @@ class LoggedItem(dict[str, Any]):
     @property
     def retrieved_dia_ids(self) -> list[str]:
         return list(self.get("retrieved_dia_ids") or [])
-
-    @property
-    def notes(self) -> list[dict[str, Any]]:
-        """The notes shown to the answerer, in retrieval order (``dia_ids``, ``tokens``, ...)."""
-        return list(self.get("notes") or [])
 
     @property
     def context_tokens(self) -> int:
