@@ -81,8 +81,26 @@ class LoggedItem(dict[str, Any]):
         return int(self["category"])
 
     @property
+    def question(self) -> str:
+        return str(self.get("question") or "")
+
+    @property
+    def gold(self) -> str | None:
+        return self.get("gold")
+
+    @property
     def answer(self) -> str | None:
         return self.get("answer")
+
+    @property
+    def evidence(self) -> list[str]:
+        """The gold evidence ids (empty: the item has none, so recall and hit are not measured)."""
+        return [str(d) for d in self.get("evidence") or []]
+
+    @property
+    def notes(self) -> list[dict[str, Any]]:
+        """The notes shown to the answerer, in retrieval order (``dia_ids``, ``tokens``, ...)."""
+        return list(self.get("notes") or [])
 
     @property
     def scores(self) -> dict[str, Any]:
@@ -107,6 +125,29 @@ class LoggedItem(dict[str, Any]):
     @property
     def extra(self) -> dict[str, Any]:
         return dict(self.get("extra") or {})
+
+    @property
+    def judge(self) -> dict[str, Any] | None:
+        """The judge's per-run labels (None: not judged)."""
+        return self.get("judge")
+
+    @property
+    def audited(self) -> dict[str, Any] | None:
+        """The scores against the audit's gold (``gold``, ``evidence``, ``scores``, ``recall``, ``hit``), or None
+        when the audit overlay was off."""
+        return self.get("audited")
+
+    @property
+    def usage(self) -> dict[str, dict[str, int]] | None:
+        return self.get("usage")
+
+    def under_audit(self) -> LoggedItem:
+        """This item as scored against the audited gold (its ``scores``, ``recall`` and ``hit`` replaced by the
+        audit's); itself when the audit overlay was off."""
+        a = self.audited
+        if a is None:
+            return self
+        return LoggedItem(self, scores=a["scores"], recall=a["recall"], hit=a["hit"])
 
     def to_json(self) -> dict[str, Any]:
         """The line as written (a plain copy)."""

@@ -1,8 +1,6 @@
 """Re-score a finished run's ``items.jsonl`` without re-answering: stages 4–5 of the pipeline (score, report)
-applied to the answers and retrieved evidence already logged.
-
-    memcore-rescore RUN_DIR --out OUT_DIR [--protocol locomo] [--audited | --no-audited] [--allow-incomplete]
-                    [--judge [--judge-preset mem0-judge] [--judge-runs 3] [--judge-backbone NAME]]
+applied to the answers and retrieved evidence already logged (the command: ``memcore-rescore``,
+:mod:`memcore.commands.rescore`).
 
 What changes is only the scoring: the metric protocol (token-set F1 and BLEU-1 of A-MEM, or the official stemmed
 F1 and refusal check), the gold variant (the audit overlay) and, with ``--judge``, the LLM judge (its calls go
@@ -11,40 +9,33 @@ produced under the run's own answer prompt and sampling: ``metrics.json`` record
 (``run.rescored``), because scoring amem-prompted answers with the official metric is not the same as running
 ``protocol=locomo``. Writes ``OUT_DIR/items.jsonl``, ``metrics.json``, ``table.md`` and ``config.yaml``; the
 source run is never modified. A run whose items do not cover its slice (fewer items, a torn last line) is scored,
-marked INCOMPLETE in its table and ``metrics.json`` (``run.incomplete``), and exits 1 unless ``--allow-incomplete``.
+marked INCOMPLETE in its table and ``metrics.json`` (``run.incomplete``).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import logging
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from memcore.cli import _user_errors
-from memcore.commands import quiet_http_logs
 from memcore.config import CONFIG_DIR, ConfigError
 from memcore.eval.aggregate import format_table
 from memcore.eval.judge import judge_run_info
 from memcore.eval.judge_estimate import judge_estimate
 from memcore.eval.protocols import PROTOCOLS, get_protocol
-from memcore.itemlog import ItemWriter, read_log, require_unique_ids
+from memcore.eval.published import published_lines
+from memcore.itemlog import ItemWriter, LoggedItem, read_log, require_unique_ids
 from memcore.llm.usage import UsageTracker, item_usage, usage_scope
 from memcore.pipeline.load import load_slice
 from memcore.pipeline.record import ItemRecord
 from memcore.pipeline.report import RunResult, run_metrics, write_json
 from memcore.pipeline.resources import open_resources
 from memcore.pipeline.rundir import write_run_config
-from memcore.pipeline.runlock import unwritable_line
 from memcore.pipeline.score import run_extra_metrics, score_variants
-from memcore.published.summary import published_lines
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +137,7 @@ def rescore(
     with contextlib.ExitStack() as stack:
         res = open_resources(cfg, out_dir, usage, stack, backbone_override=backbone_override)
         writer = stack.enter_context(ItemWriter(out_dir / "items.jsonl"))
-        items: list[dict[str, Any]] = []
+        items: list[LoggedItem] = []
         for rec in records:
             item = by_id[rec.item_id]
             spent = UsageTracker()
@@ -165,13 +156,15 @@ def rescore(
                 None if rec.usage is None else {k: v for k, v in rec.usage.items() if k != "judge"} | item_usage(spent)
             )
             items.append(
-                dataclasses.replace(
-                    rec, original=original, audited=audited_scores, judge=judge_record, usage=spent_all
-                ).to_json()
+                LoggedItem(
+                    dataclasses.replace(
+                        rec, original=original, audited=audited_scores, judge=judge_record, usage=spent_all
+                    ).to_json()
+                )
             )
             writer.write(items[-1])
     order = {q.item_id: i for i, q in enumerate(q for c in data.conversations for q in c.qa)}
-    items.sort(key=lambda r: order[r["item_id"]])  # dataset order, as the runner's report
+    items.sort(key=lambda r: order[r.item_id])  # dataset order, as the runner's report
     scoring_cfg = OmegaConf.create(OmegaConf.to_container(cfg))
     with open_dict(scoring_cfg):
         scoring_cfg.protocol = cfg.answered_protocol  # the answer disclosure describes how answers were made
@@ -211,85 +204,3 @@ def incompleteness(n_items: int, n_slice: int, torn_bytes: int) -> dict[str, Any
     if not reasons:
         return None
     return {"n_items": n_items, "n_slice": n_slice, "torn_bytes": torn_bytes, "reason": ", ".join(reasons)}
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="memcore-rescore",
-        description="Score a finished run's items.jsonl again (another protocol, the audited gold, an LLM judge) "
-        "without re-answering.",
-    )
-    p.add_argument("run_dir", type=Path, help="a run directory holding items.jsonl and config.yaml")
-    p.add_argument("--out", type=Path, required=True, help="where the rescored run is written (must be new)")
-    p.add_argument(
-        "--allow-incomplete",
-        action="store_true",
-        help="exit 0 for a run whose items do not cover its slice (the table still says it is incomplete)",
-    )
-    p.add_argument("--protocol", help="metric protocol to score under (amem, locomo); default: the run's")
-    audit = p.add_mutually_exclusive_group()
-    audit.add_argument("--audited", dest="audited", action="store_true", default=None, help="add the audit overlay")
-    audit.add_argument("--no-audited", dest="audited", action="store_false", help="drop the audit overlay")
-    p.add_argument("--judge", action="store_true", help="grade with the LLM judge (calls go through the cache)")
-    p.add_argument("--judge-preset", help="judge preset (judge-v1, mem0-judge); implies --judge")
-    p.add_argument("--judge-runs", type=int, help="judge runs per item; implies --judge")
-    p.add_argument("--judge-backbone", help="backbone preset of the judge (configs/backbone/); implies --judge")
-    p.add_argument(
-        "--judge-server",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a transport setting of the judge's own backbone (eval.judge_server), e.g. server_threads=1; repeatable",
-    )
-    return p
-
-
-def _key_values(pairs: Sequence[str]) -> dict[str, Any]:
-    """``["server_threads=1", "exclusive=false"]`` → ``{"server_threads": 1, "exclusive": False}`` (YAML values)."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--judge-server {pair!r}: expected KEY=VALUE, e.g. server_threads=1")
-        out[key.strip()] = yaml.safe_load(value)
-    return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Console entry point; user errors print one line and exit 2."""
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(levelname)s] %(name)s: %(message)s")
-    quiet_http_logs(False)
-    judge = bool(args.judge or args.judge_preset or args.judge_runs or args.judge_backbone or args.judge_server)
-    try:
-        result = rescore(
-            args.run_dir,
-            args.out,
-            protocol=args.protocol,
-            audited=args.audited,
-            judge=judge,
-            judge_preset=args.judge_preset,
-            judge_runs=args.judge_runs,
-            judge_backbone=args.judge_backbone,
-            judge_server=_key_values(args.judge_server),
-        )
-    except _user_errors() as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # --out under a read-only tree, or a file in the way
-        print(f"error: {unwritable_line(exc, args.out, what='the output dir', fix='--out')}", file=sys.stderr)
-        return 2
-    print(result.table)
-    print(f"\nresults: {result.run_dir}")
-    incomplete = result.metrics["run"].get("incomplete")
-    if incomplete and not args.allow_incomplete:
-        print(
-            f"error: {args.run_dir} is incomplete ({incomplete['reason']}); pass --allow-incomplete to accept it",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

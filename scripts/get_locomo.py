@@ -9,17 +9,17 @@ python scripts/get_locomo.py --check FILE         # verify only, no download
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 try:
-    from memcore.datasets.errors import DataError
     from memcore.datasets.locomo.download import LOCOMO_SHA256, LOCOMO_URL, download_locomo, verify_locomo
+    from memcore.datasets.paths import report_fetched
 except ModuleNotFoundError:  # run from a checkout before `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from memcore.datasets.errors import DataError
     from memcore.datasets.locomo.download import LOCOMO_SHA256, LOCOMO_URL, download_locomo, verify_locomo
+    from memcore.datasets.paths import report_fetched
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,19 +29,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--force", action="store_true", help="download even if a verified copy exists")
     ap.add_argument("--url", default=LOCOMO_URL, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    try:
+
+    def fetched() -> Iterator[tuple[Path, str]]:
         if args.check is not None:
             verify_locomo(args.check)
-            path = args.check.expanduser().resolve()
-            print(f"ok: {path} has the official sha256 {LOCOMO_SHA256}", file=sys.stderr)
+            yield args.check.expanduser().resolve(), f"has the official sha256 {LOCOMO_SHA256}"
         else:
-            path = download_locomo(args.dest, url=args.url, force=args.force).resolve()
-            print(f"ok: {path} (sha256 verified)", file=sys.stderr)
-    except DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"export MEMCORE_DATA={shlex.quote(str(path))}")
-    return 0
+            yield download_locomo(args.dest, url=args.url, force=args.force).resolve(), "(sha256 verified)"
+
+    return report_fetched(fetched(), "MEMCORE_DATA", error_code=1)
 
 
 if __name__ == "__main__":

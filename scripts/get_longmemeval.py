@@ -9,19 +9,17 @@ python scripts/get_longmemeval.py --file longmemeval_oracle.json --dest data/lon
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 try:
-    from memcore.datasets.errors import DataError
     from memcore.datasets.longmemeval.download import DEFAULT_FILE, FILES, download
-    from memcore.datasets.paths import memcore_home
+    from memcore.datasets.paths import memcore_home, report_fetched
 except ModuleNotFoundError:  # run from a checkout before `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from memcore.datasets.errors import DataError
     from memcore.datasets.longmemeval.download import DEFAULT_FILE, FILES, download
-    from memcore.datasets.paths import memcore_home
+    from memcore.datasets.paths import memcore_home, report_fetched
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,14 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sha256", default=None, help="the expected sha256 (default: the one the hub publishes)")
     args = ap.parse_args(argv)
     dest = args.dest if args.dest is not None else memcore_home() / "data" / args.file
-    try:
+
+    def fetched() -> Iterator[tuple[Path, str]]:
         path, checked = download(args.file, dest.expanduser(), expected_sha256=args.sha256)
-    except DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"ok: {path.resolve()} ({checked})", file=sys.stderr)
-    print(f"export MEMCORE_LONGMEMEVAL={shlex.quote(str(path.resolve()))}")
-    return 0
+        yield path.resolve(), f"({checked})"
+
+    return report_fetched(fetched(), "MEMCORE_LONGMEMEVAL", error_code=2)
 
 
 if __name__ == "__main__":

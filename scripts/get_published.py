@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
 from pathlib import Path
 
 try:
-    from memcore.datasets.errors import DataError
+    from memcore.datasets.paths import report_fetched
     from memcore.published.sources import SOURCES, fetch_source
 except ModuleNotFoundError:  # run from a checkout before `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from memcore.datasets.errors import DataError
+    from memcore.datasets.paths import report_fetched
     from memcore.published.sources import SOURCES, fetch_source
 
 #: Where the files go by default: $MEMCORE_PUBLISHED when set, else ../shared/data/published next to the repository.
@@ -53,15 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"error: {SOURCES.unknown(unknown[0])}", file=sys.stderr)
         return 2
-    try:
-        for name in names:
-            for path in fetch_source(SOURCES.get(name), args.dest, from_dir=args.from_dir, force=args.force):
-                print(f"ok: {path} (sha256 verified)", file=sys.stderr)
-    except DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"export MEMCORE_PUBLISHED={shlex.quote(str(args.dest.resolve()))}")
-    return 0
+    fetched = (
+        (path, "(sha256 verified)")
+        for name in names
+        for path in fetch_source(SOURCES.get(name), args.dest, from_dir=args.from_dir, force=args.force)
+    )
+    return report_fetched(fetched, "MEMCORE_PUBLISHED", exported=args.dest.resolve(), error_code=1)
 
 
 if __name__ == "__main__":

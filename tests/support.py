@@ -22,13 +22,13 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
 
-from memcore.cli import CONFIG_PATH
+from memcore.commands.run import CONFIG_PATH
 from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.paths import resolve_audit_path, resolve_locomo_path
 from memcore.eval.aggregate import aggregate
 from memcore.interfaces import LazyResource, MethodContext
-from memcore.itemlog import read_items
+from memcore.itemlog import LoggedItem, read_items
 from memcore.llm.embedders import HashingEmbedder
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.memory.system import SPEC, SPEC_CHEAP, MemCoRe
@@ -304,7 +304,7 @@ def write_run(
     with open(path / "items.jsonl", "w") as fh:
         for r in items:
             fh.write(json.dumps(r) + "\n")
-    metrics = aggregate(items)
+    metrics = aggregate([LoggedItem(r) for r in items])
     convs = sorted({r["conv_id"] for r in items})
     metrics["run"] = {
         "method": method,
@@ -317,14 +317,7 @@ def write_run(
         "answered": answered,
     }
     if any("audited" in r for r in items):
-        metrics["audited"] = aggregate(
-            [
-                dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"])
-                if "audited" in r
-                else r
-                for r in items
-            ]
-        )
+        metrics["audited"] = aggregate([LoggedItem(r).under_audit() for r in items])
     (path / "metrics.json").write_text(json.dumps(metrics))
     (path / "cost.json").write_text(json.dumps(cost or {"usage": {"by_stage": {}}, "wall_s": {"total": 0.0}}))
     (path / "stats.json").write_text(json.dumps(stats or {"conversations": {}}))
@@ -348,7 +341,7 @@ RESUME_ITEMS = 8
 
 def resume_command(root: Path, run_dir: Path) -> list[str]:
     return [
-        sys.executable, "-m", "memcore.cli", *RESUME_OVERRIDES, "progress=false", "print_table=false",
+        sys.executable, "-m", "memcore.commands.run", *RESUME_OVERRIDES, "progress=false", "print_table=false",
         f"paths.root={root}", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
 

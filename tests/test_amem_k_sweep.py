@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
+from memcore.commands.report import main as report_main
 from memcore.config import CONFIG_DIR
-from memcore.report.cli import main as report_main
 from tests.support import run_item, write_run
 
 

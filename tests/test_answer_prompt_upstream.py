@@ -13,14 +13,14 @@ from baselines.lightmem.answer_prompt import UPSTREAM as LIGHTMEM
 from baselines.lightmem.answer_prompt import speaker_blocks
 from baselines.mem0.answer_prompt import ANSWER_PROMPT, UPSTREAM, render
 from experiments.measure.answer_prompt_effect import compare, to_markdown
+from memcore.commands.rescore import main as rescore_main
 from memcore.datasets.locomo.categories import Category
 from memcore.eval.answerer import Answerer
 from memcore.interfaces import Message
-from memcore.itemlog import read_items
+from memcore.itemlog import LoggedItem, read_items
 from memcore.llm.scripted import ScriptedBackbone, echo_responder
 from memcore.methods import get_method
 from memcore.pipeline.rundir import RunConflictError, result_fields
-from memcore.rescore import main as rescore_main
 from memcore.rescore import rescore
 from memcore.runner import run_config
 from memcore.types import Evidence, QAItem
@@ -154,8 +154,8 @@ def test_a_method_without_one_keeps_the_harness_prompt_and_says_so(tmp_path: Pat
 
 
 def test_the_effect_table_pairs_items_and_counts_words() -> None:
-    def rec(i: int, cat: int, f1: float, answer: str) -> dict:
-        return {"item_id": f"c#{i}", "category": cat, "answer": answer, "scores": {"f1": f1, "bleu1": f1 / 2}}
+    def rec(i: int, cat: int, f1: float, answer: str) -> LoggedItem:
+        return LoggedItem(item_id=f"c#{i}", category=cat, answer=answer, scores={"f1": f1, "bleu1": f1 / 2})
 
     harness = [rec(0, 2, 1.0, "7 May"), rec(1, 4, 0.5, "a dog"), rec(2, 4, 0.0, "no")]
     upstream = [rec(0, 2, 0.5, "Step by step: it was 7 May 2023"), rec(1, 4, 0.5, "a big dog")]  # item 2 unanswered

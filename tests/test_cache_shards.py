@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from memcore.cache_cli import main as cache_main
-from memcore.cli import run_main
+from memcore.commands.cache import main as cache_main
+from memcore.commands.run import run_main
 from memcore.config import ConfigError
 from memcore.llm.cache import RESPONSE_CACHE_FILE, RESPONSE_TABLE, ResponseCache
 from memcore.llm.cache_shards import (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memcore.cache_cli import main as cache_main
+from memcore.commands.cache import main as cache_main
 from memcore.interfaces import Completion
 from memcore.llm.cache import CachedBackbone, ResponseCache
 from memcore.llm.cache_transfer import CacheTransferError, export_cache, import_cache, read_export

@@ -1,4 +1,5 @@
-"""memcore.commands names every console command, as pyproject.toml installs them, and each entry point exists."""
+"""memcore.commands names every console command, as pyproject.toml installs them; each entry point exists and is a
+module of the memcore.commands package."""
 
 from __future__ import annotations
 
@@ -16,4 +17,5 @@ def test_every_console_command_is_named_in_one_place() -> None:
     assert dict(re.findall(r'^(memcore-[a-z-]+) = "([^"]+)"', section, re.M)) == COMMANDS
     for target in COMMANDS.values():
         module, _, function = target.partition(":")
+        assert module.startswith("memcore.commands."), target
         assert callable(getattr(importlib.import_module(module), function)), target

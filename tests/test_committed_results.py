@@ -23,8 +23,8 @@ from experiments.measure.oracle_runs import main as oracle_main
 from experiments.measure.paired_runs import main as paired_main
 from experiments.measure.published_answers import tables
 from experiments.measure.split_recall import main as split_main
+from memcore.commands.report import main as report_main
 from memcore.report.archive import rederive
-from memcore.report.cli import main as report_main
 from memcore.report.collect import find_run_dirs
 from tests.support import REPO, data_file_or_skip
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig
 
-import memcore.cli as cli
+import memcore.commands.run as cli
 from memcore.config import BackboneConfig, validate
 from memcore.datasets.registry import get_dataset
 from memcore.llm.factory import backbone_limit

@@ -1,7 +1,7 @@
 """Every bad knob, and every selection that holds no QA item, is one line from ``memcore-run``, exit 2, before any
 work.
 
-The sweep drives the real entry point (``memcore.cli.run_main`` with ``sys.argv`` set, Hydra composition
+The sweep drives the real entry point (``memcore.commands.run.run_main`` with ``sys.argv`` set, Hydra composition
 included) in-process, so dozens of cases cost seconds rather than as many interpreter start-ups; one case also
 goes through a real subprocess. Each case checks: exit code 2, stderr is exactly one ``error: …`` line naming the
 key and the bad value (and what is allowed), no traceback, and no work was done (no items, no LLM cache, no
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-import memcore.cli as cli
+import memcore.commands.run as cli
 from memcore.config import ConfigError
 from memcore.memory.config import MemCoReConfig
 from memcore.methods import method_names, method_specs
@@ -197,7 +197,7 @@ def test_item_ids_that_match_in_part_run_the_matches_with_one_warning_line(
 @pytest.mark.e2e  # one real process: the console entry point, its exit code and its stderr
 def test_bad_value_through_a_real_process(tmp_path: Path) -> None:
     cmd = [
-        sys.executable, "-m", "memcore.cli", *BASE, f"paths.root={tmp_path / 'results'}",
+        sys.executable, "-m", "memcore.commands.run", *BASE, f"paths.root={tmp_path / 'results'}",
         f"hydra.run.dir={tmp_path / 'run'}", "method=amem", "method.top_k=0",
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=REPO, **CHILD_OF_TEST)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.paths import resolve_audit_path, resolve_locomo_path
-from memcore.datasets.paths import repo_root
+from memcore.datasets.paths import repo_root, report_fetched
 
 
 def touch(p: Path) -> Path:
@@ -103,3 +104,25 @@ def test_audit_path(layout: dict[str, Path], tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"errors.json not found") as info:
         resolve_audit_path(None, env={}, bases=[tmp_path / "mine" / "deeper"])
     assert "dial481/locomo-audit" in str(info.value)
+
+
+def test_report_fetched_says_each_file_then_the_export_line(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [(Path("/d/a b.json"), "(sha256 verified)"), (Path("/d/c.json"), "(sha256 verified)")]
+    assert report_fetched(iter(files), "MEMCORE_DATA", error_code=1) == 0
+    out = capsys.readouterr()
+    assert out.err.splitlines() == ["ok: /d/a b.json (sha256 verified)", "ok: /d/c.json (sha256 verified)"]
+    assert out.out == "export MEMCORE_DATA=/d/c.json\n"  # the last file unless another path is exported
+    assert report_fetched(iter(files), "X", exported=Path("/d/a b"), error_code=1) == 0
+    assert capsys.readouterr().out == "export X='/d/a b'\n"
+
+
+def test_report_fetched_turns_a_data_error_into_one_line_and_the_scripts_code(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def fetched() -> Iterator[tuple[Path, str]]:
+        yield Path("/d/a.json"), "(sha256 verified)"
+        raise DataError("b.json has another sha256", hint="fetch it again")
+
+    assert report_fetched(fetched(), "MEMCORE_DATA", error_code=2) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "\nerror: b.json has another sha256" in out.err

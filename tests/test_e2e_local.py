@@ -39,7 +39,7 @@ def _cmd(tmp_path: Path, run_dir: Path, *overrides: str) -> list[str]:
     the machine's llama.cpp lock (the numbers these tests check do not depend on either)."""
     extra = os.environ.get("MEMCORE_E2E_OVERRIDES", "").split()
     return [
-        sys.executable, "-m", "memcore.cli",
+        sys.executable, "-m", "memcore.commands.run",
         "backbone=local-small", "embedder=minilm", "dataset=locomo-tiny", "progress=false",
         f"paths.root={tmp_path / 'results'}", f"hydra.run.dir={run_dir}", *overrides, *extra,
     ]  # fmt: skip

@@ -9,6 +9,7 @@ import pytest
 
 from experiments.measure import equal_tokens_ablation as eta
 from experiments.measure import split_recall
+from memcore.itemlog import LoggedItem
 from memcore.report.collect import RunData
 
 DEFAULTS = {
@@ -26,9 +27,7 @@ DEFAULTS = {
 
 def _run(name: str, recalls: list[float], *, ablation: str = "none", tokens: int = 500, **knobs: float) -> RunData:
     method = {"name": "memcore-cheap", **DEFAULTS, **knobs}
-    items = [
-        {"item_id": f"q{i}", "conv_id": "c", "category": 1, "recall": r, "scores": {}} for i, r in enumerate(recalls)
-    ]
+    items = [LoggedItem(item_id=f"q{i}", conv_id="c", category=1, recall=r, scores={}) for i, r in enumerate(recalls)]
     return RunData(
         Path(name),
         {"run": {"method": "memcore-cheap", "ablation": ablation}},
@@ -76,7 +75,7 @@ def test_two_default_runs_at_one_budget_must_agree_item_by_item() -> None:
 
 def test_split_recall_gives_each_split_and_the_margin_over_the_reference() -> None:
     def run(name: str, method: str, recalls: dict[str, float]) -> RunData:
-        items = [{"item_id": f"{conv}-q", "conv_id": conv, "category": 2, "recall": r} for conv, r in recalls.items()]
+        items = [LoggedItem(item_id=f"{conv}-q", conv_id=conv, category=2, recall=r) for conv, r in recalls.items()]
         config = {"method": {"name": method}, "eval": {"context_tokens": 500}}
         return RunData(Path(name), {"run": {"method": method}}, config=config, _items=items)
 

@@ -15,19 +15,14 @@ from memcore.eval.aggregate import (
     slice_line,
 )
 from memcore.eval.bootstrap import bootstrap_ci
+from memcore.itemlog import LoggedItem
 from memcore.memory.ier_summary import ier_line, ier_refinement
 
 
 def item(
     conv: str, cat: int, f1: float, bleu1: float, recall: float | None, hit: float | None, **scores: float
-) -> dict[str, Any]:
-    return {
-        "conv_id": conv,
-        "category": cat,
-        "scores": {"f1": f1, "bleu1": bleu1, **scores},
-        "recall": recall,
-        "hit": hit,
-    }
+) -> LoggedItem:
+    return LoggedItem(conv_id=conv, category=cat, scores={"f1": f1, "bleu1": bleu1, **scores}, recall=recall, hit=hit)
 
 
 ITEMS = [
@@ -75,7 +70,7 @@ def test_aggregate_judge_and_retrieval_only() -> None:
     m = aggregate(with_judge)
     assert m["overall"]["judge"] == 0.5
     assert m["by_category"]["2"]["judge"] == 0.0
-    retrieval_only = [{"conv_id": "c", "category": 3, "scores": {}, "recall": 0.25, "hit": 1.0}]
+    retrieval_only = [LoggedItem(conv_id="c", category=3, scores={}, recall=0.25, hit=1.0)]
     r = aggregate(retrieval_only)
     assert r["overall"]["f1"] is None
     assert r["by_category"]["3"]["recall"] == 0.25
@@ -113,10 +108,10 @@ def test_format_table() -> None:
 
 def test_repeated_judge_runs_give_mean_std_majority_and_agreement() -> None:
     rows = [
-        {"category": 1, "scores": {"judge": 2 / 3, "judge_runs": [1.0, 1.0, 0.0], "judge_majority": 1.0}},
-        {"category": 4, "scores": {"judge": 1 / 3, "judge_runs": [0.0, 1.0, 0.0], "judge_majority": 0.0}},
-        {"category": 4, "scores": {"judge": 1.0, "judge_runs": [1.0, 1.0, 1.0], "judge_majority": 1.0}},
-        {"category": 5, "scores": {"f1": 1.0}},  # not judged (mem0-judge skips category 5)
+        LoggedItem(category=1, scores={"judge": 2 / 3, "judge_runs": [1.0, 1.0, 0.0], "judge_majority": 1.0}),
+        LoggedItem(category=4, scores={"judge": 1 / 3, "judge_runs": [0.0, 1.0, 0.0], "judge_majority": 0.0}),
+        LoggedItem(category=4, scores={"judge": 1.0, "judge_runs": [1.0, 1.0, 1.0], "judge_majority": 1.0}),
+        LoggedItem(category=5, scores={"f1": 1.0}),  # not judged (mem0-judge skips category 5)
     ]
     m = aggregate(rows)
     o = m["overall"]
@@ -165,25 +160,25 @@ def test_bootstrap_errors() -> None:
     with pytest.raises(ValueError, match="no item"):
         bootstrap_ci(ITEMS, "judge")
     with pytest.raises(ValueError, match="conv"):
-        bootstrap_ci([{"category": 1, "scores": {"f1": 1.0}}], "f1")
+        bootstrap_ci([LoggedItem(category=1, scores={"f1": 1.0})], "f1")
 
 
 def test_budget_recall_by_hand() -> None:
     """Two items of categories 1-4 with evidence (an adversarial one and one without evidence are left out).
     Item a: gold D1:1, D1:2; notes 100 tok [D1:1], 300 tok [D1:9], 200 tok [D1:2].
     Item b: gold D2:1; notes 400 tok [D2:1]."""
-    a = {
-        "category": 1,
-        "evidence": ["D1:1", "D1:2"],
-        "notes": [
+    a = LoggedItem(
+        category=1,
+        evidence=["D1:1", "D1:2"],
+        notes=[
             {"dia_ids": ["D1:1"], "tokens": 100},
             {"dia_ids": ["D1:9"], "tokens": 300},
             {"dia_ids": ["D1:2"], "tokens": 200},
         ],
-    }
-    b = {"category": 2, "evidence": ["D2:1"], "notes": [{"dia_ids": ["D2:1"], "tokens": 400}]}
-    adversarial = {"category": 5, "evidence": ["D3:1"], "notes": [{"dia_ids": ["D3:1"], "tokens": 1}]}
-    no_evidence = {"category": 3, "evidence": [], "notes": [{"dia_ids": ["D4:1"], "tokens": 1}]}
+    )
+    b = LoggedItem(category=2, evidence=["D2:1"], notes=[{"dia_ids": ["D2:1"], "tokens": 400}])
+    adversarial = LoggedItem(category=5, evidence=["D3:1"], notes=[{"dia_ids": ["D3:1"], "tokens": 1}])
+    no_evidence = LoggedItem(category=3, evidence=[], notes=[{"dia_ids": ["D4:1"], "tokens": 1}])
     out = budget_recall([a, b, adversarial, no_evidence], [150, 400, 600])
     # 150: a keeps D1:1 (recall 0.5, hit 1, 100 tok); b keeps nothing (0, 0, 0 tok)
     assert out["150"] == {"recall": 0.25, "hit_rate": 0.5, "mean_tokens_used": 50.0, "n": 2}
@@ -200,14 +195,14 @@ def test_k_recall_by_hand() -> None:
     """Recall over the first k notes (a memory of about K_final notes is all retrieved, so only a cut at k shows the ranking).
     Item a: gold D1:1, D1:2; notes in order [D1:9], [D1:1, D1:5], [D1:2]. Item b: gold D2:1; notes [D2:1].
     The adversarial item and the one without evidence are left out."""
-    a = {
-        "category": 1,
-        "evidence": ["D1:1", "D1:2"],
-        "notes": [{"dia_ids": ["D1:9"]}, {"dia_ids": ["D1:1", "D1:5"]}, {"dia_ids": ["D1:2"]}],
-    }
-    b = {"category": 4, "evidence": ["D2:1"], "notes": [{"dia_ids": ["D2:1"]}]}
-    adversarial = {"category": 5, "evidence": ["D3:1"], "notes": [{"dia_ids": ["D3:1"]}]}
-    no_evidence = {"category": 3, "evidence": [], "notes": [{"dia_ids": ["D4:1"]}]}
+    a = LoggedItem(
+        category=1,
+        evidence=["D1:1", "D1:2"],
+        notes=[{"dia_ids": ["D1:9"]}, {"dia_ids": ["D1:1", "D1:5"]}, {"dia_ids": ["D1:2"]}],
+    )
+    b = LoggedItem(category=4, evidence=["D2:1"], notes=[{"dia_ids": ["D2:1"]}])
+    adversarial = LoggedItem(category=5, evidence=["D3:1"], notes=[{"dia_ids": ["D3:1"]}])
+    no_evidence = LoggedItem(category=3, evidence=[], notes=[{"dia_ids": ["D4:1"]}])
     out = k_recall([a, b, adversarial, no_evidence], [1, 2, 3])
     # k=1: a keeps D1:9 (recall 0, hit 0); b keeps D2:1 (1, 1); mean notes retrieved (3 + 1) / 2
     assert out["1"] == {"recall": 0.5, "hit_rate": 0.5, "mean_notes_retrieved": 2.0, "n": 2}

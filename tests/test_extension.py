@@ -26,6 +26,7 @@ from memcore.eval.aggregate import aggregate, summarize
 from memcore.eval.bootstrap import metric_value
 from memcore.eval.protocols import get_protocol
 from memcore.eval.scoring import score_answer, score_evidence
+from memcore.itemlog import LoggedItem
 from memcore.metrics import METRICS, STANDARD_METRICS, Metric, get_metric, resolve_metrics
 from memcore.pipeline.score import run_extra_metrics
 from memcore.registry import UnknownNameError
@@ -136,13 +137,15 @@ def test_new_method_is_one_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     write(tree, added[0], RECENT_TURNS)
     write(tree, added[1], "name: recent_turns\nk: 10\n")
 
-    run = run_module(tree, "memcore.cli", ["method=recent_turns", *RETRIEVAL_ONLY, "hydra.run.dir=results/run"])
+    run = run_module(
+        tree, "memcore.commands.run", ["method=recent_turns", *RETRIEVAL_ONLY, "hydra.run.dir=results/run"]
+    )
     assert run.returncode == 0, run.stderr
     metrics = json.loads((tree / "results" / "run" / "metrics.json").read_text())
     assert metrics["run"]["method"] == "recent_turns"
     assert metrics["overall"]["recall"] is not None and 0.0 <= metrics["overall"]["recall"] <= 1.0
 
-    report = run_module(tree, "memcore.report.cli", ["results/run", "--no-reference", "--out", "results/report"])
+    report = run_module(tree, "memcore.commands.report", ["results/run", "--no-reference", "--out", "results/report"])
     assert report.returncode == 0, report.stderr
     assert "recent_turns" in report.stdout + "".join(p.read_text() for p in (tree / "results" / "report").glob("*.md"))
     assert edited_files(tree, added) == []
@@ -164,14 +167,16 @@ def test_a_bad_ablation_key_of_a_method_with_switches_is_one_line(
     write(tree, added[3], "name: full\nnewest_first: true\n")
     base = ["method=switched_turns", "ablation=full", *RETRIEVAL_ONLY, "hydra.run.dir=results/run"]
 
-    bad = run_module(tree, "memcore.cli", [*base, "+ablation.newest_frist=false"])
+    bad = run_module(tree, "memcore.commands.run", [*base, "+ablation.newest_frist=false"])
     assert bad.returncode == 2, bad.stderr
     assert bad.stderr.strip().splitlines() == [bad.stderr.strip()] and "Traceback" not in bad.stderr
     assert "ablation.newest_frist" in bad.stderr and "AblationConfig" in bad.stderr
-    wrong_type = run_module(tree, "memcore.cli", [*base, "ablation.newest_first=maybe"])
+    wrong_type = run_module(tree, "memcore.commands.run", [*base, "ablation.newest_first=maybe"])
     assert wrong_type.returncode == 2 and "ablation.newest_first" in wrong_type.stderr
     # MemCoRe's switches are MemCoRe's: the default preset's keys are not this method's
-    theirs = run_module(tree, "memcore.cli", ["method=switched_turns", *RETRIEVAL_ONLY, "hydra.run.dir=results/run"])
+    theirs = run_module(
+        tree, "memcore.commands.run", ["method=switched_turns", *RETRIEVAL_ONLY, "hydra.run.dir=results/run"]
+    )
     assert theirs.returncode == 2 and "ablation." in theirs.stderr
     assert not (tree / "results" / "run" / "items.jsonl").exists()
     assert edited_files(tree, added) == []
@@ -212,7 +217,7 @@ def test_new_metric_is_one_file(tmp_path: Path) -> None:
     write(tree, NEW_METRIC, NEW_METRIC_SOURCE)
     run = run_module(
         tree,
-        "memcore.cli",
+        "memcore.commands.run",
         [
             "dataset=locomo-tiny",
             "dataset.max_qa=4",
@@ -239,7 +244,9 @@ def test_new_metric_is_one_file(tmp_path: Path) -> None:
     assert "Answer words |" in (run_dir / "table.md").read_text()
 
     report = run_module(
-        tree, "memcore.report.cli", [str(tree / "results" / "runs"), "--n-boot", "50", "--no-plots", "--no-reference"]
+        tree,
+        "memcore.commands.report",
+        [str(tree / "results" / "runs"), "--n-boot", "50", "--no-plots", "--no-reference"],
     )
     assert report.returncode == 0, report.stderr[-3000:]
     detail = (tree / "results" / "runs" / "report" / "detail_table.md").read_text()
@@ -269,7 +276,7 @@ def test_declared_aggregation_is_used() -> None:
         return ordered[len(ordered) // 2] if ordered else None
 
     longest = Metric(name="longest", label="Longest", target="answer", aggregate=median, percent=False)
-    items = [{"category": 1, "scores": {"longest": v}} for v in (1.0, 2.0, 9.0)]
+    items = [LoggedItem(category=1, scores={"longest": v}) for v in (1.0, 2.0, 9.0)]
     assert longest.summary(items) == {"longest": 2.0}  # the median, not the mean (4.0)
     block = summarize(items, (*resolve_metrics(["f1"]), longest))
     assert block == {"n": 3, "f1": None, "longest": 2.0, "n_with_evidence": 0}
@@ -286,10 +293,10 @@ def test_built_in_metrics_by_hand() -> None:
     # evidence: recall 1 of 2 gold turns, hit 1; session hit on D2 among the first five sessions
     evidence = score_evidence(["D1:1", "D2:7"], ["D1:1", "D3:2"], resolve_metrics(["recall", "hit", "session_hit"]))
     assert evidence == {"recall": 0.5, "hit": 1.0}  # session hit is derived when read, not stored
-    item = {"evidence": ["D2:7"], "retrieved_dia_ids": ["D1:1", "D2:1"], "recall": 0.0, "hit": 0.0}
+    item = LoggedItem(evidence=["D2:7"], retrieved_dia_ids=["D1:1", "D2:1"], recall=0.0, hit=0.0)
     assert metric_value(item, "session_hit") == 1.0 and metric_value(item, "hit_rate") == 0.0
-    judged = [{"scores": {"judge": 1.0, "judge_runs": [1.0, 1.0], "judge_majority": 1.0}},
-              {"scores": {"judge": 0.5, "judge_runs": [1.0, 0.0], "judge_majority": 0.0}}]  # fmt: skip
+    judged = [LoggedItem(scores={"judge": 1.0, "judge_runs": [1.0, 1.0], "judge_majority": 1.0}),
+              LoggedItem(scores={"judge": 0.5, "judge_runs": [1.0, 0.0], "judge_majority": 0.0})]  # fmt: skip
     j = get_metric("judge").summary(judged)
     assert j["judge"] == 0.75 and j["judge_per_run"] == [1.0, 0.5] and j["judge_std"] == 0.25
     assert j["judge_majority"] == 0.5 and j["judge_agreement"] == 0.5 and j["n_judged"] == 2
@@ -443,7 +450,7 @@ def test_new_dataset_is_one_folder(tmp_path: Path) -> None:
     for rel, text in ADDED.items():
         write(tree, rel, text)
     overrides = ["dataset=toy", "method=rag_bm25", "eval.answer=false", "embedder=hashing", "backbone=scripted"]
-    run = run_module(tree, "memcore.cli", overrides)
+    run = run_module(tree, "memcore.commands.run", overrides)
     assert run.returncode == 0, run.stderr[-3000:]
     (run_dir,) = [p.parent for p in (tree / "results" / "runs").rglob("metrics.json")]
 
@@ -463,7 +470,9 @@ def test_new_dataset_is_one_folder(tmp_path: Path) -> None:
     table = (run_dir / "table.md").read_text()
     assert "1 recall-fact (n=3)" in table and "2 never-said (n=2)" in table
 
-    report = run_module(tree, "memcore.report.cli", [str(tree / "results" / "runs"), "--no-plots", "--no-reference"])
+    report = run_module(
+        tree, "memcore.commands.report", [str(tree / "results" / "runs"), "--no-plots", "--no-reference"]
+    )
     assert report.returncode == 0, report.stderr[-3000:]
     detail = (tree / "results" / "runs" / "report" / "detail_table.md").read_text()
     assert "dataset toy" in detail
@@ -600,7 +609,7 @@ def test_dataset_with_session_evidence_its_own_protocol_and_categories_is_one_fo
     for rel, text in DIARY_ADDED.items():
         write(tree, rel, text)
     overrides = ["dataset=diary", "method=rag_bm25", "eval.answer=false", "embedder=hashing", "backbone=scripted"]
-    run = run_module(tree, "memcore.cli", overrides)
+    run = run_module(tree, "memcore.commands.run", overrides)
     assert run.returncode == 0, run.stderr[-3000:]
     (run_dir,) = [p.parent for p in (tree / "results" / "runs").rglob("metrics.json")]
     assert run_dir.relative_to(tree / "results" / "runs").parts[:4] == ("default", "diary", "none", "diary")
@@ -623,7 +632,7 @@ def test_dataset_with_session_evidence_its_own_protocol_and_categories_is_one_fo
 
     # its own judge: named by its protocol, so eval.judge=true grades with it, J per question type
     judged_run = ["dataset=diary", "method=rag_bm25", "embedder=hashing", "backbone=scripted", "eval.judge=true"]
-    judged = run_module(tree, "memcore.cli", judged_run)
+    judged = run_module(tree, "memcore.commands.run", judged_run)
     assert judged.returncode == 0, judged.stderr[-3000:]
     (judged_dir,) = [p.parent for p in (tree / "results" / "runs").rglob("metrics.json") if p.parent != run_dir]
     metrics = json.loads((judged_dir / "metrics.json").read_text())

@@ -144,3 +144,17 @@ def test_the_harness_core_imports_no_dataset_folder() -> None:
     assert {"memcore.datasets.locomo", "memcore.datasets.longmemeval"} <= set(folders)
     down = {f"{m} -> {t}" for m, ts in graph.items() if m.startswith(core) for t in ts if t.startswith(folders)}
     assert down == set()
+
+
+def test_the_commands_stand_above_the_harness() -> None:
+    """``memcore.commands`` holds the console commands: they import the harness, and nothing of the harness imports
+    them (a helper two commands share goes into ``commands/shared.py`` or down into the harness)."""
+    graph = import_graph(REPO)
+    up = {
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        if not m.startswith("memcore.commands")
+        for t in targets
+        if t.startswith("memcore.commands")
+    }
+    assert up == set()

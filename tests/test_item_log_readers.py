@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 from memcore import itemlog
+from memcore.commands.archive import main as archive_main
+from memcore.commands.report import main as report_main
+from memcore.commands.view import main as view_main
 from memcore.itemlog import (
     ITEMS,
     ITEMS_GZ,
@@ -21,10 +24,7 @@ from memcore.itemlog import (
     read_run_log,
 )
 from memcore.pipeline.record import ItemRecord
-from memcore.report.archive import main as archive_main
-from memcore.report.cli import main as report_main
 from memcore.runner import run_config
-from memcore.view.site import main as view_main
 
 #: A run that calls no LLM: 8 items of locomo-tiny in seconds.
 RETRIEVAL = ["dataset=locomo-tiny", "embedder=hashing", "method=rag_bm25", "eval.answer=false", "concurrency=1"]
@@ -49,6 +49,22 @@ def test_a_log_reads_as_typed_items_that_are_the_lines_as_written(tmp_path: Path
     )
     assert json.dumps(first) == _line("c#0", recall=0.5, retrieved_dia_ids=["D1:1"], context_tokens=12).strip()
     assert got.items[1].recall is None and got.items[1].extra == {}
+
+
+def test_the_accessors_read_every_field_the_readers_aggregate_and_the_audited_view_swaps_the_scores() -> None:
+    audited = {"gold": "b", "evidence": ["D1:2"], "scores": {"f1": 1.0}, "recall": 1.0, "hit": 1.0}
+    item = LoggedItem(
+        item_id="c#0", conv_id="c", category=2, question="q?", gold="a", answer="b", evidence=["D1:1"],
+        notes=[{"dia_ids": ["D1:1"], "tokens": 3}], scores={"f1": 0.0}, recall=0.0, hit=0.0, audited=audited,
+    )  # fmt: skip
+    assert (item.question, item.gold, item.answer, item.evidence, item.notes) == (
+        "q?", "a", "b", ["D1:1"], [{"dia_ids": ["D1:1"], "tokens": 3}],
+    )  # fmt: skip
+    view = item.under_audit()
+    assert (view.scores, view.recall, view.hit, view.item_id) == ({"f1": 1.0}, 1.0, 1.0, "c#0")
+    assert list(view) == list(item) and item.scores == {"f1": 0.0}  # same keys in the same order; item untouched
+    plain = LoggedItem(item_id="c#1", category=1)
+    assert plain.under_audit() is plain and plain.evidence == [] and plain.notes == [] and plain.judge is None
 
 
 def test_an_archive_reads_like_the_live_log(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memcore.commands import judge_probe
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.registry import get_dataset
 from memcore.eval import probe
@@ -91,18 +92,18 @@ def test_probe_run_grades_with_the_judge_and_the_file_accumulates(tmp_path: Path
 
 
 def test_probe_cli_rejects_bad_values_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert probe.main(["--preset", "mem0", "--dry-run"]) == 2
+    assert judge_probe.main(["--preset", "mem0", "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Did you mean 'mem0-judge'" in err
-    assert probe.main(["--backbone", "gpt-5", "--dry-run"]) == 2
+    assert judge_probe.main(["--backbone", "gpt-5", "--dry-run"]) == 2
     assert "no backbone preset" in capsys.readouterr().err
-    assert probe.main(["--set", "exclusive", "--dry-run"]) == 2
+    assert judge_probe.main(["--set", "exclusive", "--dry-run"]) == 2
     assert "KEY=VALUE" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("locomo_path")
 def test_probe_dry_run_prints_the_cases(capsys: pytest.CaptureFixture[str]) -> None:
-    assert probe.main(["--dry-run", "--n", "14", "--backbone", "local-small"]) == 0
+    assert judge_probe.main(["--dry-run", "--n", "14", "--backbone", "local-small"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(lines) == 14 and {ln["expected"] for ln in lines} == {"WRONG", "CORRECT"}
 

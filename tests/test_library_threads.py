@@ -11,7 +11,7 @@ import sys
 import pytest
 
 PROBE = (
-    "import json, threadpoolctl, memcore.cli as c; resized = c.pin_library_threads(); "
+    "import json, threadpoolctl, memcore.commands.run as c; resized = c.pin_library_threads(); "
     "print(json.dumps([resized, {i['internal_api']: i['num_threads'] for i in threadpoolctl.threadpool_info()}]))"
 )
 

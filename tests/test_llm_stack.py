@@ -214,7 +214,7 @@ def test_backbone_presets_compose_like_the_backbone_group() -> None:
 
 
 def test_the_judge_does_not_import_the_cli() -> None:
-    code = "import sys, memcore.runner, memcore.eval.judge; print(json.dumps('memcore.cli' in sys.modules))"
+    code = "import sys, memcore.runner, memcore.eval.judge; print(json.dumps('memcore.commands.run' in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", f"import json; {code}"],
         cwd=CONFIG_DIR.parent,

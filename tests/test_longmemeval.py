@@ -91,7 +91,14 @@ def test_bad_input_exits_2_before_any_work(tmp_path: Path) -> None:
     records = copy.deepcopy(fixture_records())
     records[5]["haystack_session_ids"].append("extra")
     path = _write(tmp_path, records)
-    argv = [sys.executable, "-m", "memcore.cli", "method=rag_bm25", "dataset=longmemeval", f"dataset.path={path}"]
+    argv = [
+        sys.executable,
+        "-m",
+        "memcore.commands.run",
+        "method=rag_bm25",
+        "dataset=longmemeval",
+        f"dataset.path={path}",
+    ]
     run = subprocess.run([*argv, "eval.answer=false", "embedder=hashing"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 2, run.stderr
     lines = [ln for ln in run.stderr.splitlines() if ln.startswith("error:")]
@@ -141,7 +148,14 @@ def test_recall_all_at_k_follows_the_official_evaluation() -> None:
 @pytest.mark.parametrize("method", ["rag_bm25", "memcore-cheap"])
 def test_retrieval_only_run_reports_session_and_turn_recall_by_type(tmp_path: Path, method: str) -> None:
     path = write_fixture(tmp_path / "lme.json")
-    argv = [sys.executable, "-m", "memcore.cli", f"method={method}", "dataset=longmemeval", f"dataset.path={path}"]
+    argv = [
+        sys.executable,
+        "-m",
+        "memcore.commands.run",
+        f"method={method}",
+        "dataset=longmemeval",
+        f"dataset.path={path}",
+    ]
     argv += ["eval.answer=false", "embedder=hashing", "progress=false", f"hydra.run.dir={tmp_path / 'run'}"]
     run = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]

@@ -10,6 +10,7 @@ import pytest
 from baselines.rag import RAG, RAGConfig
 from memcore.eval.bootstrap import metric_value
 from memcore.eval.oracle import oracle_fill, oracle_items, turn_line
+from memcore.itemlog import LoggedItem
 from memcore.llm.embedders import HashingEmbedder
 from memcore.memory.config import ConfigError, MemCoReConfig
 from memcore.metrics.scorers.evidence import session_hit
@@ -61,7 +62,7 @@ def test_session_hit_looks_at_the_first_five_distinct_sessions_in_order() -> Non
     assert session_hit(["D6:1"], retrieved) == 0.0  # the sixth is past N = 5
     assert session_hit(["D6:1"], retrieved, n=6) == 1.0
     assert session_hit([], retrieved) is None
-    item = {"evidence": ["D2:7"], "retrieved_dia_ids": ["D2:1"], "recall": 0.0, "hit": 0.0}
+    item = LoggedItem(evidence=["D2:7"], retrieved_dia_ids=["D2:1"], recall=0.0, hit=0.0)
     assert metric_value(item, "session_hit") == 1.0 and metric_value(item, "hit") == 0.0
 
 

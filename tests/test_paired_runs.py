@@ -9,18 +9,19 @@ from typing import Any
 import pytest
 
 from experiments.measure.paired_runs import counters_markdown, main, memory_counters, paired_rows, run_usage
+from memcore.itemlog import LoggedItem
 
 
-def _rec(i: int, cat: int, f1: float, recall: float | None, answer: str) -> dict[str, Any]:
-    return {
-        "item_id": f"c#{i}",
-        "conv_id": "c",
-        "category": cat,
-        "answer": answer,
-        "scores": {"f1": f1, "bleu1": f1 / 2},
-        "recall": recall,
-        "hit": None if recall is None else float(recall > 0),
-    }
+def _rec(i: int, cat: int, f1: float, recall: float | None, answer: str) -> LoggedItem:
+    return LoggedItem(
+        item_id=f"c#{i}",
+        conv_id="c",
+        category=cat,
+        answer=answer,
+        scores={"f1": f1, "bleu1": f1 / 2},
+        recall=recall,
+        hit=None if recall is None else float(recall > 0),
+    )
 
 
 def _run(tmp: Path, name: str, items: list[dict[str, Any]], calls: int, evictions: int) -> Path:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from memcore.commands.import_ import main as import_main
 from memcore.datasets.locomo.loader import load_locomo
 from memcore.eval.protocols import get_protocol
 from memcore.eval.scoring import score_answer
-from memcore.published.cli import main as import_main
 from memcore.published.layouts import get_layout
 from memcore.published.mapping import Mapping, map_records
 from memcore.published.sources import SOURCES, PublishedSource

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from memcore.commands.import_ import main as import_main
+from memcore.commands.report import main as report_main
+from memcore.commands.rescore import main as rescore_main
 from memcore.datasets.locomo.loader import load_locomo
-from memcore.published.cli import main as import_main
 from memcore.published.importer import ImportRequest, import_published
 from memcore.report.archive import rederive
-from memcore.report.cli import main as report_main
-from memcore.rescore import main as rescore_main
 from memcore.testing.simulator import SimulatorConfig, running_simulator
 from memcore.view.site import build as build_view
 from tests.support import REPO, data_file_or_skip

@@ -11,10 +11,11 @@ import pytest
 
 from memcore.datasets.errors import DataError
 from memcore.datasets.registry import get_dataset
+from memcore.eval.published import length_stats, published_judge
+from memcore.itemlog import LoggedItem
 from memcore.published.layouts import LAYOUTS, get_layout
 from memcore.published.mapping import map_records, normalise_question
 from memcore.published.paths import published_dir
-from memcore.published.summary import length_stats, published_judge
 from memcore.registry import UnknownNameError
 from tests.support import story_conversation
 
@@ -167,8 +168,8 @@ def test_a_position_file_with_other_counts_is_another_slice(tmp_path: Path) -> N
 
 def test_j_as_published_is_aggregated_apart_with_its_judge_and_interval() -> None:
     items = [
-        {"item_id": f"c{c}#{i}", "conv_id": f"c{c}", "category": cat, "answer": "a b c"[: 1 + 2 * i],
-         "scores": {"f1": 0.1}, "extra": {"published": {"grade": g}}}
+        LoggedItem(item_id=f"c{c}#{i}", conv_id=f"c{c}", category=cat, answer="a b c"[: 1 + 2 * i],
+                   scores={"f1": 0.1}, extra={"published": {"grade": g}})
         for c in range(3) for i, (cat, g) in enumerate([(1, 1.0), (4, 0.0), (4, 2 / 3)])
     ]  # fmt: skip
     block = published_judge(items, get_dataset("locomo").categories, "judge-y")
@@ -179,7 +180,7 @@ def test_j_as_published_is_aggregated_apart_with_its_judge_and_interval() -> Non
     assert low == pytest.approx(5 / 9) and high == pytest.approx(5 / 9)  # identical conversations: no spread
     assert all("judge" not in it["scores"] for it in items)  # the harness's J is untouched
     assert length_stats(items) == {"mean_words": 2.0, "median_words": 2.0}
-    assert published_judge([{**items[0], "extra": {}}], get_dataset("locomo").categories, None) is None
+    assert published_judge([LoggedItem(items[0], extra={})], get_dataset("locomo").categories, None) is None
 
 
 def test_question_normalisation_ignores_case_punctuation_and_spacing() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memcore.cli import (
+from memcore.commands.run import (
     SCHEMA_MATCH_WARNING,
     _backbone_dir,
     earlier_run_dir,
@@ -55,7 +55,7 @@ def test_an_error_is_one_line_on_the_terminal_and_kept_in_the_run_log(tmp_path: 
     run_dir.mkdir()
     (run_dir / "notes.txt").write_text("the user's\n")
     cmd = [
-        sys.executable, "-m", "memcore.cli", "method=rag_bm25", "dataset=locomo-tiny", "embedder=hashing",
+        sys.executable, "-m", "memcore.commands.run", "method=rag_bm25", "dataset=locomo-tiny", "embedder=hashing",
         "eval.answer=false", f"dataset.path={tmp_path / 'missing.json'}", f"paths.root={tmp_path / 'root'}",
         f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
@@ -141,7 +141,7 @@ def test_an_unknown_method_keeps_the_backbone_in_the_path_and_fails_in_the_run(c
 @pytest.mark.usefixtures("locomo_path")
 def test_a_retrieval_only_run_dir_and_title_name_no_backbone(tmp_path: Path) -> None:
     cmd = [
-        sys.executable, "-m", "memcore.cli", "method=rag_bm25", "dataset=locomo-tiny", "embedder=hashing",
+        sys.executable, "-m", "memcore.commands.run", "method=rag_bm25", "dataset=locomo-tiny", "embedder=hashing",
         "eval.answer=false", f"paths.root={tmp_path}", "progress=false",
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path, **CHILD_OF_TEST)

@@ -93,15 +93,15 @@ def cheap(command: str) -> list[str]:
             args = ["dataset=locomo-tiny" if a == "dataset=locomo" else a for a in args]
             if "dataset=conv" in args:
                 args.append("dataset.max_sessions=2")
-        return [sys.executable, "-m", "memcore.cli", *args, "progress=false"]
+        return [sys.executable, "-m", "memcore.commands.run", *args, "progress=false"]
     if tool == "memcore-view":  # a committed run as written; --out lands in the scratch dir
         runs = [str(REPO / a) if not a.startswith("-") and (REPO / a).exists() else a for a in args]
-        return [sys.executable, "-m", "memcore.view.site", *runs]
+        return [sys.executable, "-m", "memcore.commands.view", *runs]
     if tool == "memcore-report":
-        return [sys.executable, "-m", "memcore.report.cli", *args, "--n-boot", "100"]
+        return [sys.executable, "-m", "memcore.commands.report", *args, "--n-boot", "100"]
     if tool == "memcore-import":  # the published files as written, relative to the repository root
         paths = [str((REPO / a).resolve()) if a.startswith("../") else a for a in args]
-        return [sys.executable, "-m", "memcore.published.cli", *paths]
+        return [sys.executable, "-m", "memcore.commands.import_", *paths]
     raise KeyError(command)
 
 
@@ -183,6 +183,6 @@ def test_retrieval_only_readme_commands_run_as_written_on_all_of_locomo(tmp_path
     ]
     assert commands
     for command in commands:
-        argv = [sys.executable, "-m", "memcore.cli", *shlex.split(command)[1:], "progress=false"]
+        argv = [sys.executable, "-m", "memcore.commands.run", *shlex.split(command)[1:], "progress=false"]
         proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=3600, **CHILD_OF_TEST)
         assert proc.returncode == 0, f"{command!r} failed:\n{proc.stderr[-3000:]}"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memcore.cli import run_main
+from memcore.commands.run import run_main
 from memcore.redact import is_secret, redact_config, secret_overrides
 from memcore.refused_run import HYDRA_FILES, HYDRA_SUBDIR, remove_refused_run_dir
 

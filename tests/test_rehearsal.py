@@ -221,7 +221,7 @@ def test_quick_rehearsal_end_to_end_counts_every_fault_by_kind(tmp_path: Path) -
 # ------------------------------------------------------------------------------------------ bad endpoints mid-run
 def run_cli(run: Path, root: Path, base_url: str) -> subprocess.CompletedProcess[str]:
     cmd = [
-        sys.executable, "-m", "memcore.cli", "backbone=gpt-4o-mini", f"backbone.base_url={base_url}",
+        sys.executable, "-m", "memcore.commands.run", "backbone=gpt-4o-mini", f"backbone.base_url={base_url}",
         "++backbone.max_attempts=2", "++backbone.backoff_cap_s=0.05", "backbone.timeout_s=10",
         "method=rag_bm25", "embedder=hashing", "dataset=locomo-tiny", "concurrency=1", "progress=false",
         "print_table=false", f"paths.root={root}", f"hydra.run.dir={run}",

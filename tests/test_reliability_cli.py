@@ -29,7 +29,7 @@ def cli(
     tmp_path: Path, *overrides: str, env: dict[str, str] | None = None, timeout: float = 240
 ) -> subprocess.CompletedProcess[str]:
     cmd = [
-        sys.executable, "-m", "memcore.cli", "progress=false", "print_table=false",
+        sys.executable, "-m", "memcore.commands.run", "progress=false", "print_table=false",
         f"paths.root={tmp_path / 'results'}", f"hydra.run.dir={tmp_path / 'run'}", *overrides,
     ]  # fmt: skip
     full_env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}

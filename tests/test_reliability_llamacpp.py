@@ -36,7 +36,7 @@ def _gguf_or_skip() -> Path:
 def _cmd(root: Path, run_dir: Path, base_url: str) -> list[str]:
     """A run against an externally started server: the local-small preset as an OpenAI-compatible backbone."""
     return [
-        sys.executable, "-m", "memcore.cli",
+        sys.executable, "-m", "memcore.commands.run",
         "backbone=local-small", "backbone.kind=openai_compatible", f"++backbone.base_url={base_url}",
         "++backbone.max_attempts=30", "++backbone.backoff_cap_s=4",
         "embedder=hashing", "dataset=locomo-tiny", f"dataset.max_qa={N_ITEMS}", "method=rag_bm25", "method.top_k=5",

@@ -249,7 +249,7 @@ def concurrent_runs(work: Path, rng: random.Random, refs: References) -> Outcome
             [
                 sys.executable,
                 "-m",
-                "memcore.cli",
+                "memcore.commands.run",
                 *WIRE,
                 *upstream_backbone(up.base_url),
                 "progress=false",

@@ -266,7 +266,7 @@ def test_stale_half_built_snapshot_dirs_are_cleared(tmp_path, upstream) -> None:
 # ---------------------------------------------------------------- two processes, one cache
 def _cli(root: Path, run_dir: Path, url: str, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "memcore.cli", *upstream_backbone(url), "embedder=hashing", "method=rag_hybrid",
+        sys.executable, "-m", "memcore.commands.run", *upstream_backbone(url), "embedder=hashing", "method=rag_hybrid",
         "progress=false", "print_table=false", f"paths.root={root}", f"hydra.run.dir={run_dir}", *extra,
     ]  # fmt: skip
 

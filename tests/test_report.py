@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 import yaml
 
+from memcore.commands.report import main as report_main
 from memcore.eval import probe
 from memcore.eval.bootstrap import paired_delta_ci
+from memcore.itemlog import LoggedItem
 from memcore.report import ReportInputError, find_run_dirs, load_paper_numbers, load_runs, summarize_run
 from memcore.report.ablation_table import ablation_table, full_model_of, run_k
-from memcore.report.cli import main as report_main
 from memcore.report.detail_table import detail_table
 from memcore.report.main_table import main_table
 from memcore.report.plots import make_plots, recall_budget_curve
@@ -417,8 +418,8 @@ def test_report_prints_the_judge_probe_beside_j(tmp_path: Path, capsys) -> None:
 
 
 def test_paired_delta_interval_by_hand() -> None:
-    def item(qid: str, f1: float, cat: int = 4) -> dict[str, Any]:
-        return {"item_id": qid, "category": cat, "scores": {"f1": f1}}
+    def item(qid: str, f1: float, cat: int = 4) -> LoggedItem:
+        return LoggedItem(item_id=qid, category=cat, scores={"f1": f1})
 
     full = [item("a", 0.5), item("b", 0.0), item("c", 1.0), item("x", 0.2, cat=5)]
     ablated = [item("b", 1.0), item("a", 0.5), item("z", 0.9)]  # paired by id: differences 0 (a) and +1 (b)

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from experiments.measure.archive_rehearsal import archive
+from memcore.commands.archive import main
+from memcore.commands.report import main as report_main
 from memcore.itemlog import ITEMS_GZ, read_items, read_run_items
 from memcore.llm.scripted import ScriptedBackbone
-from memcore.report.archive import archive_name, archive_run, main, rederive
-from memcore.report.cli import main as report_main
+from memcore.report.archive import archive_name, archive_run, rederive
 from memcore.report.collect import load_run
 from memcore.runner import run_config
 from tests.fakes import JudgeLLM

@@ -11,12 +11,12 @@ import matplotlib.image as mpimg
 import pytest
 import yaml
 
+from memcore.commands.report import auto_layout
+from memcore.commands.report import main as report_main
 from memcore.eval.aggregate import budgets_within_cap, format_table
 from memcore.memory.ier_summary import ier_line, ier_refinement, ier_shown
 from memcore.report import load_runs, summarize_run
 from memcore.report.ablation_table import ablation_table
-from memcore.report.cli import auto_layout
-from memcore.report.cli import main as report_main
 from memcore.report.detail_table import detail_table
 from memcore.report.equal_tokens import equal_token_table, plot_recall_vs_context_tokens
 from memcore.report.plots import plot_cost_vs_f1, plot_recall_vs_budget, recall_budget_curve

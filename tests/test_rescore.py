@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from memcore.commands.rescore import main
 from memcore.config import ConfigError
+from memcore.eval.judge_flags import key_values
 from memcore.eval.protocols import get_protocol
 from memcore.eval.scoring import score_answer
 from memcore.itemlog import read_items
 from memcore.llm.scripted import ScriptedBackbone
 from memcore.pipeline.record import RECORD_VERSION, ItemRecord
-from memcore.rescore import _key_values, main, rescore
+from memcore.rescore import rescore
 from memcore.runner import run_config
 from tests.fakes import JudgeLLM
 
@@ -108,9 +110,12 @@ def test_item_records_round_trip_and_carry_the_raw_reply_and_prompt_hash(finishe
 
 
 def test_judge_server_pairs_parse_as_yaml_values_and_a_bad_pair_is_one_error() -> None:
-    assert _key_values(["server_threads=1", "exclusive=false"]) == {"server_threads": 1, "exclusive": False}
+    flag = {"flag": "--judge-server", "example": "server_threads=1"}
+    assert key_values(["server_threads=1", "exclusive=false"], **flag) == {"server_threads": 1, "exclusive": False}
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
-        _key_values(["server_threads"])
+        key_values(["server_threads"], **flag)
+    with pytest.raises(ConfigError, match="not readable"):
+        key_values(["server_threads=[1"], **flag)
 
 
 def test_rescoring_with_the_judge_on_the_runs_own_backbone_builds_it_from_the_recorded_config(

@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from memcore.cli import run_main
+from memcore.commands.archive import main as archive_main
+from memcore.commands.report import main as report_main
+from memcore.commands.rescore import main as rescore_main
+from memcore.commands.run import run_main
 from memcore.itemlog import ITEMS_GZ, DuplicateItemsError, read_items, read_run_items
 from memcore.itemlog import main as itemlog_main
 from memcore.llm.backbone import BackboneError
@@ -27,10 +30,7 @@ from memcore.pipeline.load import load_slice
 from memcore.pipeline.report import run_metrics
 from memcore.pipeline.runlock import LOCK_FILE, Holder, RunDirBusyError, RunDirLock
 from memcore.report.archive import archive_run
-from memcore.report.archive import main as archive_main
-from memcore.report.cli import main as report_main
 from memcore.report.verify import DERIVED_KEYS, verify_run
-from memcore.rescore import main as rescore_main
 from memcore.runner import run_config
 from tests.fakes import JudgeLLM
 from tests.support import CHILD_OF_TEST, REPO, resume_command
@@ -76,7 +76,7 @@ def _cli(tmp_path: Path, run_dir: Path, *extra: str, env: dict[str, str] | None 
     cmd = [
         sys.executable,
         "-m",
-        "memcore.cli",
+        "memcore.commands.run",
         *CLI_BASE,
         f"paths.root={tmp_path / 'results'}",
         f"hydra.run.dir={run_dir}",
@@ -441,7 +441,7 @@ def test_a_path_a_user_can_type_is_one_line_and_exit_2(tmp_path: Path) -> None:
         (["paths.cache=/proc/memcore-cache"], str(tmp_path / "run2"), "paths.cache"),
     ]
     for extra, run_dir, fragment in cases:
-        cmd = [sys.executable, "-m", "memcore.cli", *CLI_BASE, f"paths.root={tmp_path / 'results'}"]
+        cmd = [sys.executable, "-m", "memcore.commands.run", *CLI_BASE, f"paths.root={tmp_path / 'results'}"]
         proc = subprocess.run(
             [*cmd, f"hydra.run.dir={run_dir}", *extra], cwd=REPO, capture_output=True, text=True, timeout=300,
             **CHILD_OF_TEST,

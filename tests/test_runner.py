@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memcore.cli import stop_on_sigterm
+from memcore.commands.run import stop_on_sigterm
 from memcore.config import ConfigError
 from memcore.eval.aggregate import budget_recall
 from memcore.itemlog import read_items

@@ -134,7 +134,7 @@ def test_a_run_whose_llama_server_segfaults_stops_with_one_line_and_keeps_its_it
         )
     run_dir = tmp_path / "run"
     cmd = [
-        sys.executable, "-m", "memcore.cli", "backbone=local-small", "++backbone.exclusive=false",
+        sys.executable, "-m", "memcore.commands.run", "backbone=local-small", "++backbone.exclusive=false",
         "embedder=hashing", "dataset=locomo-mini", "method=rag_bm25", "method.top_k=3",
         "concurrency=1", "progress=false", "print_table=false", f"paths.root={tmp_path / 'root'}",
         f"hydra.run.dir={run_dir}",

@@ -258,14 +258,14 @@ def test_a_reply_that_is_not_a_completion_says_what_the_server_sent(mode: str, s
 
 def test_cli_rejects_a_bad_rate_and_serves_until_terminated(tmp_path: Path) -> None:
     bad = subprocess.run(
-        [sys.executable, "-m", "memcore.testing.simulator", "--rate-429", "1.5"],
+        [sys.executable, "-m", "memcore.commands.simulate", "--rate-429", "1.5"],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--rate-429" in bad.stderr
     port_file, stats_file = tmp_path / "port", tmp_path / "stats.json"
-    cmd = [sys.executable, "-m", "memcore.testing.simulator", "--time-scale", "0", "--port-file", str(port_file)]
+    cmd = [sys.executable, "-m", "memcore.commands.simulate", "--time-scale", "0", "--port-file", str(port_file)]
     proc = subprocess.Popen([*cmd, "--stats-out", str(stats_file)], stdout=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60

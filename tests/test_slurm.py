@@ -62,7 +62,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
 
 
 def memcore(args: list[str], root: Path, env: dict[str, str] | None = None, **kw: Any) -> subprocess.Popen[str]:
-    """``memcore-run`` (or another console script's module, ``-m memcore.cache_cli``…) with ``root`` as
+    """``memcore-run`` (or another console script's module, ``-m memcore.commands.cache``…) with ``root`` as
     MEMCORE_RESULTS, from ``root``'s parent, this checkout first on the path."""
     full = dict(env or os.environ, MEMCORE_RESULTS=str(root), PYTHONPATH=str(REPO))
     return subprocess.Popen(
@@ -125,12 +125,12 @@ def test_a_sweep_through_sbatch_survives_a_cancelled_task_and_matches_the_local_
 ) -> None:
     local = tmp_path / "local" / "results"
     local.parent.mkdir()
-    finished(memcore(["-m", "memcore.cli", *SWEEP, "progress=false", "print_table=false"], local), timeout=900)
+    finished(memcore(["-m", "memcore.commands.run", *SWEEP, "progress=false", "print_table=false"], local), timeout=900)
 
     root = tmp_path / "slurm" / "results"
     root.parent.mkdir()
     sweep = memcore(
-        ["-m", "memcore.cli", *SWEEP, *ON_SLURM, "progress=false", "print_table=false"], root, env=cluster.env
+        ["-m", "memcore.commands.run", *SWEEP, *ON_SLURM, "progress=false", "print_table=false"], root, env=cluster.env
     )
     dense = root / RUN / "rag_dense" / "none"
     seen: set[str] = set()
@@ -167,7 +167,7 @@ def test_a_sweep_through_sbatch_survives_a_cancelled_task_and_matches_the_local_
     shards = sorted(p.stem for p in (root / "cache" / "shards").glob("*/*.sqlite"))
     assert shards and set(shards) <= {f"slurm-{job}" for job in seen}, (shards, seen)
     assert f"slurm-{array_job}_1" in shards
-    merged = finished(memcore(["-m", "memcore.cache_cli", "merge"], root), timeout=120)
+    merged = finished(memcore(["-m", "memcore.commands.cache", "merge"], root), timeout=120)
     assert re.search(rf"merged {len(shards)} of {len(shards)} shards into .*embeddings.sqlite: [1-9]\d* added", merged)
     assert not list((root / "cache" / "shards").glob("*/*.sqlite"))
     assert not cluster.jobs()
@@ -196,7 +196,7 @@ def test_the_cluster_commands_of_the_docs_run_as_written(cluster: SlurmCluster, 
     root = tmp_path / "results"
     for command in cluster_commands():
         words = command.split()
-        argv = cheap(command)[1:] if words[0] == "memcore-run" else ["-m", "memcore.cache_cli", *words[1:]]
+        argv = cheap(command)[1:] if words[0] == "memcore-run" else ["-m", "memcore.commands.cache", *words[1:]]
         out = finished(memcore(argv, root, env=cluster.env), timeout=1800, cluster=cluster)
         if words[0] == "memcore-run":
             assert "Submitit 'slurm' sweep output dir" in out, command

@@ -16,9 +16,9 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import open_dict
 
-from memcore.cli import CONFIG_PATH
+from memcore.commands.report import main as report_main
+from memcore.commands.run import CONFIG_PATH
 from memcore.config import validate
-from memcore.report.cli import main as report_main
 from memcore.validation import validate_run
 from tests.support import CHILD_OF_TEST, compose_config
 
@@ -108,7 +108,7 @@ def run_sweep(results: Path, args: list[str], timeout: int) -> subprocess.Comple
     cmd = [
         sys.executable,
         "-c",
-        "from memcore.cli import run_main; run_main()",
+        "from memcore.commands.run import run_main; run_main()",
         "-m",
         *args,
         "progress=false",

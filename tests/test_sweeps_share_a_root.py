@@ -32,7 +32,7 @@ SWEEP = [
 
 
 def _sweep(root: Path, *extra: str) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "memcore.cli", "-m", *SWEEP, f"paths.root={root}", *extra]
+    cmd = [sys.executable, "-m", "memcore.commands.run", "-m", *SWEEP, f"paths.root={root}", *extra]
     return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **CHILD_OF_TEST)
 
 

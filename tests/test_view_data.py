@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from memcore.commands import view_command, viewer_hint
+from memcore.commands.report import main as report_main
+from memcore.commands.shared import view_command, viewer_hint
+from memcore.commands.view import main
 from memcore.eval.aggregate import format_table
 from memcore.eval.bootstrap import paired_delta_ci
-from memcore.report.cli import main as report_main
+from memcore.itemlog import LoggedItem
 from memcore.view.data import (
     INDEX_COLUMNS,
     build_site_data,
@@ -24,7 +26,7 @@ from memcore.view.data import (
     load_view_run,
     run_lengths,
 )
-from memcore.view.site import MARKER, _js, find_plots, main
+from memcore.view.site import MARKER, _js, find_plots
 from tests.support import CHILD_OF_TEST
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,16 +52,16 @@ def test_run_lengths() -> None:
 
 
 def test_gold_ranks_rank_tokens_before_and_missing() -> None:
-    item = {
-        "evidence": ["D1:5", "D2:1", "D3:3", "D4:4"],
-        "notes": [
+    item = LoggedItem(
+        evidence=["D1:5", "D2:1", "D3:3", "D4:4"],
+        notes=[
             {"dia_ids": ["D1:1"], "tokens": 40},
             {"dia_ids": ["D1:2", "D1:5"], "tokens": 60},
             {"dia_ids": ["D1:5", "D2:1"], "tokens": 10},
         ],
-        "retrieved_dia_ids": ["D1:1", "D1:2", "D1:5", "D2:1", "D4:4"],
-        "extra": {"round1_dia_ids": ["D3:3"]},
-    }
+        retrieved_dia_ids=["D1:1", "D1:2", "D1:5", "D2:1", "D4:4"],
+        extra={"round1_dia_ids": ["D3:3"]},
+    )
     ranks = {g["dia_id"]: g for g in gold_ranks(item)}
     assert (ranks["D1:5"]["rank"], ranks["D1:5"]["tokens_before"]) == (2, 40)
     assert (ranks["D2:1"]["rank"], ranks["D2:1"]["tokens_before"]) == (3, 100)
@@ -213,7 +215,7 @@ def test_memcore_run_closes_with_the_viewer_command_that_works(tmp_path: Path, l
 
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     cmd = [
-        sys.executable, "-m", "memcore.cli", "progress=false", "dataset=locomo-tiny", "backbone=scripted",
+        sys.executable, "-m", "memcore.commands.run", "progress=false", "dataset=locomo-tiny", "backbone=scripted",
         "embedder=hashing", "method=rag_bm25", f"paths.root={tmp_path / 'results'}", f"hydra.run.dir={tmp_path / 'run'}",
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=REPO, env=env, **CHILD_OF_TEST)
@@ -221,7 +223,7 @@ def test_memcore_run_closes_with_the_viewer_command_that_works(tmp_path: Path, l
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith("look at it item by item: memcore-view "), last
     args = last.split("memcore-view ", 1)[1].split()
-    view = [sys.executable, "-m", "memcore.view.site", *args]
+    view = [sys.executable, "-m", "memcore.commands.view", *args]
     done = subprocess.run(view, capture_output=True, text=True, timeout=240, cwd=REPO, env=env, **CHILD_OF_TEST)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (Path(args[-1]) / "index.html").is_file()
@@ -242,7 +244,16 @@ def test_serve_answers_on_localhost(tmp_path: Path, locomo_path: Path) -> None:
     import sys
     import urllib.request
 
-    cmd = [sys.executable, "-u", "-m", "memcore.view.site", str(QUICKSTART), "--out", str(tmp_path / "s"), "--serve"]
+    cmd = [
+        sys.executable,
+        "-u",
+        "-m",
+        "memcore.commands.view",
+        str(QUICKSTART),
+        "--out",
+        str(tmp_path / "s"),
+        "--serve",
+    ]
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO, **CHILD_OF_TEST
     )

@@ -2,7 +2,7 @@
 and the four construction ablations: wo_update, wo_merge, wo_link, wo_denoise); the retrieval ablations
 (wo_topic, wo_keyword, wo_neighbor, wo_ier) load the full model's snapshot.
 
-Runs the real CLI sweep (``python -m memcore.cli -m … ablation=<nine>``) from an empty results root with the
+Runs the real CLI sweep (``python -m memcore.commands.run -m … ablation=<nine>``) from an empty results root with the
 scripted backbone, then counts builds three ways: snapshot manifests on disk (per conversation and switch
 set), ``memory_build.snapshots_built`` in each run's cost.json, and leftover temp/lock-broken dirs (none).
 ``--parallel N`` sweeps with the joblib launcher (N runs at once), so runs race for the same snapshots.
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
         cmd = [
             sys.executable,
             "-m",
-            "memcore.cli",
+            "memcore.commands.run",
             "-m",
             "method=memcore",
             f"ablation={ABLATIONS}",

@@ -16,7 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig, open_dict
 
-from memcore.cli import CONFIG_PATH, LIBRARY_THREAD_VARS
+from memcore.commands.run import CONFIG_PATH, LIBRARY_THREAD_VARS
 from memcore.config import validate
 from memcore.llm.scripted import Responder, ScriptedBackbone
 from memcore.runner import Runner
@@ -25,7 +25,7 @@ RESULTS_DIR = Path("results/benchmarks")
 
 
 def pin_threads_or_reexec() -> None:
-    """Give an in-process benchmark the CLI's thread policy (``memcore.cli.pin_library_threads``): the library
+    """Give an in-process benchmark the CLI's thread policy (``memcore.commands.run.pin_library_threads``): the library
     thread variables must be set before numpy loads, so re-execute this command once with them set."""
     if all(v in os.environ for v in LIBRARY_THREAD_VARS):
         return

@@ -2,7 +2,7 @@
 MemCoRe's cheap mode (no LLM in the memory) and a zero-latency scripted backbone answering: whatever
 time this takes is harness + memory CPU, never LLM. Target: under 60 s on 2 cores.
 
-Runs the real CLI (``python -m memcore.cli``) in a subprocess from an empty results root, so start-up,
+Runs the real CLI (``python -m memcore.commands.run``) in a subprocess from an empty results root, so start-up,
 imports, snapshot writes and report files are all counted.
 
     python -m experiments.benchmarks.harness_overhead                      # hashing embedder (no model)
@@ -74,7 +74,7 @@ def run_once(args: argparse.Namespace, root: Path, profile_out: Path | None) -> 
     ]
     if args.build_processes is not None:
         overrides.append(f"build_processes={args.build_processes}")
-    cmd = [sys.executable, "-m", "memcore.cli", *overrides]
+    cmd = [sys.executable, "-m", "memcore.commands.run", *overrides]
     if profile_out is not None:
         spy = shutil.which("py-spy")
         if spy is None:

@@ -52,7 +52,7 @@ def run_one(method: str, ablation: str, extra: tuple[str, ...], args: argparse.N
     cmd = [
         sys.executable,
         "-m",
-        "memcore.cli",
+        "memcore.commands.run",
         f"method={method}",
         f"ablation={ablation}",
         f"backbone={args.backbone}",

@@ -43,7 +43,7 @@ from experiments.benchmarks.common import (
     rss_mb,
 )
 from experiments.benchmarks.synthetic import LookupEmbedder, make_memory, make_queries
-from memcore.cli import LIBRARY_THREAD_VARS
+from memcore.commands.run import LIBRARY_THREAD_VARS
 from memcore.memory.config import MemCoReConfig, Switches
 from memcore.memory.construction import ConstructionCounters, Constructor
 from memcore.memory.ingestion import IngestResult

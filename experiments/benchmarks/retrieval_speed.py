@@ -143,7 +143,7 @@ def read_run(run_dir: Path) -> dict[str, Any]:
 def memcore_run() -> list[str]:
     """``memcore-run`` of this interpreter's environment."""
     exe = Path(sys.executable).with_name("memcore-run")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "memcore.cli"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "memcore.commands.run"]
 
 
 def dataset_overrides(dataset: str, data: str) -> list[str]:

@@ -17,7 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from memcore.report.archive import main as memcore_archive
+from memcore.commands.archive import main as memcore_archive
 
 REPO = Path(__file__).resolve().parents[2]
 MEASURED = REPO / "results" / "measured"

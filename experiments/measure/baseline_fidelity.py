@@ -77,7 +77,7 @@ def start_simulator(code: Path, work: Path) -> tuple[subprocess.Popen[bytes], st
     """The simulator of ``code``'s revision on a free port; its base URL once it listens."""
     port_file = work / "simulator.port"
     port_file.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "memcore.testing.simulator", "--port", "0", "--port-file", str(port_file)]
+    cmd = [sys.executable, "-m", "memcore.commands.simulate", "--port", "0", "--port-file", str(port_file)]
     cmd += ["--time-scale", "0.01", "--seed", "1"]
     log = (work / "simulator.log").open("wb")
     proc = subprocess.Popen(cmd, cwd=code, env=_env(code), stdout=log, stderr=log)
@@ -93,7 +93,14 @@ def start_simulator(code: Path, work: Path) -> tuple[subprocess.Popen[bytes], st
 def run_method(code: Path, root: Path, label: str, method: str, overrides: tuple[str, ...], base_url: str) -> Path:
     """One ``memcore-run`` of ``method`` with ``code`` (experiment ``baseline_fidelity_<label>``); its run dir."""
     experiment = f"{EXPERIMENT}_{label}"
-    cmd = [sys.executable, "-m", "memcore.cli", f"method={method}", "dataset=locomo-mini", "backbone=gpt-4o-mini"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "memcore.commands.run",
+        f"method={method}",
+        "dataset=locomo-mini",
+        "backbone=gpt-4o-mini",
+    ]
     cmd += [f"++backbone.base_url={base_url}", "++backbone.api_key_required=false", "embedder=hashing", *overrides]
     cmd += [f"paths.root={root}", f"experiment_name={experiment}", "progress=false", "concurrency=4"]
     done = subprocess.run(cmd, cwd=code, env=_env(code), capture_output=True, text=True, timeout=1800, check=False)
@@ -206,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             if side == "after":
                 queues = lightmem_queues(runs[-1])
             archived = out / "runs" / side
-            pack = [sys.executable, "-m", "memcore.report.archive", "--slim", "--out", str(archived)]
+            pack = [sys.executable, "-m", "memcore.commands.archive", "--slim", "--out", str(archived)]
             subprocess.run(
                 [*pack, "--root", str(work / "root"), *map(str, runs)],
                 cwd=REPO,

@@ -58,7 +58,7 @@ if has "$PHASES" runs; then
     before_tree="$ROOT/lightmem_before_tree"
     mkdir -p "$before_tree" && git archive "$BEFORE_REV" baselines memcore configs | tar -x -C "$before_tree"
     (cd "$before_tree" && run env MEMCORE_DATA="$DATA" PYTHONPATH="$before_tree" "$BIN/python" -c \
-      "import sys; from memcore.cli import run_main; sys.exit(run_main())" "${C[@]}" method=lightmem \
+      "import sys; from memcore.commands.run import run_main; sys.exit(run_main())" "${C[@]}" method=lightmem \
       method.provenance=source experiment_name=i38_lightmem_before paths.root="$ROOT_BEFORE")
   fi
   if has "$PAIRS" fluxmem; then

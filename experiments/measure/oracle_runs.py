@@ -23,14 +23,14 @@ from memcore.datasets.locomo.loader import load_locomo
 from memcore.datasets.locomo.paths import resolve_locomo_path
 from memcore.eval.aggregate import aggregate
 from memcore.eval.oracle import LINE_FORMAT, oracle_items
-from memcore.itemlog import read_run_items
+from memcore.itemlog import LoggedItem, read_run_items
 from memcore.report.collect import find_run_dirs, load_run
 from memcore.report.equal_tokens import ORACLE, context_tokens_of
 
 
 def _write(out: Path, items: list[dict], template: dict, tokens: int, config: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    metrics = aggregate(items)
+    metrics = aggregate([LoggedItem(it) for it in items])
     info = dict(template.get("run") or {})
     info.update({"method": ORACLE, "ablation": "none", "answered": False})
     used = [int(it["context_tokens"]) for it in items]

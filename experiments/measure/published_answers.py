@@ -27,7 +27,7 @@ import numpy as np
 
 from memcore.datasets.locomo.scoring import amem_tokens
 from memcore.eval.bootstrap import bootstrap_ci
-from memcore.itemlog import ITEMS_GZ, read_run_items
+from memcore.itemlog import ITEMS_GZ, LoggedItem, read_run_items
 from memcore.published.importer import ImportRequest, import_published
 from memcore.published.paths import published_dir
 from memcore.published.sources import SOURCES
@@ -133,7 +133,7 @@ def system_values(runs: Path, name: str) -> dict[str, Any]:
     }
     grades = [g for r in items if (g := _grade(r)) is not None]
     out["j_published"] = 100 * statistics.fmean(grades)
-    judged = [{**r, "scores": {"judge": _grade(r)}} for r in items]
+    judged = [LoggedItem(r, scores={"judge": _grade(r)}) for r in items]
     out["j_published_ci"] = [100 * v for v in bootstrap_ci(judged, "judge", n_boot=N_BOOT, seed=SEED)]
     for proto, its in (("amem", amem), ("locomo", locomo)):
         its = [r for r in its if int(r["category"]) in CATS]

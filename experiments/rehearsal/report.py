@@ -9,7 +9,7 @@ from experiments.rehearsal.checks import ESTIMATE_TOLERANCE
 from experiments.rehearsal.plan import Plan
 from experiments.rehearsal.sweep import RehearsalError
 from experiments.rehearsal.wall import WALL_TOLERANCE
-from memcore.report.cli import main as report_main
+from memcore.commands.report import main as report_main
 
 
 def write_reports(plan: Plan, work: Path) -> dict[str, str]:

@@ -37,7 +37,7 @@ def simulator_command(plan: Plan, port_file: Path, stats_file: Path) -> list[str
     """``memcore-simulate`` with the plan's latency model and fault rates, writing its port and final stats to these
     files."""
     s = plan.sim
-    cmd = [sys.executable, "-m", "memcore.testing.simulator", "--port-file", str(port_file)]
+    cmd = [sys.executable, "-m", "memcore.commands.simulate", "--port-file", str(port_file)]
     cmd += ["--stats-out", str(stats_file), "--time-scale", str(plan.time_scale)]
     cmd += ["--ttft-s", str(plan.ttft_s), "--tokens-per-s", str(plan.tokens_per_s)]
     cmd += ["--retry-after-s", str(plan.retry_after_s), "--hang-s", str(plan.timeout_s + 2.0)]
@@ -48,7 +48,7 @@ def simulator_command(plan: Plan, port_file: Path, stats_file: Path) -> list[str
 
 def sweep_command(plan: Plan, experiment: str, base_url: str) -> list[str]:
     """``memcore-run -m experiment=<experiment>`` at the plan's scale against ``base_url``."""
-    cmd = [sys.executable, "-m", "memcore.cli", "-m", f"experiment={experiment}", f"backbone={BACKBONE}"]
+    cmd = [sys.executable, "-m", "memcore.commands.run", "-m", f"experiment={experiment}", f"backbone={BACKBONE}"]
     cmd += [f"backbone.base_url={base_url}", f"backbone.timeout_s={plan.timeout_s}", "++backbone.backoff_cap_s=0.5"]
     cmd += ["eval.judge=true", "eval.judge_preset=mem0-judge", "eval.judge_runs=3"]
     cmd += [f"concurrency={plan.concurrency}", "progress=false", "print_table=false", f"paths.root={plan.root}"]

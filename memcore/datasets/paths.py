@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+import shlex
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from memcore.datasets.errors import DataError
@@ -31,6 +33,27 @@ def sha256_file(path: Path) -> str:
         while chunk := fh.read(_READ_CHUNK):
             h.update(chunk)
     return h.hexdigest()
+
+
+def report_fetched(
+    fetched: Iterable[tuple[Path, str]], variable: str, *, exported: Path | None = None, error_code: int
+) -> int:
+    """The tail every download script shares: each file ``fetched`` yields, with how it was checked, is said on
+    stderr as it comes (``ok: FILE HOW``); a :class:`DataError` while fetching is one ``error:`` line and
+    ``error_code``; then the line that points the harness at the data, ``export VARIABLE=…`` on stdout (for
+    ``exported``, default the last file). Returns the exit code."""
+    last: Path | None = None
+    try:
+        for last, how in fetched:
+            print(f"ok: {last} {how}", file=sys.stderr)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return error_code
+    target = exported if exported is not None else last
+    if target is None:
+        raise ValueError("report_fetched: nothing was fetched and nothing is exported")
+    print(f"export {variable}={shlex.quote(str(target))}")
+    return 0
 
 
 def repo_root() -> Path:

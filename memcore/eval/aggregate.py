@@ -1,9 +1,10 @@
 """Per-category and weighted aggregation of per-item scores into the ``metrics.json`` body, over the run's
 metrics (:mod:`memcore.metrics`; the protocol's, plus ``eval.metrics``).
 
-An item is a dict with ``category`` (one of the run's dataset's category ids), ``scores`` (``{"f1", "bleu1"}``
-and optionally ``"judge"`` or a run's extra metrics; ``None`` or absent for retrieval-only runs), and ``recall`` /
-``hit`` (``None`` when the item has no gold evidence). Each metric's aggregate is the mean of the items that carry
+An item is a line of the run's item log, read through its typed accessors
+(:class:`~memcore.itemlog.LoggedItem`): its ``category`` (one of the run's dataset's category ids), ``scores``
+(``{"f1", "bleu1"}`` and optionally ``"judge"`` or a run's extra metrics; empty for retrieval-only runs), and
+``recall`` / ``hit`` (``None`` when the item has no gold evidence). Each metric's aggregate is the mean of the items that carry
 a value unless the metric declares its own. All shipped outputs are fractions in [0, 1] (``None`` when nothing was
 measured). "Weighted" overall = the mean over items, i.e. categories weighted by item count, as A-MEM and the paper
 report it.
@@ -18,6 +19,7 @@ from memcore.datasets.registry import DATASETS, DEFAULT_DATASET_KIND, get_datase
 from memcore.datasets.spec import DatasetCategories
 from memcore.eval.disclosure import disclosure_line, evidence_line
 from memcore.eval.protocols import protocol_notes, recorded_protocol, run_metrics_of
+from memcore.itemlog import LoggedItem
 from memcore.methods import method_run_summary
 from memcore.metrics import Metric, mean
 from memcore.metrics.scorers.evidence import evidence_scores, recall_at_budget
@@ -43,12 +45,12 @@ def _mean(values: Any) -> float | None:
     return mean([float(v) for v in values if v is not None])
 
 
-def measured(items: Sequence[Mapping[str, Any]], metrics: Sequence[Metric]) -> tuple[Metric, ...]:
+def measured(items: Sequence[LoggedItem], metrics: Sequence[Metric]) -> tuple[Metric, ...]:
     """``metrics`` without the LLM-scored ones no item carries (the judge of a run that was not judged)."""
     return tuple(m for m in metrics if not m.needs_llm or any(m.value(it) is not None for it in items))
 
 
-def summarize(items: Sequence[Mapping[str, Any]], metrics: Sequence[Metric] | None = None) -> dict[str, Any]:
+def summarize(items: Sequence[LoggedItem], metrics: Sequence[Metric] | None = None) -> dict[str, Any]:
     """One ``metrics.json`` block over ``items``: ``n``, each metric's aggregate that needs no LLM (``f1``,
     ``bleu1``, ``recall``, ``hit_rate``, ...), ``n_with_evidence``, then the LLM-scored ones (``judge``, ...).
     ``metrics`` default: the standard ones (:func:`run_metrics_of` without a protocol)."""
@@ -57,7 +59,7 @@ def summarize(items: Sequence[Mapping[str, Any]], metrics: Sequence[Metric] | No
     for metric in metrics:
         if not metric.needs_llm:
             out.update(metric.summary(items))
-    out["n_with_evidence"] = sum(1 for it in items if it.get("recall") is not None)
+    out["n_with_evidence"] = sum(1 for it in items if it.recall is not None)
     for metric in metrics:
         if metric.needs_llm:
             out.update(metric.summary(items))
@@ -71,7 +73,7 @@ def metrics_of_run(metrics_json: Mapping[str, Any]) -> tuple[Metric, ...]:
 
 
 def aggregate(
-    items: Sequence[Mapping[str, Any]],
+    items: Sequence[LoggedItem],
     metrics: Sequence[Metric] | None = None,
     categories: DatasetCategories | None = None,
 ) -> dict[str, Any]:
@@ -82,42 +84,38 @@ def aggregate(
     it."""
     declared = declared_categories(categories)
     for it in items:
-        if int(it["category"]) not in declared:
-            raise ValueError(
-                f"item has category {it['category']!r}; the dataset's categories are {declared.describe()}."
-            )
+        if it.category not in declared:
+            raise ValueError(f"item has category {it.category!r}; the dataset's categories are {declared.describe()}.")
     shown = measured(items, run_metrics_of(None) if metrics is None else metrics)
     by_category: dict[str, Any] = {}
     for cat in declared:
-        group = [it for it in items if int(it["category"]) == cat.id]
+        group = [it for it in items if it.category == cat.id]
         if group:
             by_category[str(cat.id)] = {"name": cat.title, **summarize(group, shown)}
     headline = set(declared.headline_ids)
     return {
         "by_category": by_category,
         "overall": summarize(items, shown),
-        "overall_no_adv": summarize([it for it in items if int(it["category"]) in headline], shown),
+        "overall_no_adv": summarize([it for it in items if it.category in headline], shown),
         "n_items": len(items),
-        "n_without_evidence": sum(1 for it in items if it.get("recall") is None),
+        "n_without_evidence": sum(1 for it in items if it.recall is None),
     }
 
 
-def _evidence_items(items: Sequence[Mapping[str, Any]], categories: Sequence[int] | None) -> list[Mapping[str, Any]]:
+def _evidence_items(items: Sequence[LoggedItem], categories: Sequence[int] | None) -> list[LoggedItem]:
     """The items of ``categories`` (None: the default dataset's headline categories) with gold evidence: the ones
     the recall cuts below are averaged over."""
     wanted = set(headline_categories() if categories is None else categories)
-    return [it for it in items if int(it["category"]) in wanted and it.get("evidence")]
+    return [it for it in items if it.category in wanted and it.evidence]
 
 
-def _scored_cut(
-    scored: Sequence[Mapping[str, Any]], score: Callable[[Mapping[str, Any]], dict[str, Any]]
-) -> list[dict[str, Any]]:
+def _scored_cut(scored: Sequence[LoggedItem], score: Callable[[LoggedItem], dict[str, Any]]) -> list[dict[str, Any]]:
     """``score(item)`` for every item, keeping those with a recall (``None``: no gold evidence)."""
     return [res for res in (score(it) for it in scored) if res["recall"] is not None]
 
 
 def budget_recall(
-    items: Sequence[Mapping[str, Any]],
+    items: Sequence[LoggedItem],
     budgets: Sequence[int],
     categories: Sequence[int] | None = None,
 ) -> dict[str, Any]:
@@ -126,13 +124,13 @@ def budget_recall(
     them. Items of ``categories`` with gold evidence only. Returns ``{"<budget>": {"recall", "hit_rate",
     "mean_tokens_used", "n"}}``; a method with longer notes fits fewer of them in the same budget."""
 
-    def notes(it: Mapping[str, Any]) -> list[tuple[list[str], int]]:
-        return [(n.get("dia_ids") or [], int(n.get("tokens") or 0)) for n in it.get("notes") or []]
+    def notes(it: LoggedItem) -> list[tuple[list[str], int]]:
+        return [(n.get("dia_ids") or [], int(n.get("tokens") or 0)) for n in it.notes]
 
     scored = _evidence_items(items, categories)
     out: dict[str, Any] = {}
     for budget in budgets:
-        results = _scored_cut(scored, lambda it, b=int(budget): recall_at_budget(it["evidence"], notes(it), b))
+        results = _scored_cut(scored, lambda it, b=int(budget): recall_at_budget(it.evidence, notes(it), b))
         out[str(int(budget))] = {
             "recall": _mean(r["recall"] for r in results),
             "hit_rate": _mean(r["hit"] for r in results),
@@ -149,7 +147,7 @@ RECALL_KS: tuple[int, ...] = (5, 10)
 
 
 def k_recall(
-    items: Sequence[Mapping[str, Any]],
+    items: Sequence[LoggedItem],
     ks: Sequence[int] = RECALL_KS,
     categories: Sequence[int] | None = None,
 ) -> dict[str, Any]:
@@ -158,17 +156,17 @@ def k_recall(
     "hit_rate", "mean_notes_retrieved", "n"}}``; ``mean_notes_retrieved`` is over all of the item's notes, so a
     value at or below ``k`` says the cut kept everything."""
 
-    def first(it: Mapping[str, Any], k: int) -> list[str]:
-        return [d for n in (it.get("notes") or [])[:k] for d in (n.get("dia_ids") or [])]
+    def first(it: LoggedItem, k: int) -> list[str]:
+        return [d for n in it.notes[:k] for d in (n.get("dia_ids") or [])]
 
     scored = _evidence_items(items, categories)
     out: dict[str, Any] = {}
     for k in ks:
-        results = _scored_cut(scored, lambda it, k=int(k): evidence_scores(it["evidence"], first(it, k)))
+        results = _scored_cut(scored, lambda it, k=int(k): evidence_scores(it.evidence, first(it, k)))
         out[str(int(k))] = {
             "recall": _mean(r["recall"] for r in results),
             "hit_rate": _mean(r["hit"] for r in results),
-            "mean_notes_retrieved": _mean(float(len(it.get("notes") or [])) for it in scored),
+            "mean_notes_retrieved": _mean(float(len(it.notes)) for it in scored),
             "n": len(results),
         }
     return out

@@ -1,21 +1,22 @@
 """Cluster-bootstrap confidence intervals over conversations.
 
 QA items of one conversation share a memory and are not independent, so we resample whole
-conversations (with replacement) and recompute the item-weighted overall of a metric.
+conversations (with replacement) and recompute the item-weighted overall of a metric. Items are lines of a run's
+item log, read through their typed accessors (:class:`~memcore.itemlog.LoggedItem`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
+from memcore.itemlog import LoggedItem
 from memcore.metrics import get_metric
 from memcore.registry import UnknownNameError
 
 
-def metric_value(item: Mapping[str, Any], metric: str) -> float | None:
+def metric_value(item: LoggedItem, metric: str) -> float | None:
     """The item's value of the registered metric ``metric`` (its name, or its aggregate's key: ``hit_rate`` is
     ``hit``), read as the metric declares (:meth:`memcore.metrics.Metric.value`); an unknown name raises
     ValueError with close matches."""
@@ -26,10 +27,9 @@ def metric_value(item: Mapping[str, Any], metric: str) -> float | None:
 
 
 def bootstrap_ci(
-    items: Sequence[Mapping[str, Any]],
+    items: Sequence[LoggedItem],
     metric: str,
     *,
-    by: str = "conv_id",
     n_boot: int = 1000,
     seed: int = 0,
     alpha: float = 0.05,
@@ -39,7 +39,7 @@ def bootstrap_ci(
     every item).
 
     Items without a value for ``metric`` (e.g. recall of items without evidence) are skipped; each
-    resample draws as many clusters (values of ``item[by]``) as there are, with replacement.
+    resample draws as many clusters (conversations, ``item.conv_id``) as there are, with replacement.
     Deterministic for a given ``seed``.
     """
     if n_boot < 1:
@@ -47,15 +47,15 @@ def bootstrap_ci(
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}.")
     wanted = None if categories is None else {int(c) for c in categories}
-    sums: dict[Any, float] = {}
-    counts: dict[Any, int] = {}
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
     for it in items:
-        if wanted is not None and int(it["category"]) not in wanted:
+        if wanted is not None and it.category not in wanted:
             continue
-        if by not in it:
-            raise ValueError(f"item {it.get('item_id', '?')} has no {by!r} field to cluster on.")
+        key = it.conv_id
+        if not key:
+            raise ValueError(f"item {it.get('item_id', '?')} has no conv_id to cluster on.")
         value = metric_value(it, metric)
-        key = it[by]
         sums.setdefault(key, 0.0)
         counts.setdefault(key, 0)
         if value is not None:
@@ -63,7 +63,7 @@ def bootstrap_ci(
             counts[key] += 1
     if not counts or sum(counts.values()) == 0:
         raise ValueError(f"no item carries a value for {metric!r}; cannot bootstrap.")
-    keys = sorted(counts, key=str)
+    keys = sorted(counts)
     s = np.array([sums[k] for k in keys], dtype=float)
     c = np.array([counts[k] for k in keys], dtype=float)
     rng = np.random.default_rng(seed)
@@ -78,8 +78,8 @@ def bootstrap_ci(
 
 
 def paired_delta_ci(
-    items: Sequence[Mapping[str, Any]],
-    reference: Sequence[Mapping[str, Any]],
+    items: Sequence[LoggedItem],
+    reference: Sequence[LoggedItem],
     metric: str,
     *,
     n_boot: int = 1000,
@@ -101,14 +101,14 @@ def paired_delta_ci(
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}.")
     wanted = None if categories is None else {int(c) for c in categories}
-    ref = {r["item_id"]: metric_value(r, metric) for r in reference if wanted is None or int(r["category"]) in wanted}
+    ref = {r.item_id: metric_value(r, metric) for r in reference if wanted is None or r.category in wanted}
     diffs: dict[str, float] = {}
     for it in items:
-        if wanted is not None and int(it["category"]) not in wanted:
+        if wanted is not None and it.category not in wanted:
             continue
-        a, b = metric_value(it, metric), ref.get(it["item_id"])
+        a, b = metric_value(it, metric), ref.get(it.item_id)
         if a is not None and b is not None:
-            diffs[str(it["item_id"])] = a - b
+            diffs[it.item_id] = a - b
     if not diffs:
         return None
     d = np.asarray([diffs[k] for k in sorted(diffs)], dtype=float)  # item order, so file order does not matter

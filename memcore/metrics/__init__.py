@@ -16,11 +16,12 @@ whether higher is better and whether it needs an LLM (the judge, scored by its o
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from memcore.itemlog import LoggedItem
 from memcore.registry import Registry, discover_declared
 
 #: What an answer scorer receives: the prediction, the protocol's gold string, the item's category int.
@@ -58,7 +59,7 @@ class Metric:
     target: Literal["answer", "evidence"]
     score: Callable[..., float | None] | None = None
     aggregate: Callable[[Sequence[float]], float | None] = mean
-    summarize: Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]] | None = None
+    summarize: Callable[[Sequence[LoggedItem]], dict[str, Any]] | None = None
     higher_is_better: bool = True
     needs_llm: bool = False
     stored: Literal["scores", "item", "derived"] = "scores"
@@ -76,18 +77,18 @@ class Metric:
         if self.stored == "derived" and self.target != "evidence":
             raise ValueError(f"metric {self.name!r}: only an evidence metric can be derived when read")
 
-    def value(self, item: Mapping[str, Any]) -> float | None:
+    def value(self, item: LoggedItem) -> float | None:
         """This metric's value in one item record (``None`` when the item carries none)."""
         if self.stored == "derived":
             assert self.score is not None
-            value = self.score(list(item.get("evidence") or []), list(item.get("retrieved_dia_ids") or []))
+            value = self.score(item.evidence, item.retrieved_dia_ids)
         elif self.stored == "item":
-            value = item.get(self.name)
+            value = item.get(self.name)  # a top-level field named after the metric (recall, hit)
         else:
-            value = (item.get("scores") or {}).get(self.name)
+            value = item.scores.get(self.name)
         return None if value is None else float(value)
 
-    def summary(self, items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def summary(self, items: Sequence[LoggedItem]) -> dict[str, Any]:
         """The aggregate over ``items`` as ``metrics.json`` block entries (items without a value are skipped)."""
         if self.summarize is not None:
             return self.summarize(items)

@@ -2,18 +2,19 @@
 stage when ``eval.judge`` is on; a preset may skip categories). Its aggregate also reports the spread of
 repeated judge runs."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from memcore.itemlog import LoggedItem
 from memcore.metrics import Metric, mean
 
 
-def _score(item: Mapping[str, Any], key: str) -> float | None:
-    value = (item.get("scores") or {}).get(key)
+def _score(item: LoggedItem, key: str) -> float | None:
+    value = item.scores.get(key)
     return None if value is None else float(value)
 
 
-def judge_summary(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def judge_summary(items: Sequence[LoggedItem]) -> dict[str, Any]:
     """J over the judged items: ``judge`` (mean of the items' mean over runs = the mean of the runs' J),
     ``n_judged``; with repeated runs also ``judge_per_run``, ``judge_std`` (population std of the runs' J),
     ``judge_majority`` (J of the majority labels), ``judge_agreement`` (share of items all runs labelled alike)
@@ -21,7 +22,7 @@ def judge_summary(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     judged = [it for it in items if _score(it, "judge") is not None]
     values = [v for it in judged if (v := _score(it, "judge")) is not None]
     out: dict[str, Any] = {"judge": mean(values), "n_judged": len(judged)}
-    runs = [(it.get("scores") or {}).get("judge_runs") for it in judged]
+    runs = [it.scores.get("judge_runs") for it in judged]
     if judged and all(isinstance(r, list) and r for r in runs):
         n_runs = min(len(r) for r in runs)  # type: ignore[arg-type]
         per_run = [sum(float(r[k]) for r in runs) / len(runs) for k in range(n_runs)]  # type: ignore[index]

@@ -20,14 +20,14 @@ from memcore.eval.ceiling import gold_ceiling
 from memcore.eval.disclosure import answer_disclosure, evidence_disclosure
 from memcore.eval.judge import judge_run_info
 from memcore.eval.protocols import EvalProtocol, get_protocol, run_metrics_of
-from memcore.itemlog import read_items, require_unique_ids
+from memcore.eval.published import apply_published
+from memcore.itemlog import LoggedItem, read_items, require_unique_ids
 from memcore.llm.usage import sum_item_usage, updates_while_answering, whole_run_stages
 from memcore.methods import NO_BACKBONE, backbone_label, find_method, method_run_summary
 from memcore.metrics import Metric
 from memcore.pipeline.build import other_memory_backbone
 from memcore.pipeline.load import LoadedSlice
 from memcore.pipeline.resources import run_upstream_answer
-from memcore.published.summary import apply_published
 from memcore.timing import StageClock, timing_block, timing_line
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ def run_metrics(
     cfg: DictConfig,
     method: str,
     data: LoadedSlice,
-    items: list[dict[str, Any]],
+    items: Sequence[LoggedItem],
     protocol: EvalProtocol | None = None,
     extra_metrics: Sequence[Metric] = (),
 ) -> dict[str, Any]:
@@ -124,14 +124,8 @@ def run_metrics(
         metrics["gold_ceiling"] = gold_ceiling(
             data.conversations, data.audit_changed, data.audited, protocol, data.categories
         )
-    if any("audited" in r for r in items):
-        audited_items = [
-            dict(r, scores=r["audited"]["scores"], recall=r["audited"]["recall"], hit=r["audited"]["hit"])
-            if "audited" in r
-            else r
-            for r in items
-        ]
-        metrics["audited"] = aggregate(audited_items, scored, data.categories)
+    if any(r.audited is not None for r in items):
+        metrics["audited"] = aggregate([r.under_audit() for r in items], scored, data.categories)
     return metrics
 
 
@@ -373,7 +367,7 @@ def write_report(
     items = read_items(run_dir / "items.jsonl")
     require_unique_ids(items, run_dir)
     order = {q.item_id: i for i, q in enumerate(q for c in data.conversations for q in c.qa)}
-    items = sorted((r for r in items if r["item_id"] in order), key=lambda r: order[r["item_id"]])
+    items = sorted((r for r in items if r.item_id in order), key=lambda r: order[r.item_id])
     metrics = run_metrics(cfg, method, data, items, protocol, extra_metrics)
     wall = {"total": time.perf_counter() - t_start, **timings}
     entry = invocation_entry(

@@ -27,11 +27,11 @@ from memcore.eval.aggregate import format_table
 from memcore.eval.judge import judge_run_info, judge_settings
 from memcore.eval.judge_estimate import judge_estimate
 from memcore.eval.protocols import PROTOCOLS, EvalProtocol, get_protocol
-from memcore.itemlog import ItemWriter
+from memcore.eval.published import EXTRA_KEY, published_lines
+from memcore.itemlog import ItemWriter, LoggedItem
 from memcore.llm.usage import UsageTracker, item_usage, sum_item_usage, usage_scope
 from memcore.pipeline.load import LoadedSlice, load_slice
 from memcore.pipeline.predict import Prediction
-from memcore.pipeline.record import ItemRecord
 from memcore.pipeline.report import RunResult, run_metrics, write_json
 from memcore.pipeline.resources import open_resources
 from memcore.pipeline.rundir import move_run_aside, write_run_config
@@ -41,7 +41,6 @@ from memcore.published.mapping import MappedItem, Mapping, map_records
 from memcore.published.paths import published_dir
 from memcore.published.records import ParsedFile, PublishedRecord
 from memcore.published.sources import SOURCES, source_of_sha256
-from memcore.published.summary import EXTRA_KEY, published_lines
 from memcore.types import Evidence
 
 log = logging.getLogger(__name__)
@@ -298,10 +297,10 @@ def _score_all(
     protocol: EvalProtocol,
     usage: UsageTracker,
     backbone_override: Any,
-) -> list[dict[str, Any]]:
+) -> list[LoggedItem]:
     names = {c.id: c.title for c in data.categories}
     by_id = {q.item_id: q for c in data.conversations for q in c.qa}
-    items: list[dict[str, Any]] = []
+    items: list[LoggedItem] = []
     with contextlib.ExitStack() as stack:
         res = open_resources(cfg, Path(cfg.run_dir), usage, stack, backbone_override=backbone_override)
         writer = stack.enter_context(ItemWriter(Path(cfg.run_dir) / "items.jsonl"))
@@ -319,7 +318,7 @@ def _score_all(
                 )
             record.extra = {EXTRA_KEY: _published_extra(m)}
             record.usage = item_usage(spent) if cfg.eval.judge else None
-            line = ItemRecord.to_json(record)
+            line = LoggedItem(record.to_json())
             writer.write(line)
             items.append(line)
     return items

@@ -213,14 +213,10 @@ class RunData:
             self._items = finished_items(self.path, self.metrics)
         return self._items
 
-    def audited_items(self) -> list[Mapping[str, Any]]:
+    def audited_items(self) -> list[LoggedItem]:
         """Items with the audited scores/recall/hit in place of the original ones (as the runner
-        aggregates ``metrics["audited"]``)."""
-        out = []
-        for r in self.items:
-            a = r.get("audited")
-            out.append(dict(r, scores=a["scores"], recall=a["recall"], hit=a["hit"]) if a else r)
-        return out
+        aggregates ``metrics["audited"]``; :meth:`~memcore.itemlog.LoggedItem.under_audit`)."""
+        return [r.under_audit() for r in self.items]
 
     @property
     def setting_note(self) -> str:

@@ -22,6 +22,7 @@ from memcore.datasets.registry import dataset_of
 from memcore.datasets.spec import DatasetCategories
 from memcore.eval.aggregate import metrics_of_run
 from memcore.eval.bootstrap import metric_value, paired_delta_ci
+from memcore.itemlog import LoggedItem
 from memcore.metrics import resolve_metrics
 from memcore.report.collect import RunData, display_path
 from memcore.report.figures import pyplot, save_figure
@@ -53,8 +54,8 @@ def runs_categories(runs: Sequence[RunData]) -> DatasetCategories:
     return next(iter(found.values())) if found else dataset_of({}).categories
 
 
-def _mean(items: Sequence[dict[str, Any]], metric: str, cats: Sequence[int]) -> float | None:
-    vals = [metric_value(it, metric) for it in items if int(it["category"]) in cats]
+def _mean(items: Sequence[LoggedItem], metric: str, cats: Sequence[int]) -> float | None:
+    vals = [metric_value(it, metric) for it in items if it.category in cats]
     got = [v for v in vals if v is not None]
     return 100.0 * sum(got) / len(got) if got else None
 

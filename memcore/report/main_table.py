@@ -10,8 +10,8 @@ from typing import Any
 from memcore.eval.aggregate import dataset_notes
 from memcore.eval.disclosure import evidence_cell, evidence_disclosure
 from memcore.eval.protocols import protocol_notes
+from memcore.eval.published import published_cell, published_record
 from memcore.methods import METHODS, find_method
-from memcore.published.summary import published_cell, published_record
 from memcore.report.collect import RunData
 from memcore.report.reference import PaperNumbers
 from memcore.report.summary import CATEGORY_KEYS, COST_KEYS, COST_LABELS, RunSummary

@@ -11,6 +11,7 @@ from typing import Any
 from memcore.datasets.registry import dataset_of
 from memcore.eval.aggregate import metrics_of_run
 from memcore.eval.bootstrap import bootstrap_ci
+from memcore.itemlog import LoggedItem
 from memcore.metrics import Metric
 from memcore.report.collect import RunData, qa_stage_usage, qa_time_ingest
 from memcore.report.reference import PAPER_DATASET, PAPER_PROTOCOL
@@ -67,7 +68,7 @@ def category_counts(block: Mapping[str, Any]) -> dict[int, int]:
 
 
 def metric_cis(
-    items: Sequence[Mapping[str, Any]],
+    items: Sequence[LoggedItem],
     values: Mapping[str, float | None],
     *,
     n_boot: int,
@@ -186,7 +187,7 @@ def summarize_run(run: RunData, *, n_boot: int = 1000, seed: int = 0, alpha: flo
         a_values = metric_values(run.metrics["audited"], scored)
         summary.audited = a_values
         summary.audited_ci = metric_cis(run.audited_items(), a_values, n_boot=n_boot, seed=seed, alpha=alpha)
-        summary.n_audited_changed = sum(1 for r in items if r.get("audited"))
+        summary.n_audited_changed = sum(1 for r in items if r.audited)
     return summary
 
 

@@ -115,12 +115,12 @@ def recompute_variant(
 
 
 def recompute_item(
-    item: dict[str, Any],
+    item: LoggedItem,
     protocol: EvalProtocol,
     gold_item: Any | None,
     audited_item: Any | None,
     metrics: Sequence[Metric] = (),
-) -> tuple[dict[str, Any], list[str], list[str]]:
+) -> tuple[LoggedItem, list[str], list[str]]:
     """``item`` with every score recomputed; the differences (``<field>: stored X, recomputed Y``, and the gold
     fields that disagree with the data) and the fields that could not be recomputed."""
     diffs: list[str] = []
@@ -134,8 +134,8 @@ def recompute_item(
         for key, want in expect.items():
             if key in item and not _same(item[key], want):
                 diffs.append(f"{key}: stored {_show(item[key])}, the data has {_show(want)}")
-    again = dict(item)
-    fields, miss = recompute_variant(item, item, protocol, judge=item.get("judge"), metrics=metrics)
+    again = LoggedItem(item)
+    fields, miss = recompute_variant(item, item, protocol, judge=item.judge, metrics=metrics)
     again.update(fields)
     missing += miss
     audited = item.get("audited")
@@ -186,13 +186,13 @@ def verify_run(run_dir: Path, *, max_items: int = 5) -> Verification:
     if dup:
         first = next(iter(dup))
         out.differences.append(f"items repeat {len(dup)} item ids (first: {first}); every score counts them twice")
-    by_id = {r["item_id"]: r for r in items}
+    by_id = {r.item_id: r for r in items}
     gold = {q.item_id: q for c in data.conversations for q in c.qa}
     order = [i for i in gold if i in by_id]
     extra = [i for i in by_id if i not in gold]
     if extra:
         out.differences.append(f"{len(extra)} items are not in the run's slice (first: {extra[0]})")
-    recomputed: list[dict[str, Any]] = []
+    recomputed: list[LoggedItem] = []
     bad_items: list[str] = []
     missing_counts: dict[str, int] = {}
     for item_id in order:

@@ -24,9 +24,9 @@ from memcore.datasets.registry import dataset_of
 from memcore.eval.aggregate import format_table, slice_line
 from memcore.eval.bootstrap import metric_value, paired_delta_ci
 from memcore.eval.disclosure import evidence_cell
+from memcore.eval.published import published_disclosure
 from memcore.itemlog import ITEMS, ItemLogError, LoggedItem
 from memcore.pipeline.load import load_slice
-from memcore.published.summary import published_disclosure
 from memcore.report.ablation_table import run_k, run_switches
 from memcore.report.collect import ReportInputError, RunData, display_path, find_run_dirs, load_run
 from memcore.report.detail_table import detail_table
@@ -118,7 +118,7 @@ def slice_key(run: RunData) -> dict[str, Any]:
 def check_same_slice(a: ViewRun, b: ViewRun) -> None:
     """Refuse a diff of runs on different slices (their items would not pair)."""
     ka, kb = slice_key(a.run), slice_key(b.run)
-    ids_a, ids_b = {r["item_id"] for r in a.items}, {r["item_id"] for r in b.items}
+    ids_a, ids_b = {r.item_id for r in a.items}, {r.item_id for r in b.items}
     if ka != kb or ids_a != ids_b:
         what = f"{ka} vs {kb}" if ka != kb else f"{len(ids_a ^ ids_b)} items are in only one of them"
         raise ViewInputError(
@@ -186,23 +186,22 @@ def encode_ints(values: Sequence[int]) -> list[Any]:
 
 
 # ------------------------------------------------------------------------------------------------ per item
-def gold_ranks(item: Mapping[str, Any]) -> list[dict[str, Any]]:
+def gold_ranks(item: LoggedItem) -> list[dict[str, Any]]:
     """For each gold evidence turn of ``item``: where it stood in the evidence the answerer got — ``rank`` (1-based
     position of the first note holding it, among ``n_notes``) and ``tokens_before`` (context tokens of the notes
     ahead of it) — or, when no note held it, ``rank`` None and whether round 1 of iterative refinement had it
     (``in_round1``) or it was among the retrieved ids outside the notes (``in_retrieved``)."""
-    notes = item.get("notes") or []
+    notes = item.notes
     first: dict[str, tuple[int, int]] = {}
     before = 0
     for pos, note in enumerate(notes, start=1):
         for dia in note.get("dia_ids") or []:
             first.setdefault(str(dia), (pos, before))
         before += int(note.get("tokens") or 0)
-    extra = item.get("extra") or {}
-    round1 = {str(d) for d in extra.get("round1_dia_ids") or []}
-    retrieved = {str(d) for d in item.get("retrieved_dia_ids") or []}
+    round1 = {str(d) for d in item.extra.get("round1_dia_ids") or []}
+    retrieved = {str(d) for d in item.retrieved_dia_ids}
     out = []
-    for dia in item.get("evidence") or []:
+    for dia in item.evidence:
         hit = first.get(str(dia))
         out.append(
             {
@@ -217,9 +216,9 @@ def gold_ranks(item: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def judge_score(item: Mapping[str, Any]) -> float | None:
+def judge_score(item: LoggedItem) -> float | None:
     """The item's judge score (mean over judge runs, as aggregated), None when unjudged."""
-    value = (item.get("scores") or {}).get("judge")
+    value = item.scores.get("judge")
     return None if value is None else float(value)
 
 
@@ -239,29 +238,29 @@ def _r(value: Any, digits: int = 4) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
-def index_row(item: Mapping[str, Any], question: str | None) -> list[Any]:
+def index_row(item: LoggedItem, question: str | None) -> list[Any]:
     """The item's row of the run index, in :data:`INDEX_COLUMNS` order."""
-    scores = item.get("scores") or {}
+    scores = item.scores
     ranks = gold_ranks(item)
     ranked = [g["rank"] for g in ranks if g["rank"] is not None]
     return [
-        item["item_id"],
+        item.item_id,
         item.get("conv_id"),
-        int(item["category"]),
-        item.get("question") or question or "",
-        item.get("gold"),
-        item.get("answer"),
+        item.category,
+        item.question or question or "",
+        item.gold,
+        item.answer,
         _r(scores.get("f1")),
         _r(scores.get("bleu1")),
         _r(judge_score(item)),
-        _r(item.get("recall")),
-        _r(item.get("hit")),
+        _r(item.recall),
+        _r(item.hit),
         item.get("context_tokens"),
-        len(item.get("notes") or []),
+        len(item.notes),
         item.get("rounds"),
         min(ranked) if ranked else None,
         sum(1 for g in ranks if g["rank"] is None),
-        _total_tokens(item.get("usage")),
+        _total_tokens(item.usage),
         _total_latency(item.get("latency_s")),
     ]
 
@@ -283,17 +282,17 @@ class NoteTable:
         return self._seen[key]
 
 
-def item_detail(item: Mapping[str, Any], notes: NoteTable) -> dict[str, Any]:
+def item_detail(item: LoggedItem, notes: NoteTable) -> dict[str, Any]:
     """What the item page needs beyond the index row: its notes (as references into ``notes``, with their scores
     and channels as :func:`run_lengths`), retrieved ids when they are not just the notes' turns, gold ranks, IER rounds, judge verdicts,
     usage, latency, the raw reply and the audited scores."""
-    its = item.get("notes") or []
+    its = item.notes
     refs = [notes.ref(n) for n in its]
     scores = [_r(n.get("score"), 6) for n in its]
     channels = ["+".join(n.get("channels") or []) for n in its]
     flat = [str(d) for n in its for d in n.get("dia_ids") or []]
-    retrieved = [str(d) for d in item.get("retrieved_dia_ids") or []]
-    extra = dict(item.get("extra") or {})
+    retrieved = [str(d) for d in item.retrieved_dia_ids]
+    extra = item.extra
     if "round1_dia_ids" in extra:
         extra["round1_dia_ids"] = [str(d) for d in extra["round1_dia_ids"]]
     return {
@@ -301,18 +300,18 @@ def item_detail(item: Mapping[str, Any], notes: NoteTable) -> dict[str, Any]:
         "ns": run_lengths(scores),
         "nc": run_lengths(channels),
         "rid": None if retrieved == flat else encode_ids(retrieved, notes.index),
-        "ev": [str(d) for d in item.get("evidence") or []],
+        "ev": item.evidence,
         "granks": gold_ranks(item),
-        "scores": item.get("scores") or {},
+        "scores": item.scores,
         "extra": extra,
-        "judge": item.get("judge"),
-        "usage": item.get("usage"),
+        "judge": item.judge,
+        "usage": item.usage,
         "latency": item.get("latency_s"),
         "raw": item.get("answer_raw"),
         "prompt": item.get("prompt_version"),
         "prompt_hash": item.get("prompt_hash"),
         "cached": item.get("cached"),
-        "audited": item.get("audited"),
+        "audited": item.audited,
         "slim": "question" not in item,
     }
 
@@ -411,7 +410,7 @@ def paired_category_deltas(a: ViewRun, b: ViewRun) -> list[dict[str, Any]]:
     per :data:`DELTA_METRICS` both runs carry: B minus A in
     percent points, paired per item, with the report's paired bootstrap interval (``paired_delta_ci``)."""
     declared = dataset_of(a.run.config.get("dataset") or {}).categories
-    cats = sorted({int(r["category"]) for r in a.items})
+    cats = sorted({r.category for r in a.items})
     groups: list[tuple[str, tuple[int, ...] | None]] = [(declared.get(c).heading, (c,)) for c in cats]
     headline = declared.headline_ids
     groups.append(("overall", None))
@@ -464,8 +463,8 @@ def build_site_data(runs: Sequence[ViewRun]) -> SiteData:
             if conv_id not in tables:
                 tables[conv_id] = NoteTable({t[0]: i for i, t in enumerate(conv["turns"])} if conv else {})
                 per_conv[conv_id] = {"notes": tables[conv_id].rows, "items": {}}
-            per_conv[conv_id]["items"][item["item_id"]] = item_detail(item, tables[conv_id])
-            rows.append(index_row(item, questions.get(item["item_id"])))
+            per_conv[conv_id]["items"][item.item_id] = item_detail(item, tables[conv_id])
+            rows.append(index_row(item, questions.get(item.item_id)))
         out_runs.append({**run_overview(vr), "cols": list(INDEX_COLUMNS), "rows": rows})
         details.append(per_conv)
     diff = None

@@ -1,4 +1,5 @@
-"""``memcore-view RUN [RUN2] --out DIR [--serve]``: a static site to read a run item by item, or two runs side by side.
+"""A static site to read a run item by item, or two runs side by side (the command: ``memcore-view``,
+:mod:`memcore.commands.view`).
 
 The site is plain files (``index.html``, ``app.js``, ``style.css`` and ``data/*.js``) that open from disk with no
 server: each data file is a script that hands its JSON to the page. Every item's scores are in ``data/run<i>.js``
@@ -9,7 +10,6 @@ server: each data file is a script that hands its JSON to the page. Every item's
 
 from __future__ import annotations
 
-import argparse
 import functools
 import http.server
 import json
@@ -17,7 +17,6 @@ import math
 import os
 import re
 import shutil
-import sys
 import tempfile
 from collections.abc import Sequence
 from importlib import resources
@@ -158,29 +157,3 @@ def serve(out: Path) -> None:
             httpd.serve_forever()
         except KeyboardInterrupt:
             pass
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="memcore-view", description=__doc__.split("\n\n")[0])
-    p.add_argument("runs", nargs="+", metavar="RUN", help="a run dir (live or archived); a second one to compare")
-    p.add_argument("--out", type=Path, required=True, help="folder that receives the site (created or replaced)")
-    p.add_argument("--serve", action="store_true", help="also serve the site on 127.0.0.1 (a free port)")
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Console entry point; user errors print one line and exit 2."""
-    args = _parser().parse_args(argv)
-    try:
-        out = build(args.runs, args.out)
-    except ViewInputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"site written: {out / 'index.html'} (open it in a browser; no server needed)")
-    if args.serve:
-        serve(out)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,5 @@
-"""Console entry points. ``memcore-run`` is the Hydra app (configs/ at the repository root)."""
+"""``memcore-run [overrides…]``: one run, or a sweep with ``-m``; the Hydra app over ``configs/`` at the repository
+root. The run's log is ``<run dir>/cli.log`` (``hydra.job.name`` in ``configs/run.yaml``)."""
 
 from __future__ import annotations
 
@@ -19,16 +20,10 @@ from omegaconf.errors import OmegaConfBaseException
 from threadpoolctl import ThreadpoolController
 
 from memcore import config as schema
-from memcore.commands import quiet_http_logs, viewer_hint
-from memcore.config import CONFIG_DIR, ConfigError
-from memcore.datasets.errors import DataError
-from memcore.itemlog import ItemLogError
-from memcore.llm.backbone import BackboneError
-from memcore.llm.embedders import EmbedderError
-from memcore.llm.local_model import ModelNotFoundError
-from memcore.llm.local_server import LocalServerError
+from memcore.commands.shared import quiet_http_logs, user_errors, viewer_hint
+from memcore.config import CONFIG_DIR
 from memcore.methods import METHODS, NO_BACKBONE, backbone_label
-from memcore.pipeline.runlock import RunDirBusyError, RunDirError, unwritable_line
+from memcore.pipeline.runlock import RunDirBusyError, unwritable_line
 from memcore.redact import secret_overrides
 from memcore.refused_run import remove_refused_run_dir
 from memcore.registry import UnknownNameError
@@ -37,19 +32,6 @@ from memcore.timing import process_age_s
 log = logging.getLogger("memcore")
 
 CONFIG_PATH = str(CONFIG_DIR)
-
-# Errors that are the user's to fix: print one line, exit 2, keep everything already written.
-_USER_ERRORS: tuple[type[BaseException], ...] = ()
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    # the runner loads the evaluation package (nltk, scikit-learn, pandas): kept off --help and composition errors
-    from memcore.runner import RunConflictError
-
-    return (
-        ConfigError, BackboneError, EmbedderError, ModelNotFoundError, LocalServerError, UnknownNameError, RunConflictError, ItemLogError,
-        RunDirBusyError, RunDirError, DataError,
-    )  # fmt: skip
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="run")
@@ -74,7 +56,7 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         log_to_files(logging.WARNING, line)
         print(line, file=sys.stderr)
         return None
-    except _user_errors() as exc:
+    except user_errors() as exc:
         refuse(exc, run_dir, cfg)
     if cfg.get("print_table", True):
         print()
@@ -103,8 +85,6 @@ def skipped_line(run_dir: Path, holder: str) -> str:
     )
 
 
-#: Loggers that write one INFO line per HTTP request (304 lines between the progress bars of one make run;
-#: openai 3.x sends through httpx2 / httpcore2) or per model load.
 def earlier_run_dir(cfg: DictConfig, run_dir: Path) -> Path | None:
     """For a new run dir filed under the backbone ``none`` (a run that calls no LLM): the dir the same run had
     when such runs were filed under their backbone preset's name, if a run was recorded there; else None."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memcore.commands import viewer_hint
+from memcore.commands.shared import viewer_hint
 from memcore.config import CONFIG_DIR
 from memcore.datasets.registry import dataset_kind
 from memcore.eval.probe import load_probe, probe_table

@@ -17,15 +17,16 @@ from omegaconf import DictConfig, OmegaConf
 
 from memcore.datasets.spec import DatasetCategories
 from memcore.eval.bootstrap import bootstrap_ci
+from memcore.itemlog import LoggedItem
 
 #: Where an item record keeps what the published file said about it.
 EXTRA_KEY = "published"
 N_BOOT, BOOT_SEED, ALPHA = 1000, 0, 0.05
 
 
-def item_grade(item: Mapping[str, Any]) -> float | None:
+def item_grade(item: LoggedItem) -> float | None:
     """The vendor judge's verdict on ``item`` (None: not graded, or not an imported item)."""
-    grade = ((item.get("extra") or {}).get(EXTRA_KEY) or {}).get("grade")
+    grade = (item.extra.get(EXTRA_KEY) or {}).get("grade")
     return None if grade is None else float(grade)
 
 
@@ -34,19 +35,19 @@ def words(answer: str | None) -> int:
     return len(str(answer or "").split())
 
 
-def length_stats(items: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+def length_stats(items: Sequence[LoggedItem]) -> dict[str, float | None]:
     """Mean and median answer length in words over ``items``."""
-    lengths = [words(r.get("answer")) for r in items if r.get("answer") is not None]
+    lengths = [words(r.answer) for r in items if r.answer is not None]
     return {
         "mean_words": statistics.fmean(lengths) if lengths else None,
         "median_words": float(statistics.median(lengths)) if lengths else None,
     }
 
 
-def published_answers(published: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def published_answers(published: Mapping[str, Any], items: Sequence[LoggedItem]) -> dict[str, Any]:
     """``run.answer`` of an imported run, in the keys of the harness's answer disclosure: the vendor's answer
     prompt (sampling unknown), answer length over every item and over categories 1-4."""
-    headline = [r for r in items if int(r["category"]) != 5]
+    headline = [r for r in items if r.category != 5]
     lengths, no_adv = length_stats(items), length_stats(headline)
     return {
         "prompt": f"{published.get('answer_prompt') or 'the vendor’s'} [published]",
@@ -58,26 +59,27 @@ def published_answers(published: Mapping[str, Any], items: Sequence[Mapping[str,
         "median_words": lengths["median_words"],
         "mean_words_no_adv": no_adv["mean_words"],
         "median_words_no_adv": no_adv["median_words"],
-        "n_answers": sum(1 for r in items if r.get("answer") is not None),
+        "n_answers": sum(1 for r in items if r.answer is not None),
         "published": True,
     }
 
 
-def _as_judged(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _as_judged(items: Sequence[LoggedItem]) -> list[LoggedItem]:
+    """The graded items as items judged by the vendor's verdict alone (``scores.judge``: the grade)."""
     return [
-        {"item_id": r["item_id"], "conv_id": r["conv_id"], "category": r["category"], "scores": {"judge": g}}
+        LoggedItem(item_id=r.item_id, conv_id=r.conv_id, category=r.category, scores={"judge": g})
         for r in items
         if (g := item_grade(r)) is not None
     ]
 
 
-def _block(graded: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    values = [float(r["scores"]["judge"]) for r in graded]
+def _block(graded: Sequence[LoggedItem]) -> dict[str, Any]:
+    values = [float(r.scores["judge"]) for r in graded]
     return {"judge": statistics.fmean(values) if values else None, "n_graded": len(values)}
 
 
 def published_judge(
-    items: Sequence[Mapping[str, Any]], categories: DatasetCategories, judge: str | None
+    items: Sequence[LoggedItem], categories: DatasetCategories, judge: str | None
 ) -> dict[str, Any] | None:
     """ "J as published" over ``items``: per category, over every item and over the headline categories, each the
     mean of the vendor's verdicts (fractions), the headline with a 95 % bootstrap interval over conversations
@@ -89,9 +91,9 @@ def published_judge(
     by_category = {
         str(cat.id): {"name": cat.title, **_block(group)}
         for cat in categories
-        if (group := [r for r in graded if int(r["category"]) == cat.id])
+        if (group := [r for r in graded if r.category == cat.id])
     }
-    no_adv = [r for r in graded if int(r["category"]) in headline]
+    no_adv = [r for r in graded if r.category in headline]
     out: dict[str, Any] = {
         "judge_name": judge,
         "by_category": by_category,
@@ -125,7 +127,7 @@ def _without_evidence_scores(metrics: dict[str, Any]) -> None:
 def apply_published(
     metrics: dict[str, Any],
     published: Mapping[str, Any],
-    items: Sequence[Mapping[str, Any]],
+    items: Sequence[LoggedItem],
     categories: DatasetCategories,
 ) -> None:
     """Add an imported run's blocks to its ``metrics`` (in place): ``run.published`` (the config's provenance

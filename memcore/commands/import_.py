@@ -18,10 +18,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcore.cli import _user_errors, quiet_http_logs
+from memcore.commands.shared import start_logging, user_errors
+from memcore.eval.judge_flags import add_judge_flags, judge_flags
 from memcore.pipeline.runlock import unwritable_line
 from memcore.published.importer import ImportRequest, import_published
-from memcore.rescore import _key_values
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,21 +48,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--source", help="where the file comes from, 'owner/repo @ commit' (default: a known file's)")
     p.add_argument("--answer-prompt", help="the answer prompt the system used (default: file or source)")
     p.add_argument("--data", help="the LoCoMo file (default: dataset.path's search: $MEMCORE_DATA, ../shared/data)")
-    p.add_argument("--judge", action="store_true", help="re-judge every answer with the harness's judge")
-    p.add_argument("--judge-preset", help="judge preset (default mem0-judge); implies --judge")
-    p.add_argument("--judge-runs", type=int, help="judge runs per item (default: the preset's); implies --judge")
-    p.add_argument("--judge-backbone", help="backbone preset of the judge; implies --judge")
-    p.add_argument("--judge-server", action="append", default=[], metavar="KEY=VALUE", help="eval.judge_server")
+    add_judge_flags(p, judge_help="re-judge every answer with the harness's judge", preset_default="mem0-judge")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; user errors print one line and exit 2."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="[%(asctime)s][%(levelname)s] %(name)s: %(message)s")
-    quiet_http_logs(False)
-    judge = bool(args.judge or args.judge_preset or args.judge_runs or args.judge_backbone or args.judge_server)
+    start_logging(logging.WARNING)
     try:
+        flags = judge_flags(args)
         req = ImportRequest(
             paths=tuple(args.paths),
             layout=args.layout,
@@ -71,11 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             protocol=args.protocol,
             audited=args.audited,
             overwrite=args.overwrite,
-            judge=judge,
-            judge_preset=args.judge_preset or "mem0-judge",
-            judge_runs=args.judge_runs,
-            judge_backbone=args.judge_backbone,
-            judge_server=_key_values(args.judge_server),
+            judge=flags.judge,
+            judge_preset=flags.preset or "mem0-judge",
+            judge_runs=flags.runs,
+            judge_backbone=flags.backbone,
+            judge_server=flags.server,
             answer_model=args.answer_model,
             vendor_judge=args.vendor_judge,
             source=args.source,
@@ -83,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             data_path=args.data,
         )
         result = import_published(req)
-    except _user_errors() as exc:
+    except user_errors() as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
