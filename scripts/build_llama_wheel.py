@@ -7,13 +7,14 @@ builds the package by name). ``--sdist FILE`` uses an sdist already downloaded (
 
 The edit. llama-cpp-python's ``CMakeLists.txt`` forces ``LLAMA_BUILD_COMMON ON`` (a CMake ``FORCE``, so
 ``CMAKE_ARGS`` cannot turn it off). llama.cpp's ``common`` library (argument parsing, chat templates, JSON
-schemas; about 100 of the build's objects, among its slowest to compile) is then built and installed beside the
-package, but the Python package never loads it: it loads ``libllama`` (which links ``libggml``) and, for image
-chat formats only, ``libmtmd``, which the Makefile does not build. The edit turns that one line to ``OFF``, the
-value the same file already sets for its WebAssembly build. With ``common`` off, llama.cpp also skips its tools,
-examples, tests, server and cpp-httplib (all of them need ``common``); the kernels (``ggml-cpu``) and ``libllama``
-are compiled from the same sources with the same flags. The edit is checked: a sdist whose file does not
-contain the forced line exactly once is refused, so a new version needs this script read again.
+schemas; with cpp-httplib, 53 of the 127 objects of an AVX-512 build, among its slowest to compile) is then
+built and installed beside the package, but the Python package never loads it: it loads ``libllama`` (which
+links ``libggml``) and, for image chat formats only, ``libmtmd``, which the Makefile does not build. The edit
+turns that one line to ``OFF``, the value the same file already sets for its WebAssembly build. With ``common``
+off, llama.cpp also skips its tools, examples, tests, server and cpp-httplib (all of them need ``common``); the
+kernels (``ggml-cpu``) and ``libllama`` are compiled from the same sources with the same flags. The edit is
+checked: a sdist whose file does not contain the forced line exactly once is refused, so a new version needs
+this script read again.
 """
 
 from __future__ import annotations
