@@ -10,9 +10,10 @@ ARGS    ?=
 # machine, and never native: a native build (-march=native) enables the AMX kernels a CPU reports, and on virtualized
 # Intel CPUs with AMX its worker threads die with a general protection fault on the first forward pass.
 # scripts/llama_cmake_args.py names each instruction set from /proc/cpuinfo instead: AVX-512 (+ VNNI) where the CPU
-# has it, AVX2/FMA/F16C elsewhere, AMX always off; set LLAMA_CMAKE_ARGS to override. --no-cache-dir: a wheel cached
-# by an earlier build would otherwise be reused whatever CMAKE_ARGS say. The wheel compiles in the background while
-# torch and the other packages download and install.
+# has it, AVX2/FMA/F16C elsewhere, AMX always off; set LLAMA_CMAKE_ARGS to override. scripts/build_llama_wheel.py
+# builds the wheel from the pinned sdist (sha256-checked) without llama.cpp's `common` library, which the package
+# never loads (no wheel cache: a cached wheel would be reused whatever CMAKE_ARGS say). The wheel compiles in the
+# background while torch and the other packages download and install; one pip pass then installs it with the rest.
 LLAMA_CPP_VERSION ?= 0.3.36
 LLAMA_CMAKE_ARGS  ?= $(shell $(PY) scripts/llama_cmake_args.py)
 LLAMA_BUILD_LINE   = $(if $(filter file,$(origin LLAMA_CMAKE_ARGS)),$(shell $(PY) scripts/llama_cmake_args.py --describe),llama.cpp build: LLAMA_CMAKE_ARGS as given)
@@ -24,15 +25,15 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	@echo "$(LLAMA_BUILD_LINE)"
 	@rm -rf $(VENV)/llama-wheel; \
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel --quiet --no-deps --no-cache-dir -w $(VENV)/llama-wheel \
-	  'llama-cpp-python==$(LLAMA_CPP_VERSION)' >$(VENV)/llama-build.log 2>&1 & build=$$!; \
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python scripts/build_llama_wheel.py --version $(LLAMA_CPP_VERSION) \
+	  --out $(VENV)/llama-wheel >$(VENV)/llama-build.log 2>&1 & build=$$!; \
 	echo "pip install torch==2.13.0 (CPU: an unpinned torch would pull a multi-GB CUDA build), .[mem0,dev], the $(CI_MODEL) model"; \
 	$(BIN)/pip install --quiet torch==2.13.0 && $(BIN)/pip install --quiet -e '.[mem0,dev]' && \
 	  $(BIN)/python scripts/get_local_model.py --model $(CI_MODEL) >/dev/null; rc=$$?; \
 	wait $$build || { tail -n 30 $(VENV)/llama-build.log; echo "error: compiling llama-cpp-python failed (log: $(VENV)/llama-build.log)"; exit 1; }; \
 	[ $$rc -eq 0 ] || exit $$rc
-	$(BIN)/pip install --quiet "$$(ls $(VENV)/llama-wheel/llama_cpp_python-*.whl)[server]" && rm -rf $(VENV)/llama-wheel
-	$(BIN)/pip install --quiet -e '.[local,mem0,dev]'
+	$(BIN)/pip install --quiet "$$(ls $(VENV)/llama-wheel/llama_cpp_python-*.whl)[server]" -e '.[local,mem0,dev]'
+	rm -rf $(VENV)/llama-wheel
 	# A one-token completion on the freshly built server (the 0.5B model, assembled above): a build that crashes
 	# says so now, in one line, instead of as connection errors ten minutes into a run.
 	$(BIN)/python -m memcore.llm.selfcheck --model $(CI_MODEL)
