@@ -87,7 +87,7 @@ IMAGE_CAPTIONS = ("none", "shares")
 @dataclass(frozen=True)
 class FullContextConfig:
     name: str = "full_context"
-    context_budget_tokens: int | None = knob(None, rule=POS)  # None: the backbone preset's budget
+    prompt_token_cap: int | None = knob(None, rule=POS)  # None: the backbone preset's prompt_token_cap
     answer_reserve_tokens: int = PER_QA_TOKEN_BUDGET  # room kept for the answer (per question)
     prompt_reserve_tokens: int | None = None  # room for the answer prompt around context + question; None: measured
     # none: as the official code writes locomo10.json (no caption) | shares: a [shares <caption>] line
@@ -175,9 +175,9 @@ class FullContext:
         return self.cfg.protocol == "locomo"
 
     def build(self, reserve: int = 0, max_turns: int | None = None, limit: int | None = None) -> Evidence:
-        """The context for a prompt that needs ``reserve`` tokens besides it; ``max_turns`` (``eval.budget``)
+        """The context for a prompt that needs ``reserve`` tokens besides it; ``max_turns`` (``eval.note_cap``)
         also caps the number of turns, so the run gets as many notes as every other method; ``limit``
-        (``eval.context_tokens``) caps the context's own tokens, header included."""
+        (``eval.token_cap``) caps the context's own tokens, header included."""
         header = conversation_header(*self._speakers())
         limit = self.budget - reserve if limit is None else min(limit, self.budget - reserve)
         used = count_tokens(header)
@@ -214,7 +214,7 @@ class FullContext:
         )
 
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
-        """The most recent turns that fit; ``budget`` (``eval.budget``) keeps at most that many turns."""
+        """The most recent turns that fit; ``budget`` (``eval.note_cap``) keeps at most that many turns."""
         reserve = self.reserve_tokens(query)
         key = (reserve, budget)
         with self._lock:
@@ -428,7 +428,7 @@ class BatchedFullContext(FullContext):
 
 def _factory(ctx: MethodContext) -> FullContext:
     cfg = FullContextConfig(**ctx.config)
-    budget = cfg.context_budget_tokens or int(ctx.extras.get("context_budget_tokens", 6000))
+    budget = cfg.prompt_token_cap or int(ctx.extras.get("prompt_token_cap", 6000))
     conv = ctx.conversation
     speakers = (conv.speaker_a, conv.speaker_b)
     if cfg.batch_size > 1:
@@ -452,7 +452,7 @@ def run_image_captions(method_cfg: dict[str, Any]) -> str:
 def full_conversation_tokens(
     budget: int | None = None, conversations: Sequence[Conversation] | None = None, image_captions: str = "none"
 ) -> float:
-    """Mean size (approximate tokens, ``memcore.text.count_tokens``, the unit of items' ``context_tokens``)
+    """Mean size (approximate tokens, ``memcore.text.count_tokens``, the unit of items' ``tokens_used``)
     of the context full_context builds for a whole conversation under ``budget``: each of ``conversations``
     (default: all of LoCoMo), with its ``image_captions`` setting."""
     if conversations is None:
@@ -475,7 +475,7 @@ def _whole_context_tokens(
 
 BAD_CONFIGS: tuple[BadConfig, ...] = (
     (("method.answer_reserve_tokens=-5",), ("method.answer_reserve_tokens=-5", ">= 0")),
-    (("method.context_budget_tokens=0",), ("method.context_budget_tokens=0", ">= 1")),
+    (("method.prompt_token_cap=0",), ("method.prompt_token_cap=0", ">= 1")),
     (("method.batch_size=20",), ("batch_size=20", "protocol=locomo")),
     (("method.image_captions=inline",), ("method.image_captions='inline'", "none, shares")),
 )

@@ -69,7 +69,7 @@ class RAGConfig(TurnPackingKnobs):
     context_format: str = knob("notes", build=True, rule=Rule(choices=CONTEXT_FORMATS))
     # locomo format only: none (the official dialog database, clean_text) | inline ("[shares an image: …]" kept)
     locomo_captions: str = knob("none", build=True, rule=Rule(choices=LOCOMO_CAPTIONS))
-    # under eval.context_tokens (retrieve_within): the frame, cues and windows of TurnPackingKnobs
+    # under eval.token_cap (retrieve_within): the frame, cues and windows of TurnPackingKnobs
     # (memcore/packing/knobs.py), as MemCoRe's packer; pack_window_dense needs the dense vectors (retriever dense
     # or hybrid)
 
@@ -268,7 +268,7 @@ def _check_retriever(name: str, cfg: dict[str, Any], ablation: dict[str, Any]) -
 
 
 #: RAG knobs added after runs were recorded, with the value that reproduces those runs (the packing frame, cues and
-#: session windows under eval.context_tokens: all off).
+#: session windows under eval.token_cap: all off).
 ADDED_KEY_DEFAULTS: dict[str, Any] = dict(TURN_KNOB_DEFAULTS)
 
 

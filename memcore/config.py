@@ -6,6 +6,7 @@ the selected method's ``MethodSpec.ablation_schema`` (a method without one: the 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import typing
 from dataclasses import dataclass, field
@@ -15,9 +16,12 @@ from typing import Any, TypeVar
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from memcore.config_aliases import RENAMED, RenameConflictError, rename_config_keys
 from memcore.datasets.registry import DEFAULT_DATASET_KIND
 from memcore.errors import ConfigError as ConfigError  # the one ConfigError, re-exported
 from memcore.methods import METHODS
+
+log = logging.getLogger(__name__)
 
 #: The Hydra config tree (``configs/`` at the repository root): ``run.yaml`` and one directory per group.
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
@@ -39,7 +43,7 @@ class BackboneConfig:
     server_threads: int | None = None
     exclusive: bool = True  # one local llama.cpp server per machine at a time (they'd share the cores)
     prompt_cache_mb: int = 0  # llamacpp: RAM for KV states of past prompts (longest-prefix reuse); 0 = off
-    context_budget_tokens: int = 6000
+    prompt_token_cap: int = 6000  # tokens of one answer prompt (context + question), < n_ctx
     max_concurrency: int = 2
     timeout_s: float = 600.0
     max_attempts: int = 8
@@ -131,10 +135,11 @@ class EvalConfig:
     judge_server: dict[str, Any] = field(default_factory=dict)
     audited: bool = False
     audit_path: str | None = None
-    budget: int | None = None
-    token_budgets: list[int] = field(default_factory=lambda: [500, 1000, 2000])
+    note_cap: int | None = None  # at most this many notes per question for every method; null: each method's own
+    # the token caps the report's recall@cap prefixes are cut at (metrics.json recall_at_budget)
+    report_token_caps: list[int] = field(default_factory=lambda: [500, 1000, 2000])
     # every method hands the answerer at most this many context tokens (memcore.packing.budget); null: no cap
-    context_tokens: int | None = None
+    token_cap: int | None = None
     # harness: the run protocol's answer prompt for every method | upstream: each method's own (memcore.eval.upstream)
     answer_prompt: str = "harness"
     # registered metrics (memcore.metrics) scored for every item beyond the protocol's, e.g. [session_hit]
@@ -200,10 +205,35 @@ def _schema_error(exc: OmegaConfBaseException, prefix: str = "") -> ConfigError:
     )
 
 
+def _schema_default(dotted: str) -> Any:
+    """The schema default of a dotted ``eval.*`` / ``backbone.*`` key."""
+    section, key = dotted.split(".")
+    cls = {"eval": EvalConfig, "backbone": BackboneConfig}[section]
+    f = next(f for f in dataclasses.fields(cls) if f.name == key)
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+
+
+def with_new_key_names(cfg: DictConfig, *, warn: bool = True) -> DictConfig:
+    """``cfg`` with every renamed key (:data:`memcore.config_aliases.RENAMED`) under its new name, one warning line
+    per old spelling found when ``warn`` (a YAML preset written with the old names; a recorded run's
+    ``config.yaml`` is read quietly); ``cfg`` itself when it has none."""
+    tree = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(tree, dict)
+    defaults = {new: _schema_default(new) for new in RENAMED.values() if new.split(".")[0] in ("eval", "backbone")}
+    try:
+        renamed, lines = rename_config_keys(tree, defaults)
+    except RenameConflictError as exc:
+        raise ConfigError(str(exc)) from None
+    for line in lines if warn else ():
+        log.warning(line)
+    return OmegaConf.create(renamed) if lines else cfg
+
+
 def validate(cfg: DictConfig) -> DictConfig:
-    """Merge ``cfg`` (minus the ``hydra`` node) into the schema, the ``ablation`` node into the selected method's
-    (:func:`ablation_schema`); raise ConfigError naming the key."""
+    """Merge ``cfg`` (minus the ``hydra`` node; old key names renamed, :func:`with_new_key_names`) into the schema,
+    the ``ablation`` node into the selected method's (:func:`ablation_schema`); raise ConfigError naming the key."""
     plain = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]) if "hydra" in cfg else cfg
+    plain = with_new_key_names(plain)
     try:
         merged = OmegaConf.merge(OmegaConf.structured(RunConfig), plain)
         OmegaConf.resolve(merged)

@@ -187,7 +187,7 @@ class MethodSpec:
     snapshot key then includes the backbone). ``build_cpu_bound``: when set and ``ingest_uses_llm`` is false, the
     runner builds each conversation's memory in a worker process (threads would share one core under the GIL);
     cheap builds stay in threads, where starting a process would cost more than the build. ``budget_counts``
-    says what ``eval.budget=B`` caps (B notes in all for every method; a method whose notes are something else,
+    says what ``eval.note_cap=B`` caps (B notes in all for every method; a method whose notes are something else,
     such as full_context's turns, says so), printed beside its numbers.
     ``added_key_defaults``: method knobs added after runs were recorded, with the value that reproduces those
     runs; at that value a knob is left out of the run's result fields, so a run recorded before it still resumes.
@@ -230,7 +230,7 @@ class MethodSpec:
     description: str = ""
     build_cpu_bound: bool = False  # building costs seconds of CPU per conversation (not LLM waits): see above
     staged_ingest: bool = False  # its systems are ``StagedIngest``: progress shows an ingest bar before the build bar
-    budget_counts: str = "notes"  # what one unit of ``eval.budget`` is in its evidence (tables disclose it)
+    budget_counts: str = "notes"  # what one unit of ``eval.note_cap`` is in its evidence (tables disclose it)
     # "module:ATTRIBUTE" of its upstream answer prompt (memcore.eval.upstream.UpstreamAnswer); "": none, so
     # eval.answer_prompt=upstream keeps the harness's prompt for it
     upstream_answer: str = ""

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memcore.config_aliases import tokens_used
+
 log = logging.getLogger(__name__)
 
 
@@ -119,8 +121,9 @@ class LoggedItem(dict[str, Any]):
         return list(self.get("retrieved_dia_ids") or [])
 
     @property
-    def context_tokens(self) -> int:
-        return int(self.get("context_tokens") or 0)
+    def tokens_used(self) -> int:
+        """Tokens of the context handed to the answerer (``context_tokens`` in logs written before the rename)."""
+        return tokens_used(self)
 
     @property
     def extra(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from memcore.config import CONFIG_DIR, ConfigError
+from memcore.config import CONFIG_DIR, ConfigError, with_new_key_names
 from memcore.eval.aggregate import format_table
 from memcore.eval.judge import judge_run_info
 from memcore.eval.judge_estimate import judge_estimate
@@ -101,7 +101,7 @@ def rescore(
     if (out_dir / "items.jsonl").exists():
         raise ConfigError(f"{out_dir} already holds items.jsonl; pick an empty --out directory")
     out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails here, before any work
-    old = OmegaConf.load(src_cfg)
+    old = with_new_key_names(OmegaConf.load(src_cfg), warn=False)
     assert isinstance(old, DictConfig)
     cfg = rescored_config(
         old,

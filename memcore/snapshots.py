@@ -21,6 +21,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from memcore.config_aliases import snapshot_spelling
 from memcore.interfaces import MemorySystem, MethodSpec
 from memcore.llm.cache import stable_hash
 from memcore.types import Conversation
@@ -79,7 +80,7 @@ def construction_fields(
     return {
         "format_version": FORMAT_VERSION,
         "method": spec.name,
-        "construction": {k: method_cfg.get(k) for k in spec.construction_keys},
+        "construction": {snapshot_spelling(k): method_cfg.get(k) for k in spec.construction_keys},
         "switches": {k: ablation.get(k, True) for k in spec.construction_switches},
         "backbone": backbone_model if uses_llm else None,
         "seed": seed if uses_llm else None,

@@ -80,7 +80,7 @@ BACKBONE_RULES: dict[str, Rule] = {
     "n_ctx": Rule(lo=256),
     "server_threads": POS,
     "prompt_cache_mb": NONNEG,
-    "context_budget_tokens": POS,
+    "prompt_token_cap": POS,
     "max_concurrency": POS,
     "timeout_s": Rule(lo=0, lo_open=True),
     "max_attempts": POS,
@@ -102,8 +102,8 @@ PROTOCOL_RULES: dict[str, Rule] = {
     "max_tokens": POS,
 }
 EVAL_RULES: dict[str, Rule] = {
-    "budget": POS,
-    "context_tokens": POS,
+    "note_cap": POS,
+    "token_cap": POS,
     "answer_prompt": Rule(choices=("harness", "upstream")),  # memcore.eval.upstream.ANSWER_PROMPTS
 }
 RUN_RULES: dict[str, Rule] = {"concurrency": POS, "build_processes": NONNEG}
@@ -163,16 +163,16 @@ def validate_run(cfg: DictConfig) -> None:
         if rule is not None and not rule.ok(value):
             raise bad_value(f"eval.judge_server.{key}", value, rule.describe(), "eval")
     b = c["backbone"]
-    if b["kind"] == "llamacpp" and b["context_budget_tokens"] >= b["n_ctx"]:
+    if b["kind"] == "llamacpp" and b["prompt_token_cap"] >= b["n_ctx"]:
         raise bad_value(
-            "backbone.context_budget_tokens",
-            b["context_budget_tokens"],
+            "backbone.prompt_token_cap",
+            b["prompt_token_cap"],
             f"< backbone.n_ctx ({b['n_ctx']}): the answer prompt must fit the server's context",
             f"backbone {b['name']}",
         )
-    for budget in c["eval"].get("token_budgets") or []:
-        if not POS.ok(budget):
-            raise bad_value("eval.token_budgets", c["eval"]["token_budgets"], "a list of integers >= 1", "eval")
+    for cap in c["eval"].get("report_token_caps") or []:
+        if not POS.ok(cap):
+            raise bad_value("eval.report_token_caps", c["eval"]["report_token_caps"], "a list of integers >= 1", "eval")
     check_dataset(c)
     check_cache_mode(c.get("cache_mode"))
     if c.get("on_locked_run") not in ON_LOCKED_RUN:

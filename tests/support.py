@@ -23,6 +23,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
 
 from memcore.commands.run import CONFIG_PATH
+from memcore.config_aliases import rename_overrides
 from memcore.datasets.errors import DataError
 from memcore.datasets.locomo.categories import Category
 from memcore.datasets.locomo.paths import resolve_audit_path, resolve_locomo_path
@@ -80,9 +81,10 @@ def published_dir_or_skip() -> Path:
 
 # ---------------------------------------------------------------- config
 def compose_config(overrides: Sequence[str], *, hydra: bool = False) -> DictConfig:
-    """``configs/run.yaml`` composed with ``overrides`` (with Hydra's own node when ``hydra``), as is."""
+    """``configs/run.yaml`` composed with ``overrides`` (with Hydra's own node when ``hydra``), as is; an old key
+    name is respelled as ``memcore-run`` respells it."""
     with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
-        return compose(config_name="run", overrides=list(overrides), return_hydra_config=hydra)
+        return compose(config_name="run", overrides=rename_overrides(overrides)[0], return_hydra_config=hydra)
 
 
 def compose_run(root: Path, overrides: Sequence[str]) -> DictConfig:

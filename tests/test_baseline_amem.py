@@ -103,7 +103,7 @@ def test_consolidation_rebuilds_documents_after_threshold() -> None:
 
 def test_retrieve_uses_query_keywords_timestamps_and_links() -> None:
     mem, backbone = _build(AMemLLM())
-    mem.cfg = dataclasses.replace(mem.cfg, retrieve_k=1)  # k = 1 (eval.budget now also caps the linked notes)
+    mem.cfg = dataclasses.replace(mem.cfg, retrieve_k=1)  # k = 1 (eval.note_cap now also caps the linked notes)
     ev = mem.retrieve("When did Caroline go to the support group?")
     assert ev.extra["amem_query"] == "LGBTQ support group"
     assert backbone.calls_by_stage()["retrieve"] == 1
@@ -133,7 +133,7 @@ def _manual_memory(links: list[list[int]]) -> AMem:
 
 def test_neighbour_cap_mirrors_their_shared_counter() -> None:
     mem = _manual_memory([[2, 3, 1], [3], [], []])
-    mem.cfg = dataclasses.replace(mem.cfg, retrieve_k=2)  # k = 2 (eval.budget now also caps the linked notes)
+    mem.cfg = dataclasses.replace(mem.cfg, retrieve_k=2)  # k = 2 (eval.note_cap now also caps the linked notes)
     ev = mem.retrieve("query")
     # k=2: note 0, its neighbours 2 and 3 (j→2), neighbour 1 (added, then break); note 1, neighbour 3, break
     assert [line.split("memory content: ")[1].split("memory context")[0] for line in ev.context.splitlines()] == [
@@ -216,7 +216,7 @@ def test_neighbour_counter_per_note_follows_the_upstream_fix() -> None:
 
 
 def test_budget_counts_linked_neighbours() -> None:
-    """eval.budget=B gives at most B distinct notes, linked neighbours included (k alone would give 4 here)."""
+    """eval.note_cap=B gives at most B distinct notes, linked neighbours included (k alone would give 4 here)."""
     mem = _manual_memory([[2, 3, 1], [3], [], []])
     ev = mem.retrieve("query", budget=2)
     assert [n.note_id for n in ev.notes] == ["amem-0", "amem-2"]

@@ -471,16 +471,16 @@ def test_extraction_reply_budget_is_upstreams_capped_by_the_backbone() -> None:
             assert (kw["temperature"], kw["top_p"], kw["seed"]) == (0.1, 0.1, 0)
             return self.inner.complete(messages, **kw)
 
-    for context_tokens, expect in ((None, 16000), (120000, 16000), (6000, None), (1000, 256)):
+    for prompt_token_cap, expect in ((None, 16000), (120000, 16000), (6000, None), (1000, 256)):
         bb = Recording()
-        mem = LightMem(cfg, lambda bb=bb: bb, lambda: TopicEmbedder(), context_tokens=context_tokens)
+        mem = LightMem(cfg, lambda bb=bb: bb, lambda: TopicEmbedder(), prompt_token_cap=prompt_token_cap)
         for t in TURNS:
             mem.ingest(t)
         mem.finalize()
         budget = bb.max_tokens[0]
         seen.append(budget)
         if expect is not None:
-            assert budget == expect, context_tokens
+            assert budget == expect, prompt_token_cap
     prompt_tokens = 6000 - seen[2]
     assert 1000 < prompt_tokens < 3000  # 6,000 minus the upstream prompt and the batch
 

@@ -103,7 +103,7 @@ def test_provenance_maps_memories_to_their_add_call(tmp_path: Path) -> None:
 
 def test_retrieve_searches_each_speaker_in_their_layout(tmp_path: Path) -> None:
     mem, _ = _memory(tmp_path, Mem0ExtractorLLM())
-    mem.cfg = dataclasses.replace(mem.cfg, top_k=2)  # top_k per speaker (eval.budget now caps the total)
+    mem.cfg = dataclasses.replace(mem.cfg, top_k=2)  # top_k per speaker (eval.note_cap now caps the total)
     ev = mem.retrieve("What did Caroline do at the LGBTQ support group?")
     assert len(ev.notes) == 4  # top 2 per speaker
     assert [n.channels for n in ev.notes] == [("mem0:Caroline",)] * 2 + [("mem0:Melanie",)] * 2
@@ -121,7 +121,7 @@ def test_retrieve_searches_each_speaker_in_their_layout(tmp_path: Path) -> None:
 
 
 def test_budget_counts_both_speakers(tmp_path: Path) -> None:
-    """eval.budget=B: B notes in all (the B best by score over both speakers), not B per speaker."""
+    """eval.note_cap=B: B notes in all (the B best by score over both speakers), not B per speaker."""
     mem, _ = _memory(tmp_path, Mem0ExtractorLLM())
     per_speaker = mem.retrieve("What did Caroline do at the LGBTQ support group?")
     ev = mem.retrieve("What did Caroline do at the LGBTQ support group?", budget=3)

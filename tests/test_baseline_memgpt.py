@@ -490,7 +490,7 @@ def test_context_window_is_memgpts_own_sizing(tmp_path, compose) -> None:
             story_conversation(),
             tmp_path,
             backbone=lambda: ScriptedBackbone(lambda m: _call("done")),
-            extras={"context_budget_tokens": budget},
+            extras={"prompt_token_cap": budget},
         )
 
     assert SPEC.factory(ctx({"name": "memgpt"}, 30000)).window == 8192
@@ -507,7 +507,7 @@ def test_a_window_too_small_for_the_system_message_and_core_memory_is_refused() 
     with pytest.raises(ValueError, match=f"cannot hold MemGPT's system message and a full core memory .{need} tokens"):
         config_from_dict({"context_window_tokens": need - 1})
     with pytest.raises(ValueError, match="capped at the backbone's prompt budget"):
-        config_from_dict({"backbone_window_tokens": 1000})
+        config_from_dict({"prompt_token_cap": 1000})
     assert config_from_dict({"context_window_tokens": need}).context_window_tokens == need
 
 
@@ -537,7 +537,7 @@ def test_system_prompt_is_memgpt_chat_verbatim_then_the_framing() -> None:
 
 
 def test_budget_caps_all_notes_hits_first() -> None:
-    """eval.budget=B: B notes in all, main context included: hits, then the newest FIFO turns, then core."""
+    """eval.note_cap=B: B notes in all, main context included: hits, then the newest FIFO turns, then core."""
     notes = [
         EvidenceNote("core:Alice:0", "Alice: has a dog", ("D1:1",), 1.0, ("core",)),
         EvidenceNote("summary", "earlier things", (), 1.0, ("summary",)),

@@ -46,8 +46,8 @@ HARNESS_BAD_VALUES: list[tuple[list[str], list[str]]] = [
     (["+backbone.timeout_s=0"], ["backbone.timeout_s=0", "> 0"]),
     (["backbone=local-small", "backbone.n_ctx=100"], ["backbone.n_ctx=100", ">= 256"]),
     (
-        ["backbone=local", "backbone.context_budget_tokens=9000"],
-        ["backbone.context_budget_tokens=9000", "< backbone.n_ctx"],
+        ["backbone=local", "backbone.prompt_token_cap=9000"],
+        ["backbone.prompt_token_cap=9000", "< backbone.n_ctx"],
     ),
     (["backbone=gpt-4o-mini", "backbone.max_concurrency=0"], ["backbone.max_concurrency=0", ">= 1"]),
     (["backbone.kind=openai"], ["backbone.kind='openai'", "Known: llamacpp"]),
@@ -55,11 +55,11 @@ HARNESS_BAD_VALUES: list[tuple[list[str], list[str]]] = [
     (["embedder=minilm", "+embedder.batch_size=-1"], ["embedder.batch_size=-1", ">= 1"]),
     (["embedder=minilm", "embedder.threads=0"], ["embedder.threads=0", ">= 1"]),
     # eval, dataset, protocol, run
-    (["eval.budget=0"], ["eval.budget=0", ">= 1"]),
-    (["eval.context_tokens=0"], ["eval.context_tokens=0", ">= 1"]),
-    (["eval.context_tokens=-5"], ["eval.context_tokens=-5", ">= 1"]),
-    (["eval.context_tokens=abc"], ["'abc'", "eval.context_tokens"]),
-    (["eval.token_budgets=[500,0]"], ["eval.token_budgets=[500, 0]", "integers >= 1"]),
+    (["eval.note_cap=0"], ["eval.note_cap=0", ">= 1"]),
+    (["eval.token_cap=0"], ["eval.token_cap=0", ">= 1"]),
+    (["eval.token_cap=-5"], ["eval.token_cap=-5", ">= 1"]),
+    (["eval.token_cap=abc"], ["'abc'", "eval.token_cap"]),
+    (["eval.report_token_caps=[500,0]"], ["eval.report_token_caps=[500, 0]", "integers >= 1"]),
     (["eval.answer=maybe"], ["'maybe'", "eval.answer"]),
     (["eval.answer_prompt=paper"], ["eval.answer_prompt='paper'", "harness, upstream"]),
     (
@@ -67,8 +67,8 @@ HARNESS_BAD_VALUES: list[tuple[list[str], list[str]]] = [
         ["eval.answer_prompt=upstream", "protocol.temperature=0.2", "eval.answer_prompt=harness"],
     ),
     (
-        ["method=lightmem", "eval.answer_prompt=upstream", "eval.context_tokens=500"],
-        ["eval.answer_prompt=upstream", "eval.context_tokens", "lightmem"],
+        ["method=lightmem", "eval.answer_prompt=upstream", "eval.token_cap=500"],
+        ["eval.answer_prompt=upstream", "eval.token_cap", "lightmem"],
     ),
     (
         ["method=rag_locomo", "eval.answer_prompt=upstream", "method.context_format=notes"],
@@ -148,6 +148,20 @@ def test_bad_value_is_one_line_exit_2_before_any_work(
     results = tmp_path / "results"
     assert not (tmp_path / "run" / "items.jsonl").exists()
     assert not (results / "cache").exists() and not (results / "snapshots").exists()  # no work started
+
+
+@pytest.mark.e2e  # ~1 s (Hydra composition)
+def test_an_old_key_name_on_the_command_line_works_as_its_new_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd
+) -> None:
+    """``eval.budget=0`` (the name before the rename) is read as ``eval.note_cap=0``: one line names the new key,
+    then the range check refuses it under the new name."""
+    code = _run_cli(tmp_path, ["eval.budget=0"], monkeypatch)
+    err = capfd.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert lines[0] == "eval.budget is renamed: use eval.note_cap", err
+    assert len(lines) == 2 and lines[1].startswith("error: ") and "eval.note_cap=0" in lines[1], err
 
 
 @pytest.mark.e2e  # ~1 s per case (Hydra composition and the data file read)

@@ -21,7 +21,7 @@ from memcore.types import Conversation, QAItem
 from tests.support import story_conversation
 from tests.test_worker_retrieval import cheap_build_job
 
-SETTINGS = PredictSettings(budget=5, context_tokens=60, answer=False, method="memcore-cheap")
+SETTINGS = PredictSettings(note_cap=5, token_cap=60, answer=False, method="memcore-cheap")
 
 
 class Recording:

@@ -31,7 +31,7 @@ def _run(name: str, recalls: list[float], *, ablation: str = "none", tokens: int
     return RunData(
         Path(name),
         {"run": {"method": "memcore-cheap", "ablation": ablation}},
-        config={"method": method, "eval": {"context_tokens": tokens}},
+        config={"method": method, "eval": {"token_cap": tokens}},
         _items=items,
     )
 
@@ -76,7 +76,7 @@ def test_two_default_runs_at_one_budget_must_agree_item_by_item() -> None:
 def test_split_recall_gives_each_split_and_the_margin_over_the_reference() -> None:
     def run(name: str, method: str, recalls: dict[str, float]) -> RunData:
         items = [LoggedItem(item_id=f"{conv}-q", conv_id=conv, category=2, recall=r) for conv, r in recalls.items()]
-        config = {"method": {"name": method}, "eval": {"context_tokens": 500}}
+        config = {"method": {"name": method}, "eval": {"token_cap": 500}}
         return RunData(Path(name), {"run": {"method": method}}, config=config, _items=items)
 
     ref = run("ref", "rag_hybrid", {"conv-26": 0.5, "conv-44": 0.0})

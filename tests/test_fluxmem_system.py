@@ -468,7 +468,7 @@ def test_stage1_upstream_fusion_over_the_dense_pool(tmp_path: Path) -> None:
 
 
 def test_budget_counts_episodes_and_skills(tmp_path: Path) -> None:
-    """eval.budget=B: B notes in all at Stage 1; semantic nodes make room for past episodes."""
+    """eval.note_cap=B: B notes in all at Stage 1; semantic nodes make room for past episodes."""
     mem, _ = build(
         FluxMemLLM(),
         tmp_path,

@@ -223,8 +223,8 @@ def test_config_rejects_unknown_keys_and_bad_values() -> None:
 
 def test_yaml_configs_mirror_the_dataclass() -> None:
     base = yaml.safe_load((REPO / "configs/method/fluxmem.yaml").read_text())
-    assert base["budget"] == "${eval.budget}"  # resolved by Hydra (null unless eval.budget is set)
-    cfg = FluxMemConfig.from_dict({**base, "budget": None})
+    assert base["note_cap"] == "${eval.note_cap}"  # resolved by Hydra (null unless eval.note_cap is set)
+    cfg = FluxMemConfig.from_dict({**base, "note_cap": None})
     assert cfg == FluxMemConfig()  # every default in the YAML equals the code's
     assert set(base) == {f for f in FluxMemConfig.__dataclass_fields__}
     for name, key in (("fluxmem-no-refine", "refine"), ("fluxmem-no-consolidate", "consolidate")):

@@ -49,7 +49,7 @@ def _system(tmp_path, responder, batch_size: int, **cfg) -> tuple[BatchedFullCon
         conv,
         tmp_path,
         backbone=lambda: bb,
-        extras={"context_budget_tokens": 6000, "seed": 7},
+        extras={"prompt_token_cap": 6000, "seed": 7},
     )
     system = SPEC.factory(ctx)
     assert isinstance(system, BatchedFullContext) and isinstance(system, SelfAnsweringMemory)

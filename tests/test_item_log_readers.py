@@ -40,7 +40,7 @@ def test_a_log_reads_as_typed_items_that_are_the_lines_as_written(tmp_path: Path
     got = read_log(path)
     assert got.torn_bytes == 0 and [type(r) for r in got.items] == [LoggedItem, LoggedItem]
     first = got.items[0]
-    assert (first.item_id, first.category, first.recall, first.retrieved_dia_ids, first.context_tokens) == (
+    assert (first.item_id, first.category, first.recall, first.retrieved_dia_ids, first.tokens_used) == (
         "c#0",
         1,
         0.5,

@@ -1,5 +1,5 @@
 """Evidence packing: MemCoRe's ranked notes as an index of raw turns, and the context-token budget
-every method's evidence is cut by (``eval.context_tokens``)."""
+every method's evidence is cut by (``eval.token_cap``)."""
 
 from __future__ import annotations
 
@@ -134,25 +134,25 @@ def test_the_summary_line_is_charged_and_carries_no_dia_ids(tmp_path: Path) -> N
     assert count_tokens(ev.render()) <= 200
 
 
-# ------------------------------------------------------------------ eval.context_tokens, every method
+# ------------------------------------------------------------------ eval.token_cap, every method
 @pytest.mark.usefixtures("locomo_path")
 @pytest.mark.parametrize("method", METHODS)
-def test_every_method_hands_over_at_most_context_tokens(method: str, tmp_path: Path) -> None:
+def test_every_method_hands_over_at_most_token_cap(method: str, tmp_path: Path) -> None:
     overrides = [
         f"method={method}",
         "dataset=locomo-tiny",
         "dataset.max_qa=3",
         "embedder=hashing",
         "backbone=scripted",
-        "eval.context_tokens=60",
+        "eval.token_cap=60",
         "concurrency=1",
     ]
     run_config(compose_run(tmp_path, overrides), tmp_path / "run")
     items = read_items(tmp_path / "run" / "items.jsonl")
     assert len(items) == 3
-    assert max(int(r["context_tokens"]) for r in items) <= 60
+    assert max(int(r["tokens_used"]) for r in items) <= 60
     info = json.loads((tmp_path / "run" / "metrics.json").read_text())["run"]["evidence"]
-    assert info["context_tokens"] == 60 and info["max_context_tokens"] <= 60
+    assert info["token_cap"] == 60 and info["max_context_tokens"] <= 60
     for r in items:  # recall is scored on the dia_ids that are in the context, nothing else
         assert set(r["retrieved_dia_ids"]) == {d for n in r["notes"] for d in n["dia_ids"]}
 

@@ -51,7 +51,7 @@ def test_oracle_items_score_the_gold_turns_in_the_packing_line_format() -> None:
     turn = {t.dia_id: t for t in conv.turns}["D1:3"]
     assert turn_line(turn) == f"[{turn.session_time_raw}] {turn.speaker}: {turn.text}"
     assert got[0]["retrieved_dia_ids"] == ["D1:3"] and got[0]["recall"] == 1.0
-    assert got[0]["context_tokens"] == count_tokens(turn_line(turn))
+    assert got[0]["tokens_used"] == count_tokens(turn_line(turn))
     assert got[-1]["recall"] is None and got[-1]["retrieved_dia_ids"] == []
 
 

@@ -43,7 +43,7 @@ def test_secret_overrides_are_the_key_like_names_with_a_value_that_is_not_a_numb
         f"++backbone.extra_body.note=use {SECRET}",
         "backbone.api_key_env=OPENAI_API_KEY",  # names a variable
         "method.k_key=10",  # keywords taken by the keyword channel
-        "eval.context_tokens=2000",
+        "eval.token_cap=2000",
         "~backbone.api_key",
         "backbone.token=null",
     ]
@@ -92,7 +92,7 @@ def test_a_secret_override_is_refused_before_anything_is_written(
     ("override", "fragment"),
     [
         ("dataset.item_ids=[]", "dataset.item_ids=[]"),
-        ("eval.context_tokens=-3", "eval.context_tokens=-3"),
+        ("eval.token_cap=-3", "eval.token_cap=-3"),
         ("concurrency=0", "concurrency=0"),
     ],
     ids=["empty-selection", "context-tokens", "concurrency"],

@@ -435,7 +435,7 @@ def test_paired_delta_interval_by_hand() -> None:
 
 
 def _set_config(path: Path, *, experiment: str, budget: int, ier: bool, ablation: str) -> None:
-    """The run's config.yaml as the runner writes it: experiment, K (eval.budget) and the ablation switches."""
+    """The run's config.yaml as the runner writes it: experiment, K (eval.note_cap) and the ablation switches."""
     switches = {s: True for s in ("update", "merge", "link", "denoise", "topic", "keyword", "neighbor", "ier")}
     if ablation != "none":
         switches[ablation.removeprefix("wo_")] = False

@@ -38,7 +38,7 @@ STATS = {"conversations": {"c1": {"turns": 20, "ingest_usage": {"by_stage": {"in
 
 
 def _run(tmp_path: Path):
-    items = [run_item("c1", i, 4, 1.0, 1.0, context_tokens=500) for i in range(4)]
+    items = [run_item("c1", i, 4, 1.0, 1.0, tokens_used=500) for i in range(4)]
     write_run(tmp_path, backbone="local", method="memcore", items=items, cost=COST, stats=STATS, dataset="locomo-mini")
     (run,) = load_runs([tmp_path])
     return run
@@ -89,7 +89,7 @@ def test_memory_updates_made_while_answering_count_per_question(tmp_path: Path, 
     built = {k: (0 if reused else INGEST[k]) + updates[k] for k in updates}
     cost = {**COST, "usage": {"by_stage": {**COST["usage"]["by_stage"], "ingest": built}}}
     conv = {**STATS["conversations"]["c1"], "reused": reused}
-    items = [run_item("c1", i, 4, 1.0, 1.0, context_tokens=500) for i in range(4)]
+    items = [run_item("c1", i, 4, 1.0, 1.0, tokens_used=500) for i in range(4)]
     write_run(
         tmp_path, backbone="local", method="fluxmem", items=items, cost=cost, stats={"conversations": {"c1": conv}}
     )
@@ -125,7 +125,7 @@ def _traced_run(tmp_path: Path):
     stats = {"conversations": {"c1": {"turns": 20, "ingest_usage": {"total": ingest, "by_stage": {"ingest": ingest}}}}}
     stats["conversations"]["c1"]["ingest_trace"] = trace
     cost = {**COST, "usage": {"by_stage": {**COST["usage"]["by_stage"], "ingest": ingest}}}
-    items = [run_item("c1", i, 4, 1.0, 1.0, context_tokens=500) for i in range(4)]
+    items = [run_item("c1", i, 4, 1.0, 1.0, tokens_used=500) for i in range(4)]
     write_run(tmp_path, backbone="local", method="memcore", items=items, cost=cost, stats=stats, dataset="locomo-mini")
     (run,) = load_runs([tmp_path])
     return run, prompt

@@ -42,7 +42,7 @@ def retrieval_items(hit_first: bool) -> list[dict[str, Any]]:
 
 
 def _set_cap(run: Path, cap: int | None, method: str) -> None:
-    """Give a synthetic run the ``eval.context_tokens`` cap in its config and its metrics' evidence disclosure."""
+    """Give a synthetic run the ``eval.token_cap`` cap in its config and its metrics' evidence disclosure."""
     (run / "config.yaml").write_text(
         yaml.safe_dump({"experiment_name": "synthetic", "method": {"name": method}, "eval": {"context_tokens": cap}})
     )
@@ -76,7 +76,7 @@ def test_budgets_above_the_cap_are_not_printed_in_table_md_nor_the_detail_table(
     assert records["rag_bm25"]["recall_at_400"] == pytest.approx(100.0)
     assert records["rag_dense"]["recall_at_400"] is None  # above its 200-token cap
     assert records["rag_dense"]["recall_at_200"] == pytest.approx(100.0)
-    assert "'–' above a run's eval.context_tokens cap" in detail_table(summaries).to_markdown()
+    assert "'–' above a run's token cap (eval.token_cap)" in detail_table(summaries).to_markdown()
 
 
 def _ier_item(i: int, *, capped: bool, final_pool: list[str] | None) -> dict[str, Any]:
@@ -202,7 +202,7 @@ def test_a_capped_run_ends_at_its_cap_and_one_point_curves_are_not_drawn(tmp_pat
     assert [p.suffix for p in plot_recall_vs_context_tokens([runs["rag_dense"]], tmp_path / "eq", omitted=omitted)] == [
         ".csv"
     ]
-    assert "not drawn, every run has the one cap eval.context_tokens=100" in omitted[0]
+    assert "not drawn, every run has the one cap eval.token_cap=100" in omitted[0]
 
 
 def test_the_report_cli_writes_the_omitted_figures_down(tmp_path: Path, capsys) -> None:

@@ -177,7 +177,7 @@ def test_a_live_holder_of_another_host_or_this_process_is_never_taken_over(tmp_p
 def test_overwrite_moves_the_old_run_aside_but_keeps_the_lock_in_place(tmp_path: Path, compose) -> None:
     run_dir = tmp_path / "run"
     run_config(compose(RETRIEVAL), run_dir)
-    run_config(compose([*RETRIEVAL, "eval.budget=5", "overwrite=true"]), run_dir)
+    run_config(compose([*RETRIEVAL, "eval.note_cap=5", "overwrite=true"]), run_dir)
     (aside,) = [p for p in tmp_path.iterdir() if p.name.startswith("run.old-")]
     assert (aside / "items.jsonl").is_file() and not (aside / LOCK_FILE).exists()
     assert (run_dir / LOCK_FILE).is_file() and len(read_items(run_dir / "items.jsonl")) == 8

@@ -49,13 +49,13 @@ def test_run_writes_items_metrics_and_resumes(tmp_path, compose) -> None:
         "gold",
         "answer",
         "retrieved_dia_ids",
-        "context_tokens",
+        "tokens_used",
         "scores",
     } <= set(items[0])
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["overall"]["n"] == 8
     assert sum(v["n"] for v in metrics["by_category"].values()) == 8
-    # recall at the configured token budgets (eval.token_budgets), recomputed here from the items
+    # recall at the configured token budgets (eval.report_token_caps), recomputed here from the items
 
     assert list(metrics["recall_at_budget"]) == ["500", "1000", "2000"]
     assert metrics["recall_at_budget"] == json.loads(json.dumps(budget_recall(items, [500, 1000, 2000])))
@@ -127,12 +127,12 @@ def test_full_context_keeps_most_recent_turns_within_budget(tmp_path, compose) -
             "embedder=hashing",
             "backbone=scripted",
             "method=full_context",
-            "method.context_budget_tokens=300",
+            "method.prompt_token_cap=300",
         ],
     )
     run_config(cfg, tmp_path / "run")
     item = read_items(tmp_path / "run" / "items.jsonl")[0]
-    assert item["context_tokens"] <= 300 + 40  # + the DATE/CONVERSATION headers
+    assert item["tokens_used"] <= 300 + 40  # + the DATE/CONVERSATION headers
     assert item["retrieved_dia_ids"][-1] == "D2:17"  # the last turn of session 2 is kept
     assert "D1:1" not in item["retrieved_dia_ids"]  # the oldest is cut
 

@@ -42,7 +42,7 @@ def cheap_build_job(tmp_path: Path, conv: Conversation) -> BuildJob:
 
 def test_a_workers_predictions_are_the_threads_on_the_same_memory(tmp_path: Path) -> None:
     conv = story_conversation(n_sessions=3)
-    settings = PredictSettings(budget=5, context_tokens=60, answer=False, method="memcore-cheap")
+    settings = PredictSettings(note_cap=5, token_cap=60, answer=False, method="memcore-cheap")
     job = RetrievalJob(cheap_build_job(tmp_path, conv), ConversationWork(conv, tuple(conv.qa), settings))
     first = retrieve_in_worker(job)
     assert first.built and first.stats["reused"] is False  # built here, so not reused by this run
@@ -54,7 +54,7 @@ def test_a_workers_predictions_are_the_threads_on_the_same_memory(tmp_path: Path
     snap, _, built = snapshot_in_worker(job.build)  # the memory as the runner's thread would load it
     assert not built
     here = [
-        predict(snap.system, q, LazyResource(lambda: None), budget=5, context_tokens=60, answer=False,
+        predict(snap.system, q, LazyResource(lambda: None), note_cap=5, token_cap=60, answer=False,
                 method="memcore-cheap")
         for q in conv.qa
     ]  # fmt: skip
@@ -83,7 +83,7 @@ def test_jobs_are_queued_longest_first_once_each_and_a_stop_cancels_the_unstarte
     cfg = validate(compose(["method=memcore-cheap", "embedder=hashing", "eval.answer=false"], tmp_path))
     builder = Runner(cfg, tmp_path / "r")._builder(_Pool())  # type: ignore[arg-type]
     convs = [story_conversation("a", 1), story_conversation("b", 3), story_conversation("c", 2)]
-    settings = PredictSettings(budget=None, context_tokens=None, answer=False, method="memcore-cheap")
+    settings = PredictSettings(note_cap=None, token_cap=None, answer=False, method="memcore-cheap")
     retrievals = WorkerRetrievals(builder, settings, StopFlag())
     retrievals.queue(convs, lambda c: c.qa[:1])
     retrievals.queue(convs[:1], lambda c: c.qa)  # already queued: not queued again
@@ -114,7 +114,7 @@ def _items(run: Path) -> dict[str, dict[str, Any]]:
 def test_a_run_that_retrieves_in_its_workers_writes_what_a_run_in_threads_writes(tmp_path: Path) -> None:
     overrides = [
         "method=memcore-cheap", "dataset=locomo", "dataset.conversations=[conv-26,conv-30]", "dataset.max_sessions=2",
-        "dataset.max_qa=6", "embedder=hashing", "eval.answer=false", "eval.context_tokens=300",
+        "dataset.max_qa=6", "embedder=hashing", "eval.answer=false", "eval.token_cap=300",
     ]  # fmt: skip
     workers = Runner(validate(compose([*overrides, "concurrency=2"], tmp_path / "w")), tmp_path / "w" / "run")
     w = workers.run()

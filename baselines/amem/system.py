@@ -408,7 +408,7 @@ class AMem:
         """Top-k notes for the LLM's query keywords, each followed by its linked notes, capped the
         way their ``find_related_memories_raw`` caps them (a neighbour counter ``j``, shared or per note).
 
-        With ``budget`` (``eval.budget``) k = budget and entries of notes beyond the budget-th distinct one are
+        With ``budget`` (``eval.note_cap``) k = budget and entries of notes beyond the budget-th distinct one are
         skipped, so linked neighbours count against the budget like any other note."""
         k = budget or self.cfg.retrieve_k
         search_query, ok = self._query(query)

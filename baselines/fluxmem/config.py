@@ -51,9 +51,9 @@ class FluxMemConfig:
     episode_min_sim: float = knob(0.5, rule=Rule(lo=-1, hi=1))
     episodes_supported_only: bool = True  # only episodes whose answer was self-judged supported
 
-    # eval.budget (configs/method/fluxmem.yaml interpolates it): notes in all at Stage 1 (None: k semantic nodes
-    # plus episodes and skills). FluxMem answers its own questions, so it reads the budget from its config.
-    budget: int | None = knob(None, rule=POS)
+    # eval.note_cap (configs/method/fluxmem.yaml interpolates it): notes in all at Stage 1 (None: k semantic nodes
+    # plus episodes and skills). FluxMem answers its own questions, so it reads the cap from its config.
+    note_cap: int | None = knob(None, rule=POS)
 
     # Stage 2: feedback-driven refinement
     refine: bool = True
@@ -125,8 +125,8 @@ class FluxMemConfig:
     def check(self) -> None:
         """The fields' rules (the ranges memcore-run checks; every other number >= 0), then what relates two
         fields; raises ConfigError naming the key."""
-        if isinstance(self.budget, bool) or not isinstance(self.budget, int | None):
-            raise ConfigError(f"fluxmem: budget must be an integer >= 1 or null, got {self.budget!r}.")
+        if isinstance(self.note_cap, bool) or not isinstance(self.note_cap, int | None):
+            raise ConfigError(f"fluxmem: note_cap must be an integer >= 1 or null, got {self.note_cap!r}.")
         check_rules(self, "fluxmem", error=ConfigError)
         if self.verify_pool < self.k:
             raise ConfigError(f"fluxmem: verify_pool ({self.verify_pool}) must be >= k ({self.k}).")

@@ -34,7 +34,7 @@ class Connector:
     calls: FluxCalls
 
     def connect_within(self, graph: FluxGraph, question: str, budget: int | None) -> StepSubgraph:
-        """Stage 1 with k semantic nodes, or with ``budget`` (``eval.budget``) notes in all: k = budget, then
+        """Stage 1 with k semantic nodes, or with ``budget`` (``eval.note_cap``) notes in all: k = budget, then
         the lowest-ranked semantic nodes make room for the episodes and skills (at least one semantic node
         stays; episodes and skills beyond the budget are dropped, skills first). Stage 2's link expansion may
         add nodes beyond it later, by design."""

@@ -102,9 +102,9 @@ class FluxMem:
 
     # ================================================================== Stage 1
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
-        """Stage 1 only (no answer, no episode); ``budget`` (or the config's ``budget``) caps the notes."""
+        """Stage 1 only (no answer, no episode); ``budget`` (or the config's ``note_cap``) caps the notes."""
         with self._lock:
-            sub = self._connector.connect_within(self.graph, query, budget if budget is not None else self.cfg.budget)
+            sub = self._connector.connect_within(self.graph, query, budget if budget is not None else self.cfg.note_cap)
             context, _ = serialise(self.graph, sub)
             return evidence(self.graph, sub, context)
 
@@ -114,7 +114,7 @@ class FluxMem:
         episode → Stage 3 every N episodes. Uses only ``item.question`` (never the gold)."""
         with self._lock:
             question = item.question
-            sub = self._connector.connect_within(self.graph, question, self.cfg.budget)
+            sub = self._connector.connect_within(self.graph, question, self.cfg.note_cap)
             initial = list(sub.ordered())
             context, _ = serialise(self.graph, sub)
             answers = [answer_fn(context)]

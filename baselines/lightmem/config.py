@@ -44,7 +44,7 @@ class LightMemConfig:
     boundary_tolerance: int = knob(3, build=True)
     # short-term memory: segments are batched into one extraction call per this many tokens
     stm_buffer_tokens: int | None = knob(None, build=True, rule=POS)
-    # reply budget of one extraction call (upstream 16,000), capped per call by the backbone's context budget
+    # reply budget of one extraction call (upstream 16,000), capped per call by backbone.prompt_token_cap
     extract_max_tokens: int = knob(16000, build=True, rule=POS)
     # offline ("sleep-time") consolidation at finalize
     consolidate: bool = knob(True, build=True)

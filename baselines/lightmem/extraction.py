@@ -158,7 +158,7 @@ class FactExtractor:
     cfg: LightMemConfig
     backbone: Callable[[], ChatBackbone]
     counters: dict[str, int]
-    context_tokens: int | None = None
+    prompt_token_cap: int | None = None
     seed: int = 0
     _next_id: int = field(default=0, init=False)
     _next_topic: int = field(default=0, init=False)
@@ -255,11 +255,11 @@ class FactExtractor:
         return entry
 
     def reply_budget(self, messages: list[dict[str, str]]) -> int:
-        """``extract_max_tokens`` (upstream 16,000), capped to the backbone's context budget minus the prompt
+        """``extract_max_tokens`` (upstream 16,000), capped to the backbone's prompt token cap minus the prompt
         (approximate tokens), never below ``MIN_REPLY_TOKENS``."""
-        if self.context_tokens is None:
+        if self.prompt_token_cap is None:
             return self.cfg.extract_max_tokens
-        left = self.context_tokens - sum(count_tokens(m["content"]) for m in messages)
+        left = self.prompt_token_cap - sum(count_tokens(m["content"]) for m in messages)
         return max(MIN_REPLY_TOKENS, min(self.cfg.extract_max_tokens, left))
 
     def _entry(

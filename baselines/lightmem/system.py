@@ -54,11 +54,11 @@ class LightMem:
         backbone: Callable[[], ChatBackbone],
         embedder: Callable[[], Embedder],
         *,
-        context_tokens: int | None = None,
+        prompt_token_cap: int | None = None,
         seed: int = 0,
     ) -> None:
         """``backbone`` / ``embedder`` are zero-argument callables (the runner's lazy resources), so
-        loading a snapshot never starts an LLM server. ``context_tokens`` is the backbone's context budget:
+        loading a snapshot never starts an LLM server. ``prompt_token_cap`` is the backbone's prompt token cap:
         an extraction call's reply budget is ``extract_max_tokens`` capped to what is left of it after the
         prompt. ``seed`` seeds the calls (temperature > 0). The LLMLingua-2 model is loaded at the first ingested turn."""
         self.cfg = config
@@ -94,7 +94,7 @@ class LightMem:
             "deleted": 0,
         }
         self._buffers = TopicBuffers(config, embedder, self._extract, self.counters)
-        self._extractor = FactExtractor(config, backbone, self.counters, context_tokens=context_tokens, seed=seed)
+        self._extractor = FactExtractor(config, backbone, self.counters, prompt_token_cap=prompt_token_cap, seed=seed)
         self._updater = OfflineUpdater(config, backbone, embedder, self.counters, seed=seed)
 
     # ------------------------------------------------------------------ resources
@@ -218,12 +218,12 @@ def make_compressor(cfg: LightMemConfig) -> Any:
 
 def _factory(ctx: MethodContext) -> LightMem:
     cfg = config_from_dict(ctx.config)
-    budget = ctx.extras.get("context_budget_tokens")
+    cap = ctx.extras.get("prompt_token_cap")
     return LightMem(
         cfg,
         backbone=lambda: ctx.backbone,
         embedder=lambda: ctx.embedder,
-        context_tokens=None if budget is None else int(budget),
+        prompt_token_cap=None if cap is None else int(cap),
         seed=ctx.seed,
     )
 

@@ -300,7 +300,7 @@ class Mem0Memory:
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """Search each speaker's memories (top_k each); context = their search.py layout.
 
-        With ``budget`` (``eval.budget``) each speaker is searched for ``budget`` memories and only the
+        With ``budget`` (``eval.note_cap``) each speaker is searched for ``budget`` memories and only the
         ``budget`` best by score over both speakers are kept, so the run gets ``budget`` notes in all, as
         every other method does (without it: ``top_k`` per speaker, as their search.py)."""
         if not self._memories:

@@ -338,7 +338,7 @@ class Mem0TwoPhase:
             self.embedder.encode(list(questions))
 
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
-        """Each speaker's top_k memories (cosine); ``budget`` (``eval.budget``): the ``budget`` best over both
+        """Each speaker's top_k memories (cosine); ``budget`` (``eval.note_cap``): the ``budget`` best over both
         speakers. Context = their ``search.py`` layout; each note cites ``provenance``'s turns."""
         k = budget or self.cfg.top_k
         q = self.embedder.encode([query])[0]

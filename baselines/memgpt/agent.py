@@ -258,7 +258,7 @@ class MemGPT:
     # ------------------------------------------------------------------ question time
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """The agent's own searches (at most ``qa_max_steps`` steps) over recall and archival
-        storage, plus its main context. ``budget`` (``eval.budget``) caps the notes in all, main context
+        storage, plus its main context. ``budget`` (``eval.note_cap``) caps the notes in all, main context
         included (:func:`cap_evidence`), so MemGPT gets as many notes as every other method."""
         local: list[Message] = []
         hits: dict[str, Hit] = {}
@@ -385,9 +385,9 @@ def _build(name: str, raw: dict[str, Any]) -> MemGPTConfig:
 
 def _factory(ctx: MethodContext) -> MemGPT:
     cfg = _build(str(ctx.config.get("name", "memgpt")), dict(ctx.config))
-    if cfg.backbone_window_tokens is None and "context_budget_tokens" in ctx.extras:
+    if cfg.prompt_token_cap is None and "prompt_token_cap" in ctx.extras:
         # configs/method/memgpt.yaml interpolates it; a config built in code gets the run's value here
-        cfg = dataclasses.replace(cfg, backbone_window_tokens=int(ctx.extras["context_budget_tokens"]))
+        cfg = dataclasses.replace(cfg, prompt_token_cap=int(ctx.extras["prompt_token_cap"]))
     conv = ctx.conversation
     return MemGPT(
         cfg,
@@ -433,7 +433,7 @@ SPEC = _spec(
         (("method.evict_fraction=1.5",), ("method.evict_fraction=1.5", "(0, 1)")),
         (("method.recall_search=regex",), ("method.recall_search='regex'", "keyword, substring")),
         (("method.context_window_tokens=1000",), ("context_window_tokens", "1000 tokens", "cannot hold")),
-        (("backbone.context_budget_tokens=1500",), ("1500 tokens", "capped", "cannot hold")),
+        (("backbone.prompt_token_cap=1500",), ("1500 tokens", "capped", "cannot hold")),
     ),
     paper_row="memgpt",
     report_rank=20,

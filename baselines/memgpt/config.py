@@ -42,7 +42,7 @@ STEP_SAFETY_LIMIT = 25
 #: Room for one reply in the smallest usable window (a typical step; the safety cap above is not reserved).
 REPLY_ROOM_TOKENS = 256
 
-#: The backbone window assumed when neither the config nor the run names one (the default preset's budget).
+#: The backbone window assumed when neither the config nor the run names one (the default preset's prompt token cap).
 DEFAULT_BACKBONE_WINDOW_TOKENS = 6000
 
 
@@ -60,7 +60,8 @@ class MemGPTConfig:
     context_window: str = knob("memgpt", build=True, rule=Rule(choices=CONTEXT_WINDOW))
     context_window_tokens: int | None = knob(None, build=True, rule=POS)  # fixes the size (overrides the above)
     backbone_model: str | None = knob(None, build=True)  # ${backbone.model}: the key into LLM_MAX_TOKENS
-    backbone_window_tokens: int | None = knob(None, build=True, rule=POS)  # ${backbone.context_budget_tokens}
+    # ${backbone.prompt_token_cap}; its snapshot key keeps the name backbone_window_tokens (memcore.config_aliases)
+    prompt_token_cap: int | None = knob(None, build=True, rule=POS)
     # MESSAGE_SUMMARY_WARNING_FRAC: memory-pressure alert
     warning_fraction: float = knob(0.75, build=True, rule=Rule(lo=0, hi=1, lo_open=True))
     # MESSAGE_SUMMARY_TRUNC_TOKEN_FRAC: share of FIFO tokens evicted
@@ -90,10 +91,10 @@ class MemGPTConfig:
     # question time (retrieval only; the snapshot is reused across these)
     qa_max_steps: int = knob(3, rule=POS)
     qa_fallback_search: bool = True
-    qa_max_results: int = 0  # cap on search-result notes (0 = none); eval.budget overrides
+    qa_max_results: int = 0  # cap on search-result notes (0 = none); eval.note_cap overrides
 
     def __post_init__(self) -> None:
-        for key in ("context_window_tokens", "backbone_window_tokens"):
+        for key in ("context_window_tokens", "prompt_token_cap"):
             window = getattr(self, key)
             if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1):
                 raise ValueError(f"memgpt: {key} must be an int >= 1 or null, got {window!r}")
@@ -104,23 +105,23 @@ class MemGPTConfig:
             raise ValueError(
                 f"memgpt: the main context ({tokens} tokens, {source}) cannot hold MemGPT's system message and a full "
                 f"core memory ({need} tokens); give it at least {need} (method.context_window_tokens, or a larger "
-                "backbone.context_budget_tokens)"
+                "backbone.prompt_token_cap)"
             )
 
 
 def resolve_window(cfg: MemGPTConfig) -> tuple[int, str]:
     """The main context's size in (approximate) tokens and where it comes from."""
-    budget = cfg.backbone_window_tokens
+    cap = cfg.prompt_token_cap
     if cfg.context_window_tokens is not None:
         return cfg.context_window_tokens, "method.context_window_tokens"
     if cfg.context_window == "backbone":
-        return (budget or DEFAULT_BACKBONE_WINDOW_TOKENS), "the backbone's prompt budget"
+        return (cap or DEFAULT_BACKBONE_WINDOW_TOKENS), "the backbone's prompt budget"
     model = cfg.backbone_model or ""
     key = model if model in LLM_MAX_TOKENS else "DEFAULT"
     tokens = LLM_MAX_TOKENS[key]
     source = f"MemGPT 0.2.6 LLM_MAX_TOKENS[{key!r}]"
-    if budget is not None and budget < tokens:
-        return budget, f"{source} capped at the backbone's prompt budget"
+    if cap is not None and cap < tokens:
+        return cap, f"{source} capped at the backbone's prompt budget"
     return tokens, source
 
 

@@ -1,5 +1,5 @@
 """What MemGPT hands the answerer: its main context (core memory, summary, recent FIFO turns) plus the
-question's search hits as evidence notes and context sections, and the cap to ``eval.budget`` notes."""
+question's search hits as evidence notes and context sections, and the cap to ``eval.note_cap`` notes."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def context_evidence(core: CoreMemory, summary: str, fifo: list[FifoMessage], hi
 
 
 def cap_evidence(evidence: Evidence, budget: int) -> Evidence:
-    """At most ``budget`` notes in all (``eval.budget``): search hits first (the question's own retrieval, in
+    """At most ``budget`` notes in all (``eval.note_cap``): search hits first (the question's own retrieval, in
     rank order), then the most recent FIFO turns, then core-memory lines, then the summary; the context keeps
     MemGPT's sections with only the kept notes."""
     by_channel: dict[str, list[EvidenceNote]] = {"hit": [], "fifo": [], "core": [], "summary": []}

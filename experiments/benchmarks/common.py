@@ -18,6 +18,7 @@ from omegaconf import DictConfig, open_dict
 
 from memcore.commands.run import CONFIG_PATH, LIBRARY_THREAD_VARS
 from memcore.config import validate
+from memcore.config_aliases import rename_overrides
 from memcore.llm.scripted import Responder, ScriptedBackbone
 from memcore.runner import Runner
 
@@ -69,10 +70,9 @@ def compose(overrides: Sequence[str], root: Path) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
+    renamed = rename_overrides([*overrides, "progress=false", "print_table=false"])[0]
     with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
-        cfg = hydra_compose(
-            config_name="run", overrides=[*overrides, "progress=false", "print_table=false"], return_hydra_config=False
-        )
+        cfg = hydra_compose(config_name="run", overrides=renamed, return_hydra_config=False)
     with open_dict(cfg):
         cfg.paths.root = str(root)
         cfg.paths.runs = str(root / "runs")

@@ -44,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--label", required=True)
     ap.add_argument("--knob", action="append", default=[], help="key=value of configs/method/lightmem.yaml (repeat)")
-    ap.add_argument("--context-tokens", type=int, default=120000, help="the backbone's context budget (gpt-4o-mini)")
+    ap.add_argument(
+        "--prompt-token-cap", type=int, default=120000, help="the backbone's prompt_token_cap (gpt-4o-mini's)"
+    )
     ap.add_argument("--conversations", type=int, default=None)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -54,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     convs = list(load_locomo(resolve_locomo_path(None)).conversations)[: args.conversations]
     embedder = build_embedder(EmbedderConfig(), cache=None)
     extra = (
-        {"context_tokens": args.context_tokens} if "context_tokens" in inspect.signature(LightMem).parameters else {}
+        {"prompt_token_cap": args.prompt_token_cap}
+        if "prompt_token_cap" in inspect.signature(LightMem).parameters
+        else {}
     )
     per_conv: dict[str, Any] = {}
     totals: dict[str, float] = {}

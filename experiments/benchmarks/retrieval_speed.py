@@ -6,7 +6,7 @@ pass over the same texts, in the same session.
   once on every core (the runs' default: ``embedder.threads`` null).
 - **methods**: ``memcore-run method=M dataset=locomo eval.answer=false``, one process per run, cold (an empty
   results root: no cache, no snapshot) and warm (the same root again, a new run dir), with
-  ``eval.context_tokens`` unset and set. memcore-cheap is also run warm with the session windows off (its
+  ``eval.token_cap`` unset and set. memcore-cheap is also run warm with the session windows off (its
   default before the packer took them) for the p95 retrieval time per question before and after, and warm with
   ``build_processes=0``: everything in the runner's process, as before its worker processes also retrieved.
 
@@ -159,7 +159,7 @@ def one_run(
     cmd = [*memcore_run(), f"method={method}", *dataset_overrides(*data), "eval.answer=false"]
     cmd += [*extra, f"experiment_name={name}", "progress=false", "print_table=false"]
     if budget != "none":
-        cmd.append(f"eval.context_tokens={budget}")
+        cmd.append(f"eval.token_cap={budget}")
     load_before = machine_state()["loadavg_1_5_15"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = timed(cmd, {**env, "MEMCORE_RESULTS": str(root)})
@@ -302,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data", default=None, help="locomo10.json (default: MEMCORE_DATA's, as the runs resolve it)")
     p.add_argument("--dataset", default="locomo", help="locomo (all ten conversations) or one conversation id")
     p.add_argument("--methods", nargs="+", default=list(METHODS))
-    p.add_argument("--budgets", nargs="+", default=["none", "2000"], help="eval.context_tokens values; none = unset")
+    p.add_argument("--budgets", nargs="+", default=["none", "2000"], help="eval.token_cap values; none = unset")
     p.add_argument("--no-windows-off", action="store_true", help="skip memcore-cheap with the windows off")
     p.add_argument("--no-in-threads", action="store_true", help="skip memcore-cheap with build_processes=0")
     p.add_argument("--out", type=Path, default=RESULTS_DIR)

@@ -28,7 +28,7 @@ DATA=${MEMCORE_DATA:-$(cd .. && pwd)/shared/data}
 OUT=results/measured/baselines_local
 TAG=i38_local
 C=(dataset=locomo-mini backbone=local progress=false print_table=false)
-BIG=(backbone.n_ctx=32768 backbone.context_budget_tokens=30000)
+BIG=(backbone.n_ctx=32768 backbone.prompt_token_cap=30000)
 log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 run() {
   local t0=$SECONDS

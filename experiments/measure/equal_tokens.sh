@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Evidence recall and hit at equal context tokens (eval.context_tokens), retrieval only, all of LoCoMo.
+# Evidence recall and hit at equal context tokens (eval.token_cap), retrieval only, all of LoCoMo.
 # Every method hands over at most N tokens; memcore-cheap with packing on and off and each retrieval ablation,
 # the flat baselines and full_context's truncation. The first memcore-cheap run builds the memories; every other
 # memcore-cheap run reuses that snapshot (packing and the retrieval switches do not change the build).
@@ -16,13 +16,13 @@ run() { local t0=$SECONDS; log "start: $*"; $RUN "${E[@]}" "$@" && log "done in 
 run method=memcore-cheap experiment_name=eqtok_k20_whole
 run method=memcore-cheap method.pack=true experiment_name=eqtok_k20
 for n in $BUDGETS; do
-  run method=memcore-cheap method.pack=true eval.context_tokens="$n" experiment_name="eqtok_$n"
-  run method=memcore-cheap eval.context_tokens="$n" experiment_name="eqtok_${n}_whole"
+  run method=memcore-cheap method.pack=true eval.token_cap="$n" experiment_name="eqtok_$n"
+  run method=memcore-cheap eval.token_cap="$n" experiment_name="eqtok_${n}_whole"
   for m in rag_hybrid rag_dense rag_bm25 rag_locomo full_context; do
-    run method=$m eval.context_tokens="$n" experiment_name="eqtok_$n"
+    run method=$m eval.token_cap="$n" experiment_name="eqtok_$n"
   done
   for a in wo_topic wo_keyword wo_neighbor wo_ier; do
-    run method=memcore-cheap method.pack=true ablation=$a eval.context_tokens="$n" experiment_name="eqtok_$n"
+    run method=memcore-cheap method.pack=true ablation=$a eval.token_cap="$n" experiment_name="eqtok_$n"
   done
 done
 # The runs with their items, slim (no question text, hashes or latencies), for results/measured: every committed

@@ -4,7 +4,7 @@ each of its packer's lists turned off, per context-token budget, with paired int
     python -m experiments.measure.equal_tokens_ablation <runs> [--out results/measured/equal_tokens_ablation/table.md]
 
 ``<runs>``: run dirs or folders holding them (live or archived), every one a memcore-cheap run under
-``eval.context_tokens``. The full method is the run with ablation ``none`` whose packing knobs are memcore-cheap's
+``eval.token_cap``. The full method is the run with ablation ``none`` whose packing knobs are memcore-cheap's
 composed defaults; every other run at the same budget is a row: a paper switch (``ablation=wo_*``: that component
 off in the memory and in the packer) or packer lists switched off or on (the method knobs by which it differs from
 the full run, e.g. ``pack_window_bm25=0, pack_window_dense=0``). Δ = paired per-item recall change (categories 1-4) against the
@@ -22,7 +22,7 @@ from experiments.measure.table_output import emit_table
 from memcore.eval.bootstrap import paired_delta_ci
 from memcore.memory.ablations import ABLATIONS
 from memcore.report.collect import RunData, load_runs
-from memcore.report.equal_tokens import context_tokens_of
+from memcore.report.equal_tokens import token_cap_of
 
 CATS = (1, 2, 3, 4)
 PACK_LISTS = (
@@ -94,7 +94,7 @@ def rows(
     knobs of the full method (:func:`default_knobs`)."""
     by_budget: dict[int, list[RunData]] = {}
     for r in runs:
-        n = context_tokens_of(r)
+        n = token_cap_of(r)
         if n is not None:
             by_budget.setdefault(n, []).append(r)
     budgets = sorted(by_budget)

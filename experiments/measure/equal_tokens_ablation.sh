@@ -37,15 +37,15 @@ run() {  # a leading -m (Hydra's multirun flag) goes before the overrides
 }
 log "windows for rag_hybrid: ${WINDOWS[*]}; load $(cut -d' ' -f1-3 /proc/loadavg)"
 for n in $BUDGETS; do
-  run method=memcore-cheap eval.context_tokens="$n" experiment_name="eta_$n"
-  run method=rag_hybrid "${CUES[@]}" eval.context_tokens="$n" experiment_name="eta_${n}_cues"
-  run method=rag_hybrid "${CUES[@]}" "${WINDOWS[@]}" eval.context_tokens="$n" experiment_name="eta_${n}_windows"
+  run method=memcore-cheap eval.token_cap="$n" experiment_name="eta_$n"
+  run method=rag_hybrid "${CUES[@]}" eval.token_cap="$n" experiment_name="eta_${n}_cues"
+  run method=rag_hybrid "${CUES[@]}" "${WINDOWS[@]}" eval.token_cap="$n" experiment_name="eta_${n}_windows"
 done
 for n in $ABL_BUDGETS; do
-  run -m experiment=paper_ablation method=memcore-cheap backbone=local-small eval.context_tokens="$n" experiment_name="eta_abl_$n"
+  run -m experiment=paper_ablation method=memcore-cheap backbone=local-small eval.token_cap="$n" experiment_name="eta_abl_$n"
   for i in "${!OFF[@]}"; do
     read -r -a knobs <<<"${OFF[$i]}"
-    run method=memcore-cheap "${knobs[@]}" eval.context_tokens="$n" experiment_name="eta_off_${OFF_NAMES[$i]}_$n"
+    run method=memcore-cheap "${knobs[@]}" eval.token_cap="$n" experiment_name="eta_off_${OFF_NAMES[$i]}_$n"
   done
 done
 run method=memcore-cheap method.pack=false experiment_name=eta_k20_whole

@@ -17,19 +17,19 @@ run method=memcore-cheap method.pack=false experiment_name=i41_k20_whole
 run method=memcore-cheap experiment_name=i41_k20
 for n in $BUDGETS; do
   X="experiment_name=i41_$n"
-  run method=memcore-cheap eval.context_tokens="$n" "$X"
-  run method=memcore-cheap "${TODAY[@]}" eval.context_tokens="$n" experiment_name="i41_${n}_today"
-  run method=rag_hybrid eval.context_tokens="$n" "$X"
-  run method=rag_hybrid "${CUES[@]}" eval.context_tokens="$n" experiment_name="i41_${n}_cues"
+  run method=memcore-cheap eval.token_cap="$n" "$X"
+  run method=memcore-cheap "${TODAY[@]}" eval.token_cap="$n" experiment_name="i41_${n}_today"
+  run method=rag_hybrid eval.token_cap="$n" "$X"
+  run method=rag_hybrid "${CUES[@]}" eval.token_cap="$n" experiment_name="i41_${n}_cues"
   case " $FRAME_BUDGETS " in *" $n "*)
     run method=memcore-cheap method.pack_notes=50 method.pack_frame=session method.pack_cue_date=0 method.pack_cue_filler=0 \
-      method.pack_cue_neighbors=0 eval.context_tokens="$n" experiment_name="i41_${n}_frame"
-    run method=rag_hybrid method.pack_frame=session eval.context_tokens="$n" experiment_name="i41_${n}_frame" ;;
+      method.pack_cue_neighbors=0 eval.token_cap="$n" experiment_name="i41_${n}_frame"
+    run method=rag_hybrid method.pack_frame=session eval.token_cap="$n" experiment_name="i41_${n}_frame" ;;
   esac
 done
 # the ladder's middle step: frame and cues over today's 50 notes (memcore-cheap's default takes 200)
 for n in $BUDGETS k20; do
-  cap=(eval.context_tokens="$n"); [ "$n" = k20 ] && cap=()
+  cap=(eval.token_cap="$n"); [ "$n" = k20 ] && cap=()
   run method=memcore-cheap method.pack_notes=50 "${cap[@]}" experiment_name="ladder50_$n"
 done
 ROOT="${MEMCORE_RESULTS:-results}"

@@ -4,7 +4,7 @@
 ``full_context``'s context for every conversation of ``locomo10.json`` with no budget (nothing cut), once with
 ``image_captions: none`` (the official code on the released file) and once with ``shares`` (the harness's former
 default), and writes per conversation: turns, caption turns, approximate tokens (``memcore.text.count_tokens``,
-the unit of items' ``context_tokens``) and characters of each.
+the unit of items' ``tokens_used``) and characters of each.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MemCoRe's LLM-mode rows at K_final = 5 (eval.budget=5) on conv-26 of locomo-llm, answers included, over the
+# MemCoRe's LLM-mode rows at K_final = 5 (eval.note_cap=5) on conv-26 of locomo-llm, answers included, over the
 # 0.5B model's memory (built by the first run, or reused from the snapshot store). At K = 20 every conv-26 note
 # (16) is retrieved, so the retrieval ablations differ only in note order; at K = 5 they differ in what the
 # answerer reads, and IER's judge sees 5 notes. Then IER with a judge that can say "insufficient": the 1.5B model retrieves over the
@@ -20,7 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 RUN=".venv/bin/memcore-run"
 SMALL=qwen2.5-coder-0.5b-instruct-q4_k_m
-C=(dataset=locomo-llm 'dataset.conversations=[conv-26]' protocol=amem progress=false print_table=false method=memcore eval.budget=5 "$@")
+C=(dataset=locomo-llm 'dataset.conversations=[conv-26]' protocol=amem progress=false print_table=false method=memcore eval.note_cap=5 "$@")
 log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 run() { log "start: $*"; "$RUN" "${C[@]}" "$@"; log "done ($?): $*"; }
 TAG="${K5_TAG:-llm_ablation_k5}"
@@ -35,7 +35,7 @@ done
 # reference rows: the same slice and K for the cheap variant and hybrid RAG; full_context reads the whole conversation
 run backbone=local-small experiment_name=${TAG}_ref method=memcore-cheap
 run backbone=local-small experiment_name=${TAG}_ref method=rag_hybrid
-run backbone=local-small experiment_name=${TAG}_ref method=full_context eval.budget=null
+run backbone=local-small experiment_name=${TAG}_ref method=full_context eval.note_cap=null
 IDS='["conv-26#0","conv-26#1","conv-26#2","conv-26#3","conv-26#4","conv-26#5","conv-26#6","conv-26#7","conv-26#8","conv-26#9","conv-26#10","conv-26#11","conv-26#12","conv-26#13","conv-26#14","conv-26#31","conv-26#82","conv-26#83","conv-26#84","conv-26#85"]'
 for a in none wo_ier; do
   run backbone=local memory_backbone=$SMALL eval.answer=false "dataset.item_ids=$IDS" experiment_name=${TAG/llm_ablation_k5/ier_strong_judge_k5} ablation=$a

@@ -2,7 +2,7 @@
 
     python -m experiments.measure.oracle_runs <run dir or archive> ... [--data locomo10.json]
 
-For every distinct ``eval.context_tokens`` among the runs found, one oracle run is written beside the first run
+For every distinct ``eval.token_cap`` among the runs found, one oracle run is written beside the first run
 with that budget at ``<experiment>/<dataset>/<backbone>/<protocol>/oracle/none`` (``metrics.json``, ``config.yaml``,
 ``items.jsonl.gz``, laid out as ``memcore-archive --slim`` lays out a run), over the questions of the first run
 found there. ``memcore-report`` then prints it as the first row of the equal-token tables and a dashed line in
@@ -25,7 +25,7 @@ from memcore.eval.aggregate import aggregate
 from memcore.eval.oracle import LINE_FORMAT, oracle_items
 from memcore.itemlog import LoggedItem, read_run_items
 from memcore.report.collect import find_run_dirs, load_run
-from memcore.report.equal_tokens import ORACLE, context_tokens_of
+from memcore.report.equal_tokens import ORACLE, token_cap_of
 
 
 def _write(out: Path, items: list[dict], template: dict, tokens: int, config: dict) -> None:
@@ -33,9 +33,9 @@ def _write(out: Path, items: list[dict], template: dict, tokens: int, config: di
     metrics = aggregate([LoggedItem(it) for it in items])
     info = dict(template.get("run") or {})
     info.update({"method": ORACLE, "ablation": "none", "answered": False})
-    used = [int(it["context_tokens"]) for it in items]
+    used = [int(it["tokens_used"]) for it in items]
     info["evidence"] = {
-        "context_tokens": tokens,
+        "token_cap": tokens,
         "mean_context_tokens": sum(used) / len(used) if used else 0.0,
         "max_context_tokens": max(used, default=0),
         "n_items": len(items),
@@ -48,7 +48,7 @@ def _write(out: Path, items: list[dict], template: dict, tokens: int, config: di
         "experiment_name": config.get("experiment_name"),
         "method": {"name": ORACLE, "line": LINE_FORMAT, "order": "smallest_first"},
         "ablation": {"name": "none"},
-        "eval": {"answer": False, "budget": None, "context_tokens": tokens},
+        "eval": {"answer": False, "note_cap": None, "token_cap": tokens},
         "dataset": config.get("dataset") or {},
     }
     from omegaconf import OmegaConf
@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     done: set[int] = set()
     for d in dirs:
         run = load_run(d)
-        tokens = context_tokens_of(run)
+        tokens = token_cap_of(run)
         if tokens is None:
             continue
         method_dir = d.parent.parent  # <experiment>/<dataset>/<backbone>/<protocol>

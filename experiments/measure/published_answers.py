@@ -54,7 +54,8 @@ CATS = (1, 2, 3, 4)
 N_BOOT, SEED = 1000, 0
 #: Item fields a committed slim item keeps (the vendors' answer and question texts are dropped).
 KEEP = ("item_id", "conv_id", "qa_index", "category", "category_name", "gold", "evidence", "retrieved_dia_ids")
-KEEP += ("recall", "hit", "scores", "prompt_version", "record_version", "notes", "context_tokens", "rounds")
+KEEP += ("recall", "hit", "scores", "prompt_version", "record_version", "notes", "tokens_used", "rounds")
+KEEP += ("context_tokens",)  # tokens_used in items written before the rename
 
 
 # ------------------------------------------------------------------------------------------------ build

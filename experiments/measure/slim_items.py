@@ -3,7 +3,7 @@
     python -m experiments.measure.slim_items <archive dir>
 
 Every ``items.jsonl.gz`` below the dir (oracle runs excepted: they are written this way) keeps the item's ids,
-category, gold dia_ids, packed dia_ids, recall / hit, scores and context tokens, its notes' dia_ids and tokens,
+category, gold dia_ids, packed dia_ids, recall / hit, scores and tokens used, its notes' dia_ids and tokens,
 and the budget, packing and IER-stop records; the rest (gold answer text, note scores and channels, channel
 counts) is dropped. Rewritten in place, deterministically (gzip without a timestamp).
 """
@@ -24,7 +24,8 @@ EXTRA = ("context_budget", "packing", "ier_stop")
 def slim(item: dict[str, Any]) -> dict[str, Any]:
     """The fields the equal-token tables and the floor test read."""
     out = {k: item.get(k) for k in KEEP}
-    out["context_tokens"] = item.get("context_tokens")
+    key = "tokens_used" if "tokens_used" in item else "context_tokens"  # items written before the rename
+    out[key] = item.get(key)
     out["notes"] = [{"dia_ids": n.get("dia_ids", []), "tokens": n.get("tokens")} for n in item.get("notes") or []]
     extra = item.get("extra") or {}
     out["extra"] = {k: extra[k] for k in EXTRA if k in extra}

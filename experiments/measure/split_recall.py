@@ -1,5 +1,5 @@
 """Recall on all of LoCoMo, the dev split and the test split, per run, with each run's paired margin over a
-reference run at the same ``eval.context_tokens`` on each split.
+reference run at the same ``eval.token_cap`` on each split.
 
     python -m experiments.measure.split_recall <runs> --reference "<label>" [--out table.md]
 
@@ -21,7 +21,7 @@ from experiments.measure.splits import split_of
 from experiments.measure.table_output import emit_table
 from memcore.eval.bootstrap import paired_delta_ci
 from memcore.report.collect import RunData, load_runs
-from memcore.report.equal_tokens import context_tokens_of, row_label
+from memcore.report.equal_tokens import row_label, token_cap_of
 
 CATS = (1, 2, 3, 4)
 SPLITS = ("all", "dev", "test")
@@ -66,7 +66,7 @@ def markdown(runs: Sequence[RunData], reference_label: str) -> str:
         raise ValueError(f"no run is labelled {reference_label!r}; the labels are: {known}")
     by_budget: dict[int | None, list[RunData]] = {}
     for r in runs:
-        by_budget.setdefault(context_tokens_of(r), []).append(r)
+        by_budget.setdefault(token_cap_of(r), []).append(r)
     head = "| tokens | run | " + " | ".join(f"{s}: recall (Δ vs reference [95 %])" for s in SPLITS) + " |"
     lines = [head, "|---:|---|" + "---:|" * len(SPLITS)]
     for n in sorted(by_budget, key=lambda b: (b is None, b or 0)):

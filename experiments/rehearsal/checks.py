@@ -101,7 +101,7 @@ def check_estimate(plan: Plan, source: Path | None) -> dict[str, Any]:
     target; for ``--scale full`` that is exactly what the estimate prints for all of LoCoMo."""
     if source is None or not (source / "root" / "runs").is_dir():
         return {"ok": None, "note": "no smaller rehearsal to estimate from (--estimate-from DIR)"}
-    budget = int(load_backbone_preset(BACKBONE).context_budget_tokens)
+    budget = int(load_backbone_preset(BACKBONE).prompt_token_cap)
     conversations = load_scale_slice(plan.scale).conversations
     lengths = [len(c.turns) for c in conversations]
     rows = []

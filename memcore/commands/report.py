@@ -184,7 +184,7 @@ def run_report(args: argparse.Namespace) -> list[Path]:
 
     eq_kw = {"reference": args.equal_tokens_reference, "n_boot": args.n_boot, "seed": args.seed, "alpha": args.alpha}
     for stem, make in (("equal_tokens", equal_token_table), ("equal_tokens_by_category", category_table)):
-        eq = make(runs, **eq_kw)  # runs made under eval.context_tokens only
+        eq = make(runs, **eq_kw)  # runs made under eval.token_cap only
         if eq is not None:
             tables.append((stem, eq))
     written: list[Path] = []

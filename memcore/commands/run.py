@@ -22,6 +22,7 @@ from threadpoolctl import ThreadpoolController
 from memcore import config as schema
 from memcore.commands.shared import quiet_http_logs, user_errors, viewer_hint
 from memcore.config import CONFIG_DIR
+from memcore.config_aliases import RENAMED, rename_overrides
 from memcore.methods import METHODS, NO_BACKBONE, backbone_label
 from memcore.pipeline.runlock import RunDirBusyError, unwritable_line
 from memcore.redact import secret_overrides
@@ -180,6 +181,8 @@ def composition_error_line(exc: BaseException, argv: list[str]) -> str:
     m = re.search(r"Could not override '([^']+)'", text)
     if m and cause is not None and "not in struct" in str(cause):
         key = m.group(1)
+        if key in RENAMED:  # an old spelling Hydra saw without memcore-run's respelling (a sweep file's params)
+            return f"{key} is renamed: use {RENAMED[key]}"
         value = next((a.split("=", 1)[1] for a in argv if re.fullmatch(rf"[+~]*{re.escape(key)}=.*", a)), "?")
         section, _, leaf = key.rpartition(".")
         label, keys = _section_keys(section, argv)
@@ -301,6 +304,9 @@ def run_main() -> None:
     """``memcore-run [overrides…]``: one run, or a sweep with ``-m``. A Hydra composition error (an override of a
     key that does not exist, an unknown group option) exits 2 with one line, unless HYDRA_FULL_ERROR is set."""
     refuse_secret_overrides(sys.argv[1:])
+    sys.argv[1:], renamed = rename_overrides(sys.argv[1:])
+    for line in renamed:  # before Hydra sets up logging: one plain line on stderr per old key name
+        print(line, file=sys.stderr)
     pin_library_threads()
     stop_on_sigterm()
     register_resolvers()

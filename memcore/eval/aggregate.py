@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from memcore.config_aliases import evidence_token_cap
 from memcore.datasets.registry import DATASETS, DEFAULT_DATASET_KIND, get_dataset
 from memcore.datasets.spec import DatasetCategories
 from memcore.eval.disclosure import disclosure_line, evidence_line
@@ -228,10 +229,10 @@ def slice_line(name: str, info: Mapping[str, Any]) -> str:
 
 
 def budgets_within_cap(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """``recall_at_budget`` without the budgets above the run's context-token cap (``eval.context_tokens``): no
+    """``recall_at_budget`` without the budgets above the run's context-token cap (``eval.token_cap``): no
     question had more than the cap, so recall there only repeats the cap's."""
     budgets = metrics.get("recall_at_budget") or {}
-    cap = ((metrics.get("run") or {}).get("evidence") or {}).get("context_tokens")
+    cap = evidence_token_cap((metrics.get("run") or {}).get("evidence") or {})
     return {b: v for b, v in budgets.items() if cap is None or int(b) <= int(cap)}
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memcore.config_aliases import evidence_token_cap, tokens_used
 from memcore.datasets.registry import DEFAULT_DATASET_KIND, get_dataset
 from memcore.datasets.spec import DatasetCategories
 from memcore.eval.protocols import PROTOCOLS
@@ -123,26 +124,27 @@ def disclosure_line(info: Mapping[str, Any], categories: DatasetCategories | Non
 
 
 def evidence_disclosure(
-    budget: int | None, counts: str, items: Sequence[Mapping[str, Any]], context_tokens: int | None = None
+    note_cap: int | None, counts: str, items: Sequence[Mapping[str, Any]], token_cap: int | None = None
 ) -> dict[str, Any]:
     """``{"budget", "budget_counts", "mean_notes", "max_notes", "mean_context_tokens", "n_items"}``: the run's
-    ``eval.budget`` (None: the method's own default), what one unit of it is for the method, and the evidence
-    the questions got (notes and context tokens per item; None without items). With ``eval.context_tokens`` also
-    ``context_tokens`` (the cap), ``max_context_tokens`` and ``n_cut`` (items whose only unit was cut to fit)."""
+    ``eval.note_cap`` (None: the method's own default), what one unit of it is for the method, and the evidence
+    the questions got (notes and tokens used per item; None without items). With ``eval.token_cap`` also
+    ``token_cap``, ``max_context_tokens`` (the most tokens used) and ``n_cut`` (items whose only unit was cut to
+    fit)."""
     notes = [len(r.get("notes") or []) for r in items]
-    tokens = [int(r.get("context_tokens") or 0) for r in items]
+    tokens = [tokens_used(r) for r in items]
     out: dict[str, Any] = {
-        "budget": budget,
+        "budget": note_cap,
         "budget_counts": counts,
         "mean_notes": sum(notes) / len(notes) if notes else None,
         "max_notes": max(notes) if notes else None,
         "mean_context_tokens": sum(tokens) / len(tokens) if tokens else None,
         "n_items": len(items),
     }
-    if context_tokens is not None:
+    if token_cap is not None:
         recs = [(r.get("extra") or {}).get("context_budget") or {} for r in items]
         out.update(
-            context_tokens=int(context_tokens),
+            token_cap=int(token_cap),
             max_context_tokens=max(tokens) if tokens else None,
             n_cut=sum(1 for rec in recs if rec.get("cut")),
             fill=sorted({str(rec.get("how")) for rec in recs if rec.get("how")}),
@@ -156,8 +158,9 @@ def evidence_cell(info: Mapping[str, Any]) -> str:
         return "–"
     budget = info.get("budget")
     lead = "own default" if budget is None else f"budget {budget} {info.get('budget_counts', 'notes')}"
-    if info.get("context_tokens") is not None:
-        lead += f", ≤ {int(info['context_tokens']):,} context tok"
+    cap = evidence_token_cap(info)
+    if cap is not None:
+        lead += f", ≤ {cap:,} context tok"
     if info.get("mean_notes") is None:
         return lead
     return (
@@ -170,12 +173,13 @@ def evidence_line(info: Mapping[str, Any]) -> str:
     """One Markdown line for ``table.md``: the evidence budget and what each question got."""
     budget = info.get("budget")
     if budget is None:
-        lead = "eval.budget unset: the method's own retrieval default (methods differ; set eval.budget to equalise)"
+        lead = "eval.note_cap unset: the method's own retrieval default (methods differ; set eval.note_cap to equalise)"
     else:
-        lead = f"eval.budget={budget}: at most {budget} {info.get('budget_counts', 'notes')} of evidence per question"
-    if info.get("context_tokens") is not None:
+        lead = f"eval.note_cap={budget}: at most {budget} {info.get('budget_counts', 'notes')} of evidence per question"
+    cap = evidence_token_cap(info)
+    if cap is not None:
         lead += (
-            f"; eval.context_tokens={int(info['context_tokens'])}: at most that many context tokens per question"
+            f"; eval.token_cap={cap}: at most that many context tokens per question"
             f" (max used {info.get('max_context_tokens')}, {info.get('n_cut', 0)} questions got one unit cut to fit)"
         )
     got = ""

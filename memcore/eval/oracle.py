@@ -68,7 +68,7 @@ def oracle_items(
                 "recall": scores["recall"],
                 "hit": scores["hit"],
                 "scores": {},
-                "context_tokens": used,
+                "tokens_used": used,
                 "notes": [{"dia_ids": [d], "tokens": min(cost_of[d], tokens)} for d in kept],
                 "extra": {BUDGET_KEY: rec},
             }

@@ -30,7 +30,7 @@ class UpstreamAnswer:
     (:meth:`EvalProtocol.context` then :meth:`EvalProtocol.messages`) and carries upstream's sampling; ``source``
     names where it comes from (``owner/repo path @ commit``). ``needs_layout``: the prompt is filled from the
     method's structured ``Evidence.layout`` (per-speaker lists), so the context cannot be cut to
-    ``eval.context_tokens``. ``requires``: method keys that must hold these values for upstream's layout
+    ``eval.token_cap``. ``requires``: method keys that must hold these values for upstream's layout
     (``{"context_format": "locomo"}``); a run that sets another value cannot honour ``upstream``."""
 
     spec: EvalProtocol
@@ -67,7 +67,7 @@ def check_answer_prompt(cfg: dict[str, Any], upstream: UpstreamAnswer | None) ->
     """Refuse (ConfigError) an ``eval.answer_prompt`` other than :data:`ANSWER_PROMPTS`, and ``upstream`` for a
     method that cannot honour it because of a switch the run sets: ``protocol.temperature`` /
     ``max_tokens`` or another sampling key of the protocol away from the protocol's defaults (upstream's sampling replaces
-    them), ``eval.context_tokens`` with a prompt filled from a structured layout, or a method key away from the
+    them), ``eval.token_cap`` with a prompt filled from a structured layout, or a method key away from the
     value upstream's layout needs. ``cfg``: the resolved run config as a dict."""
     value = (cfg.get("eval") or {}).get("answer_prompt", "harness")
     if value not in ANSWER_PROMPTS:
@@ -93,10 +93,10 @@ def check_answer_prompt(cfg: dict[str, Any], upstream: UpstreamAnswer | None) ->
                     f"eval.answer_prompt=upstream answers {method} with upstream's sampling "
                     f"({upstream.spec.prompt_name}), but {key}={got} is set; drop {key} or use eval.answer_prompt=harness."
                 )
-    if upstream.needs_layout and (cfg.get("eval") or {}).get("context_tokens") is not None:
+    if upstream.needs_layout and (cfg.get("eval") or {}).get("token_cap") is not None:
         raise ConfigError(
             f"eval.answer_prompt=upstream fills {method}'s upstream prompt from per-speaker memory lists, which "
-            "eval.context_tokens cannot cut; drop eval.context_tokens or use eval.answer_prompt=harness."
+            "eval.token_cap cannot cut; drop eval.token_cap or use eval.answer_prompt=harness."
         )
     for key, want in upstream.requires:
         got = cfg["method"].get(key)

@@ -72,7 +72,7 @@ class MemCoReConfig(TurnPackingKnobs):
     pack_notes: int = knob(50, rule=POS)  # the best notes whose raw turns are candidates
     pack_note_weight: float = knob(1.0, rule=Rule(lo=0))  # RRF weight of the note-rank prior
     pack_summary: bool = False  # a packed note's context line before its best turn (LLM mode; charged)
-    pack_tokens: int | None = knob(None, rule=POS)  # None: the tokens of the top k_final whole notes
+    token_cap: int | None = knob(None, rule=POS)  # packed without eval.token_cap; None: the top k_final whole notes'
     # what the hierarchy reaches, as more RRF lists of the packer (memcore/memory/packing.py; 0 = off)
     pack_keyword: float = knob(0.0, rule=Rule(lo=0))  # the keyword graph: notes of the question's matched keywords
     pack_keyword_graph: int = knob(0, rule=Rule(lo=0))  # + each matched keyword's N strongest graph neighbours

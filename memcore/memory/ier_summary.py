@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memcore.config_aliases import evidence_token_cap
 from memcore.datasets.registry import DEFAULT_DATASET_KIND, get_dataset
 from memcore.metrics import mean
 from memcore.metrics.scorers.evidence import evidence_scores
@@ -37,7 +38,7 @@ def ier_refinement(
     (neither ``extra.rounds_log`` nor ``extra.ier_stop``; a slim archive keeps only the second).
 
     Round 1's pool is the top K before any context-token cap. ``same_cap`` (for a run under
-    ``eval.context_tokens``) compares it with the final pool before the cap too (``extra.final_pool_dia_ids``),
+    ``eval.token_cap``) compares it with the final pool before the cap too (``extra.final_pool_dia_ids``),
     not with the capped context; a refined item that lacks it (a run made before it was recorded) is left out
     and counted in ``n_unpaired``. Without ``same_cap`` the final pool is what the item retrieved."""
     extras = [it.get("extra") or {} for it in items]
@@ -74,7 +75,7 @@ def ier_shown(metrics: Mapping[str, Any]) -> tuple[dict[str, Any] | None, int | 
     """The IER comparison a table shows for a run, and the run's context-token cap (None: uncapped). Under a cap
     it is ``ier_refinement_same_cap`` (both rounds before the cap; None when the run did not record it), never
     the round-1 pool against the capped context."""
-    cap = ((metrics.get("run") or {}).get("evidence") or {}).get("context_tokens")
+    cap = evidence_token_cap((metrics.get("run") or {}).get("evidence") or {})
     plain = metrics.get("ier_refinement")
     if cap is None:
         return plain, None

@@ -322,7 +322,7 @@ class MemCoRe:
 
     def retrieve(self, query: str, *, budget: int | None = None) -> Evidence:
         """Tri-pathway retrieval with IER; ``budget`` overrides K_final (the number of notes). With ``pack`` the
-        evidence is the packed raw turns within ``pack_tokens`` (None: the tokens of the top K_final whole
+        evidence is the packed raw turns within ``token_cap`` (None: the tokens of the top K_final whole
         notes, so packing spends what whole notes would)."""
         return self._retrieve(query, budget, None)
 
@@ -379,7 +379,7 @@ class MemCoRe:
         if self._packer is None:
             return Evidence(notes=notes, rounds=pool.rounds, extra=extra)
         whole = rendered_tokens(notes)
-        target = tokens if tokens is not None else (self.cfg.pack_tokens or max(1, whole))
+        target = tokens if tokens is not None else (self.cfg.token_cap or max(1, whole))
         queries = [query, *(sq["query"] for entry in pool.log for sq in entry.get("sub_queries", []))]
         packed = self._packer.pack(
             PackQuery(queries, pool.ranked, pool.channels, pool.first_keywords, pool.first_topics), target
@@ -503,7 +503,7 @@ ADDED_KEY_DEFAULTS: dict[str, Any] = {
     "pack_notes": 50,
     "pack_note_weight": 1.0,
     "pack_summary": False,
-    "pack_tokens": None,
+    "token_cap": None,
     "pack_keyword": 0.0,
     "pack_keyword_graph": 0,
     "pack_topic": 0.0,

@@ -1,7 +1,7 @@
-"""Context-token budgets (``eval.context_tokens``): the one fill rule every method's evidence is cut by.
+"""Context-token budgets (``eval.token_cap``): the one fill rule every method's evidence is cut by.
 
 Tokens are :func:`memcore.text.count_tokens` of the rendered context, the counter the scorer's
-``context_tokens`` uses. The rule (:func:`fill_units`): units (notes, turns) are taken in rank order; a unit
+``tokens_used`` uses. The rule (:func:`fill_units`): units (notes, turns) are taken in rank order; a unit
 that does not fit the tokens left is skipped and the next one tried; when no unit fits at all, the best one is
 cut at the budget (:func:`cut_line`) and marked, so a budget smaller than one unit never yields an empty context
 without a word. A method that can do better than cutting its own whole notes implements

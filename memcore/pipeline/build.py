@@ -370,7 +370,7 @@ def run_memory_builder(
         embedder_cfg=ecfg,
         snapshots=Path(cfg.paths.snapshots),
         embedder_cache=layout,
-        extras={"context_budget_tokens": int(cfg.backbone.context_budget_tokens), "seed": int(cfg.seed)},
+        extras={"prompt_token_cap": int(cfg.backbone.prompt_token_cap), "seed": int(cfg.seed)},
         pool=pool,
     )
 

@@ -32,11 +32,11 @@ class RunStopped(RuntimeError):
 
 @dataclass(frozen=True)
 class PredictSettings:
-    """The run's knobs for :func:`memcore.pipeline.predict.predict` (picklable): ``eval.budget``,
-    ``eval.context_tokens``, ``eval.answer`` and the method's name."""
+    """The run's knobs for :func:`memcore.pipeline.predict.predict` (picklable): ``eval.note_cap``,
+    ``eval.token_cap``, ``eval.answer`` and the method's name."""
 
-    budget: int | None
-    context_tokens: int | None
+    note_cap: int | None
+    token_cap: int | None
     answer: bool
     method: str
 
@@ -44,8 +44,8 @@ class PredictSettings:
     def of_run(cls, cfg: DictConfig, method: str) -> PredictSettings:
         """The settings of the run config ``cfg`` for ``method``."""
         return cls(
-            budget=cfg.eval.budget,
-            context_tokens=cfg.eval.get("context_tokens"),
+            note_cap=cfg.eval.note_cap,
+            token_cap=cfg.eval.get("token_cap"),
             answer=bool(cfg.eval.answer),
             method=method,
         )
@@ -126,8 +126,8 @@ def run_conversation(
                     system,
                     item,
                     answerer,
-                    budget=settings.budget,
-                    context_tokens=settings.context_tokens,
+                    note_cap=settings.note_cap,
+                    token_cap=settings.token_cap,
                     answer=settings.answer,
                     method=settings.method,
                 )

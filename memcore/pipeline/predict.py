@@ -34,16 +34,16 @@ def predict(
     item: QAItem,
     answerer: LazyResource,
     *,
-    budget: int | None,
+    note_cap: int | None,
     answer: bool,
     method: str,
-    context_tokens: int | None = None,
+    token_cap: int | None = None,
 ) -> Prediction:
-    """Retrieve for ``item.question`` (at most ``budget`` notes), then answer with the run's answerer (built on
-    first use) unless ``answer`` is false. With ``context_tokens`` the evidence is at most that many context
+    """Retrieve for ``item.question`` (at most ``note_cap`` notes), then answer with the run's answerer (built on
+    first use) unless ``answer`` is false. With ``token_cap`` the evidence is at most that many context
     tokens (:func:`memcore.packing.budget.retrieve_within`), and so is what the answerer sees. A
     :class:`SelfAnsweringMemory` answers as part of retrieval, so ``answer=false`` is a ``ConfigError`` for it;
-    under ``context_tokens`` each context it hands the answerer is cut to the budget."""
+    under ``token_cap`` each context it hands the answerer is cut to the budget."""
     t0 = time.perf_counter()
     if isinstance(system, SelfAnsweringMemory):
         if not answer:
@@ -53,18 +53,18 @@ def predict(
         bound = answerer.get()
 
         def answer_fn(context: str) -> str:
-            if context_tokens is not None:
-                context = truncate_to_tokens(context, int(context_tokens))
+            if token_cap is not None:
+                context = truncate_to_tokens(context, int(token_cap))
             return bound.answer(item, context).text
 
         text, evidence = system.answer(item, answer_fn)
-        if context_tokens is not None:
-            evidence = fit_evidence(evidence, int(context_tokens))
+        if token_cap is not None:
+            evidence = fit_evidence(evidence, int(token_cap))
         return Prediction(evidence, text, retrieve_s=time.perf_counter() - t0)
-    if context_tokens is None:
-        evidence = system.retrieve(item.question, budget=budget)
+    if token_cap is None:
+        evidence = system.retrieve(item.question, budget=note_cap)
     else:
-        evidence = retrieve_within(system, item.question, int(context_tokens), budget=budget)
+        evidence = retrieve_within(system, item.question, int(token_cap), budget=note_cap)
     t_retrieve = time.perf_counter() - t0
     if not answer:
         return Prediction(evidence, None, retrieve_s=t_retrieve)

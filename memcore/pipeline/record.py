@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memcore.config_aliases import OLD_TOKENS_USED_KEY, TOKENS_USED_KEY
+
 #: Version of the record layout below; bump it with every change of keys or of their meaning.
 #: 1: ``record_version``, ``answer_raw`` and ``prompt_hash`` added (records without them are version 0).
 #: 2: ``usage`` added: the item's LLM calls and tokens per stage (:func:`memcore.llm.usage.item_usage`).
@@ -39,6 +41,12 @@ class GoldScores:
         }
 
 
+def _tokens_used(rec: Mapping[str, Any]) -> int:
+    """``tokens_used`` of an ``items.jsonl`` line, or its old name ``context_tokens``; KeyError when neither is set."""
+    key = OLD_TOKENS_USED_KEY if TOKENS_USED_KEY not in rec and OLD_TOKENS_USED_KEY in rec else TOKENS_USED_KEY
+    return int(rec[key])
+
+
 @dataclass
 class ItemRecord:
     """One answered (or retrieval-only) QA item. ``answer`` is ``None`` when ``eval.answer=false``;
@@ -57,7 +65,7 @@ class ItemRecord:
     answer: str | None
     retrieved_dia_ids: list[str]
     notes: list[dict[str, Any]]
-    context_tokens: int
+    tokens_used: int  # tokens of the context handed to the answerer (memcore.text.count_tokens)
     rounds: int
     prompt_version: str
     cached: dict[str, bool]
@@ -87,7 +95,7 @@ class ItemRecord:
             "evidence": list(self.original.evidence),
             "retrieved_dia_ids": self.retrieved_dia_ids,
             "notes": self.notes,
-            "context_tokens": self.context_tokens,
+            "tokens_used": self.tokens_used,
             "rounds": self.rounds,
             "scores": self.original.scores,
             "recall": self.original.recall,
@@ -107,7 +115,8 @@ class ItemRecord:
 
     @classmethod
     def from_json(cls, rec: Mapping[str, Any]) -> ItemRecord:
-        """Inverse of :meth:`to_json`; raises ``KeyError`` naming the first missing key."""
+        """Inverse of :meth:`to_json` (a line written before ``tokens_used`` was named so has ``context_tokens``);
+        raises ``KeyError`` naming the first missing key."""
         audited = rec.get("audited")
         return cls(
             item_id=rec["item_id"],
@@ -120,7 +129,7 @@ class ItemRecord:
             answer=rec["answer"],
             retrieved_dia_ids=list(rec["retrieved_dia_ids"]),
             notes=list(rec["notes"]),
-            context_tokens=int(rec["context_tokens"]),
+            tokens_used=_tokens_used(rec),
             rounds=int(rec["rounds"]),
             prompt_version=rec["prompt_version"],
             cached=dict(rec["cached"]),

@@ -66,19 +66,19 @@ def run_metrics(
 ) -> dict[str, Any]:
     """``metrics.json`` of a run over ``items`` (in dataset order): the aggregate of each of the run's metrics
     (``protocol``'s, default the one ``cfg`` names, and ``extra_metrics``, recorded as ``run.metrics`` when
-    there are any) over the slice's dataset's categories, recall at the ``eval.token_budgets`` and at the first
+    there are any) over the slice's dataset's categories, recall at the ``eval.report_token_caps`` and at the first
     :data:`~memcore.eval.aggregate.RECALL_KS` notes, what ran (judge and answer disclosure included), the gold
     ceiling of the audit and the scores against the audited gold."""
     protocol = get_protocol(str(cfg.protocol.name)) if protocol is None else protocol
     scored = run_metrics_of(protocol, [m.name for m in extra_metrics])
     metrics = aggregate(items, scored, data.categories)
     headline = data.categories.headline_ids
-    if cfg.eval.token_budgets:
-        metrics["recall_at_budget"] = budget_recall(items, list(cfg.eval.token_budgets), headline)
+    if cfg.eval.report_token_caps:
+        metrics["recall_at_budget"] = budget_recall(items, list(cfg.eval.report_token_caps), headline)
     metrics["recall_at_k"] = k_recall(items, categories=headline)
     summary = method_run_summary(method)
     if summary is not None:  # the method's own summary of the run (MemCoRe: what IER changed)
-        metrics.update(summary.summarize(items, headline, cfg.eval.get("context_tokens") is not None))
+        metrics.update(summary.summarize(items, headline, cfg.eval.get("token_cap") is not None))
     metrics["run"] = {
         "method": method,
         "ablation": str(cfg.ablation.name),
@@ -99,13 +99,13 @@ def run_metrics(
     if memory_backbone:
         metrics["run"]["memory_backbone"] = memory_backbone  # built by another model than the one answering
 
-    budget = cfg.eval.budget
+    note_cap = cfg.eval.note_cap
     spec = find_method(method)  # None for a system imported from its published answers
     metrics["run"]["evidence"] = evidence_disclosure(  # equal evidence, or the difference printed
-        None if budget is None else int(budget),
+        None if note_cap is None else int(note_cap),
         spec.budget_counts if spec is not None else "notes",
         items,
-        context_tokens=cfg.eval.get("context_tokens"),
+        token_cap=cfg.eval.get("token_cap"),
     )
     if cfg.eval.judge:  # pinned preset, model and prompt hash
         metrics["run"]["judge"] = judge_run_info(cfg)

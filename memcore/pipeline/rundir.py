@@ -12,6 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from memcore.config_aliases import rename_result_fields
 from memcore.datasets.registry import DEFAULT_DATASET_KIND
 from memcore.eval.judge import protocol_judge
 from memcore.eval.protocols import get_protocol
@@ -31,7 +32,7 @@ RUN_STATE = "run_state.json"
 # other value it counts. Add an entry whenever a new harness knob's default keeps the old behaviour; a method's
 # own knobs are declared on its spec (``MethodSpec.added_key_defaults``).
 ADDED_KEY_DEFAULTS: dict[tuple[str, str], Any] = {
-    ("eval", "context_tokens"): None,
+    ("eval", "token_cap"): None,
     ("eval", "answer_prompt"): "harness",
     ("dataset", "kind"): DEFAULT_DATASET_KIND,
     ("eval", "metrics"): [],
@@ -49,7 +50,7 @@ def result_fields(cfg: DictConfig, dataset_sha256: str) -> dict[str, Any]:
     assert isinstance(c, dict)
     backbone = {
         k: c["backbone"].get(k)
-        for k in ("name", "kind", "model", "extra_body", "thinking", "json_mode", "n_ctx", "context_budget_tokens")
+        for k in ("name", "kind", "model", "extra_body", "thinking", "json_mode", "n_ctx", "prompt_token_cap")
     }
     # ``item_ids`` only when set, so runs made before it existed still resume
     dataset = {k: v for k, v in c["dataset"].items() if k != "path" and not (k == "item_ids" and v is None)}
@@ -93,7 +94,7 @@ def without_added_defaults(fields: dict[str, Any]) -> dict[str, Any]:
 def _eval_fields(ev: dict[str, Any], protocol: str) -> dict[str, Any]:
     """The result-affecting ``eval`` keys; the judge preset (the one that judges: unset names the protocol's
     default) and its number of runs only when judging (so runs made before they existed still resume)."""
-    keys = ("answer", "budget", "judge", "judge_backbone", "audited", "context_tokens", "answer_prompt", "metrics")
+    keys = ("answer", "note_cap", "judge", "judge_backbone", "audited", "token_cap", "answer_prompt", "metrics")
     out = {k: ev.get(k) for k in keys}
     if ev.get("judge"):
         preset = ev.get("judge_preset") or protocol_judge(get_protocol(protocol)).name
@@ -104,22 +105,27 @@ def _eval_fields(ev: dict[str, Any], protocol: str) -> dict[str, Any]:
 def guard_run_dir(run_dir: Path, fields: dict[str, Any], *, overwrite: bool, resume: bool) -> None:
     """Refuse to mix results: when ``run_dir`` holds a run whose ``fields`` (:func:`result_fields`) differ, raise
     :class:`RunConflictError` naming the changed groups, or with ``overwrite`` move the old run aside; when it
-    holds the same run and ``resume`` is false, raise too. Then record ``fields`` in ``run_state.json``."""
+    holds the same run and ``resume`` is false, raise too. Then record ``fields`` in ``run_state.json`` (a run
+    recorded under renamed key names, :mod:`memcore.config_aliases`, is the same run: its state is rewritten with
+    the new names and hash)."""
     state_path = run_dir / RUN_STATE
     digest = stable_hash(fields)
     if state_path.exists():
         old = json.loads(state_path.read_text())
-        # a run recorded while an added key was still written at its default is the same run
-        same = old.get("result_hash") == digest or stable_hash(without_added_defaults(old.get("fields", {}))) == digest
+        # a run recorded while an added key was still written at its default, or under a key's old name, is the
+        # same run
+        respelled = rename_result_fields(old.get("fields", {}))
+        recorded = without_added_defaults(respelled)
+        same = old.get("result_hash") == digest or stable_hash(recorded) == digest
+        if same and respelled != old.get("fields", {}):
+            log.info("%s: run_state.json migrated to the renamed config keys (same run, resumed)", run_dir)
         if not same:
             if overwrite:
                 aside = run_dir.with_name(f"{run_dir.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
                 log.warning("overwrite=true: moving the previous run to %s", aside)
                 move_run_aside(run_dir, aside)
             else:
-                changed = sorted(
-                    k for k in fields if stable_hash(fields[k]) != stable_hash(old.get("fields", {}).get(k))
-                )
+                changed = sorted(k for k in fields if stable_hash(fields[k]) != stable_hash(recorded.get(k)))
                 raise RunConflictError(
                     f"{run_dir} holds results of a different configuration (changed: {', '.join(changed) or 'unknown'}); "
                     "refusing to mix them. Start a fresh run with hydra.run.dir=<new dir>, or pass overwrite=true "

@@ -118,7 +118,7 @@ def score_item(
         answer=prediction.answer,
         retrieved_dia_ids=evidence.dia_ids,
         notes=[dict(n.to_json(), tokens=count_tokens(n.text)) for n in evidence.notes],
-        context_tokens=count_tokens(evidence.render()),
+        tokens_used=count_tokens(evidence.render()),
         rounds=evidence.rounds,
         prompt_version=prediction.prompt_version,
         cached={"answer": prediction.cached},

@@ -144,7 +144,7 @@ def import_config(req: ImportRequest, mapping: Mapping, published: dict[str, Any
         judge_runs=req.judge_runs,
         judge_backbone=req.judge_backbone,
         judge_server=dict(req.judge_server or {}),
-        token_budgets=[],
+        report_token_caps=[],
     )
     return OmegaConf.create(base)
 

@@ -53,8 +53,8 @@ def run_switches(run: RunData) -> dict[str, bool]:
 
 
 def run_k(run: RunData) -> Any:
-    """The run's retrieval budget K: ``eval.budget`` when set, else the method's ``k_final`` (None if neither)."""
-    budget = (run.config.get("eval") or {}).get("budget")
+    """The run's retrieval budget K: ``eval.note_cap`` when set, else the method's ``k_final`` (None if neither)."""
+    budget = (run.config.get("eval") or {}).get("note_cap")
     return budget if budget is not None else (run.config.get("method") or {}).get("k_final")
 
 

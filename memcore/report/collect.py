@@ -13,6 +13,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from memcore.config_aliases import rename_config_keys
 from memcore.datasets.registry import DEFAULT_DATASET_KIND
 from memcore.itemlog import ItemLogError, LoggedItem, read_finished_run, require_unique_ids
 from memcore.llm.usage import updates_while_answering, whole_run_stages
@@ -274,7 +275,7 @@ def load_run(path: Path) -> RunData:
     cfg_path = path / "config.yaml"
     if cfg_path.is_file():
         loaded = OmegaConf.to_container(OmegaConf.load(cfg_path), resolve=False)
-        config = loaded if isinstance(loaded, dict) else {}
+        config = rename_config_keys(loaded)[0] if isinstance(loaded, dict) else {}  # old runs: the new key names
     run = RunData(path, metrics, read_json(path / "cost.json"), read_json(path / "stats.json"), config)
     try:
         require_unique_ids(run.items, path)

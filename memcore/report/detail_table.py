@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memcore.config_aliases import evidence_token_cap
 from memcore.datasets.registry import dataset_of
 from memcore.eval.aggregate import RECALL_KS, budgets_within_cap, category_name, k_recall, metric_header, metrics_of_run
 from memcore.metrics import Metric
@@ -99,14 +100,14 @@ def detail_table(summaries: Sequence[RunSummary], *, title: str | None = None) -
             )
             extra = {**budget_vals, **k_vals, **costs} if last else {}
             records.append({**base_record(s), "category": cat, "n": block.get("n"), **vals, **extra})
-    capped = any(((s.run.metrics.get("run") or {}).get("evidence") or {}).get("context_tokens") for s in summaries)
+    capped = any(evidence_token_cap((s.run.metrics.get("run") or {}).get("evidence") or {}) for s in summaries)
     settings = sorted({(s.run.backbone, s.run.dataset, s.run.protocol) for s in summaries})
     lead = "; ".join(f"backbone {b}, dataset {d}, protocol {p}" for b, d, p in settings)
     cuts = headline_words(summaries)
     notes = [
         "Recall and hit rate: items with gold evidence only. Recall @N tok: the leading retrieved notes that fit"
         f" N context tokens, {cuts} (metrics.json recall_at_budget)"
-        + ("; '–' above a run's eval.context_tokens cap" if capped else "")
+        + ("; '–' above a run's token cap (eval.token_cap)" if capped else "")
         + ". Recall @k notes: the first k retrieved"
         f" notes only, {cuts} (recall_at_k); when a memory holds about K_final notes or fewer, recall at"
         " K_final is 100 % by construction and only these say how well notes are ranked. calls/turn and tokens/turn: memory"

@@ -1,4 +1,4 @@
-"""The equal-token table: runs made under ``eval.context_tokens=N``, one row per method, one column group per N.
+"""The equal-token table: runs made under ``eval.token_cap=N``, one row per method, one column group per N.
 
 Every cell is measured on the context the method actually handed over at that budget (recall and hit from the
 dia_ids in it; F1 / BLEU-1 when the runs answered), and each method is compared with a reference method
@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memcore.config_aliases import tokens_used
 from memcore.datasets.registry import dataset_of
 from memcore.datasets.spec import DatasetCategories
 from memcore.eval.aggregate import metrics_of_run
@@ -32,9 +33,9 @@ REFERENCE = "rag_hybrid"
 ORACLE = "oracle"
 
 
-def context_tokens_of(run: RunData) -> int | None:
-    """The run's ``eval.context_tokens`` (None: the run had no context-token cap)."""
-    value = (run.config.get("eval") or {}).get("context_tokens")
+def token_cap_of(run: RunData) -> int | None:
+    """The run's ``eval.token_cap`` (None: the run had no context-token cap)."""
+    value = (run.config.get("eval") or {}).get("token_cap")
     return None if value is None else int(value)
 
 
@@ -47,7 +48,7 @@ def row_label(run: RunData) -> str:
 def runs_categories(runs: Sequence[RunData]) -> DatasetCategories:
     """The categories of the capped runs' dataset, whose headline categories the tables cover; ValueError when
     those runs are of several datasets (equal-token comparisons are made on one)."""
-    capped = [r for r in runs if context_tokens_of(r) is not None]
+    capped = [r for r in runs if token_cap_of(r) is not None]
     found = {id(c): c for c in (dataset_of(r.config.get("dataset") or {}).categories for r in capped)}
     if len(found) > 1:
         raise ValueError("the equal-token tables compare runs of one dataset; these runs are of several")
@@ -61,7 +62,7 @@ def _mean(items: Sequence[LoggedItem], metric: str, cats: Sequence[int]) -> floa
 
 
 def _mean_tokens(items: Sequence[dict[str, Any]], cats: Sequence[int]) -> float | None:
-    toks = [int(it.get("context_tokens") or 0) for it in items if int(it["category"]) in cats]
+    toks = [tokens_used(it) for it in items if int(it["category"]) in cats]
     return sum(toks) / len(toks) if toks else None
 
 
@@ -70,7 +71,7 @@ def grid(runs: Sequence[RunData]) -> tuple[list[str], list[int], dict[tuple[str,
     cells: dict[tuple[str, int], RunData] = {}
     labels: list[str] = []
     for r in runs:
-        n = context_tokens_of(r)
+        n = token_cap_of(r)
         if n is None:
             continue
         label = row_label(r)
@@ -144,9 +145,9 @@ def equal_token_table(
                     run.items, ref.items, key, n_boot=n_boot, seed=seed, alpha=alpha, categories=headline
                 )
             row += [" / ".join(_fmt(v) for v in vals), "ref." if ref is run else _delta(ci)]
-            rec: dict[str, Any] = {"method": label, "context_tokens": n, "run_dir": display_path(run.path)}
+            rec: dict[str, Any] = {"method": label, "token_cap": n, "run_dir": display_path(run.path)}
             rec.update({m: v for m, v in zip(metrics, vals, strict=True)})
-            rec["mean_context_tokens"] = _mean_tokens(run.items, headline)
+            rec["mean_tokens_used"] = _mean_tokens(run.items, headline)
             if ci is not None:
                 rec.update(
                     {f"delta_{key}": 100 * ci[0], "ci_low": 100 * ci[1], "ci_high": 100 * ci[2], "n_paired": ci[3]}
@@ -154,7 +155,7 @@ def equal_token_table(
             records.append(rec)
         rows.append(row)
     notes = [
-        f"Each cell is a run under eval.context_tokens=N: the context every method handed over is at most N tokens"
+        f"Each cell is a run under eval.token_cap=N: the context every method handed over is at most N tokens"
         f" (memcore.text.count_tokens), and recall / hit count the dia_ids in it. Categories {cats.span(headline)},"
         f" items with gold"
         f" evidence. session_hit: a gold turn's session among the first 5 distinct sessions of the context."
@@ -165,7 +166,7 @@ def equal_token_table(
     if missing_ref:
         notes.append(
             f"Δ '–' at {', '.join(f'{n:,}' for n in sorted(missing_ref))} tokens: it needs a {reference} run at the same"
-            f" budget (memcore-run method={reference} eval.context_tokens=N, same data) in this report."
+            f" budget (memcore-run method={reference} eval.token_cap=N, same data) in this report."
         )
     return Table(f"Equal context tokens: {' / '.join(metrics)} %", columns, rows, notes, records, text_columns=1)
 
@@ -179,7 +180,7 @@ def category_table(
     if not cells:
         return None
     cats = runs_categories(runs)
-    columns = ["method", "tokens"]
+    columns = ["method", "token cap"]
     for c in cats.headline_ids:
         columns += [f"{c} {cats.get(c).title}: recall / hit", f"{c}: Δrecall [CI]"]
     rows: list[list[str]] = []
@@ -196,7 +197,7 @@ def category_table(
                 missing_ref.add(n)
             row = [label if first else "", f"{n:,}"]
             first = False
-            rec: dict[str, Any] = {"method": label, "context_tokens": n}
+            rec: dict[str, Any] = {"method": label, "token_cap": n}
             for c in cats.headline_ids:
                 rec_r, rec_h = _mean(run.items, "recall", (c,)), _mean(run.items, "hit", (c,))
                 ci = None
@@ -228,7 +229,7 @@ def category_table(
 def plot_recall_vs_context_tokens(
     runs: Sequence[RunData], out_dir: Path, stem: str = "recall_vs_context_tokens", omitted: list[str] | None = None
 ) -> list[Path]:
-    """Recall (the headline categories: LoCoMo's 1-4) against ``eval.context_tokens``, one line per method; also
+    """Recall (the headline categories: LoCoMo's 1-4) against ``eval.token_cap``, one line per method; also
     ``<stem>.csv``. With
     fewer than two budgets there is no curve: only the CSV is written, and ``omitted`` says why."""
     labels, budgets, cells = grid(runs)
@@ -249,7 +250,7 @@ def plot_recall_vs_context_tokens(
     if len(budgets) < 2:
         if omitted is not None:
             omitted.append(
-                f"{stem}: not drawn, every run has the one cap eval.context_tokens={budgets[0]} (one point per "
+                f"{stem}: not drawn, every run has the one cap eval.token_cap={budgets[0]} (one point per "
                 f"method, see {stem}.csv and equal_tokens.md); runs at a second cap make it a curve."
             )
         return [csv_path]
@@ -270,7 +271,7 @@ def plot_recall_vs_context_tokens(
     ax.set_xscale("log", base=2)
     ax.set_xticks(budgets)
     ax.set_xticklabels([str(n) for n in budgets])
-    ax.set_xlabel("eval.context_tokens (tokens handed to the answerer, log scale)")
+    ax.set_xlabel("eval.token_cap (tokens handed to the answerer, log scale)")
     ax.set_ylabel(f"evidence recall, categories {cats.span(cats.headline_ids)} (%)")
     ax.set_ylim(0, 102)  # the oracle runs along 100
     ax.grid(alpha=0.3, which="both")

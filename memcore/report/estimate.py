@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memcore.config_aliases import tokens_used
 from memcore.eval.judge import load_backbone_preset
 from memcore.methods import find_method
 from memcore.report.collect import ReportInputError, RunData, load_runs, qa_stage_usage, qa_time_ingest
@@ -217,7 +218,7 @@ def measured_rates(
             by_stage.get("answer") or {}, first_attempts_only=first_attempts_only, completion_per_call=answer_completion
         )
         qa["answer"] = [v * scale for v in answer]
-    ctx = [float(r.get("context_tokens") or 0) for r in run.items]
+    ctx = [float(tokens_used(r)) for r in run.items]
     curves = build_curves(run, (build[0], build[1], build[2]))
     return Rates(
         calls_per_turn=build[0] / turns if turns else 0.0,
@@ -329,7 +330,7 @@ def estimate_table(
             completion_per_call=completion_per_call,
             answer_completion=answer_completion,
         )
-        budget = int(prices[backbones[0]].context_budget_tokens) if backbones else None
+        budget = int(prices[backbones[0]].prompt_token_cap) if backbones else None
         key = f"{run.method}/{budget}/{sorted((run.config.get('method') or {}).items())}"
         if key not in context_cache:  # the whole-conversation context is computed once per method config
             context_cache[key] = whole_context_tokens(run, budget)

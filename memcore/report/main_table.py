@@ -165,7 +165,7 @@ def evidence_info(run: RunData) -> dict[str, Any]:
     if info:
         return dict(info)
 
-    budget = (run.config.get("eval") or {}).get("budget")
+    budget = (run.config.get("eval") or {}).get("note_cap")
     counts = METHODS.get(run.method).budget_counts if run.method in METHODS else "notes"
     return evidence_disclosure(None if budget is None else int(budget), counts, run.items)
 
@@ -218,7 +218,7 @@ def headline_notes(summaries: Sequence[RunSummary]) -> list[str]:
             " the method has none, so the harness's prompt. Unmarked rows use the harness's prompt."
         )
     notes.append(
-        "Evidence: eval.budget (when set, at most that many notes per question for every method: A-MEM's linked"
+        "Evidence: eval.note_cap (when set, at most that many notes per question for every method: A-MEM's linked"
         " neighbours, both of Mem0's speaker searches, MemGPT's hits and core lines, FluxMem's episodes and skills"
         " count; full_context keeps that many most recent turns) or the method's own default, and the notes and"
         " context tokens each question actually got."

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memcore.config_aliases import evidence_token_cap
 from memcore.datasets.registry import dataset_of
 from memcore.eval.aggregate import budget_recall, category_name
 from memcore.report.ablation_table import full_model_of
@@ -41,7 +42,7 @@ def _capped_label(run: RunData) -> str:
     if cap is None:
         return _run_label(run)
     variant = f" (variant of {run.variant_of})" if run.is_variant else ""
-    return f"{row_label(run)}{variant}, eval.context_tokens={cap}"
+    return f"{row_label(run)}{variant}, eval.token_cap={cap}"
 
 
 def plot_category_bars(summaries: Sequence[RunSummary], out_dir: Path, stem: str = "category_f1") -> list[Path]:
@@ -208,11 +209,11 @@ def plot_cost_vs_f1(
 
 
 def run_cap(run: RunData) -> int | None:
-    """The run's ``eval.context_tokens`` cap (None: uncapped)."""
-    value = (run.config.get("eval") or {}).get("context_tokens")
+    """The run's ``eval.token_cap`` (None: uncapped)."""
+    value = (run.config.get("eval") or {}).get("token_cap")
     if value is None:
-        value = ((run.metrics.get("run") or {}).get("evidence") or {}).get("context_tokens")
-    return None if value is None else int(value)
+        return evidence_token_cap((run.metrics.get("run") or {}).get("evidence") or {})
+    return int(value)
 
 
 def recall_budget_curve(run: RunData, budgets: Sequence[int] = DEFAULT_BUDGETS) -> dict[int, float | None]:
@@ -306,7 +307,7 @@ def plot_recall_vs_budget(
         ax.set_title(
             "Evidence recall at equal context budgets — "
             + ("retrieval only, no LLM" if backbone == "none" else f"backbone {backbone}")
-            + ("\n(a run under eval.context_tokens ends at its cap)" if capped else "")
+            + ("\n(a run under eval.token_cap ends at its cap)" if capped else "")
         )
         ax.grid(alpha=0.3, which="both")
         ax.set_ylabel("evidence recall (%)")

@@ -18,6 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from memcore.config import with_new_key_names
 from memcore.eval.judge import Verdict, verdict_scores
 from memcore.eval.protocols import EvalProtocol, get_protocol
 from memcore.eval.scoring import score_answer, score_evidence
@@ -170,7 +171,7 @@ def verify_run(run_dir: Path, *, max_items: int = 5) -> Verification:
     ``max_items`` differing items are named; the count of the others follows."""
     out = Verification()
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    cfg = OmegaConf.load(run_dir / "config.yaml")
+    cfg = with_new_key_names(OmegaConf.load(run_dir / "config.yaml"), warn=False)
     assert isinstance(cfg, DictConfig)
     protocol = get_protocol(str(cfg.protocol.name))
     extra_metrics = run_extra_metrics(cfg)

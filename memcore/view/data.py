@@ -19,6 +19,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from memcore.config import CONFIG_DIR, ConfigError
+from memcore.config_aliases import tokens_used
 from memcore.datasets.errors import DataError
 from memcore.datasets.registry import dataset_of
 from memcore.eval.aggregate import format_table, slice_line
@@ -255,7 +256,7 @@ def index_row(item: LoggedItem, question: str | None) -> list[Any]:
         _r(judge_score(item)),
         _r(item.recall),
         _r(item.hit),
-        item.get("context_tokens"),
+        tokens_used(item),
         len(item.notes),
         item.get("rounds"),
         min(ranked) if ranked else None,
