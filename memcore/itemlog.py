@@ -157,6 +157,11 @@ class LoggedItem(dict[str, Any]):
         return dict(self)
 
 
+def as_logged(record: Mapping[str, Any]) -> LoggedItem:
+    """``record`` as a :class:`LoggedItem` (itself when it is one): for readers handed records built in memory."""
+    return record if isinstance(record, LoggedItem) else LoggedItem(record)
+
+
 def _checked(value: Any, path: Path, lineno: int) -> LoggedItem:
     """``value`` (line ``lineno`` of ``path``) as a :class:`LoggedItem`, or ItemLogError naming the line."""
     if not isinstance(value, dict):

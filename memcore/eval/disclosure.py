@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memcore.config_aliases import evidence_token_cap, tokens_used
+from memcore.config_aliases import evidence_token_cap
 from memcore.datasets.registry import DEFAULT_DATASET_KIND, get_dataset
 from memcore.datasets.spec import DatasetCategories
 from memcore.eval.protocols import PROTOCOLS
 from memcore.eval.upstream import no_upstream_line
+from memcore.itemlog import LoggedItem, as_logged
 
 #: The sampling key of a protocol that answers some categories at their own temperature (LoCoMo's category 5).
 OWN_TEMPERATURE_KEY = "temperature_adversarial"
@@ -32,13 +33,13 @@ def _categories(categories: DatasetCategories | None) -> DatasetCategories:
     return categories if categories is not None else get_dataset(DEFAULT_DATASET_KIND).categories
 
 
-def _lengths(answered: Sequence[Mapping[str, Any]], categories: DatasetCategories) -> dict[str, Any]:
+def _lengths(answered: Sequence[LoggedItem], categories: DatasetCategories) -> dict[str, Any]:
     """``mean_words`` and, when the dataset's headline leaves categories out, ``mean_words_no_adv`` (over the
     headline categories)."""
-    out: dict[str, Any] = {"mean_words": _mean_words([str(r["answer"]) for r in answered])}
+    out: dict[str, Any] = {"mean_words": _mean_words([str(r.answer) for r in answered])}
     if categories.headline_ids != categories.ids:
         headline = set(categories.headline_ids)
-        out["mean_words_no_adv"] = _mean_words([str(r["answer"]) for r in answered if int(r["category"]) in headline])
+        out["mean_words_no_adv"] = _mean_words([str(r.answer) for r in answered if r.category in headline])
     return out
 
 
@@ -62,8 +63,9 @@ def answer_disclosure(
     name = str(protocol["name"])
     spec = PROTOCOLS.get(name) if name in PROTOCOLS else None
     defaults = spec.sampling_defaults if spec is not None else {}
-    versions = sorted({str(r.get("prompt_version")) for r in items if r.get("prompt_version")})
-    answered = [r for r in items if r.get("answer") is not None]
+    logged = [as_logged(r) for r in items]
+    versions = sorted({str(r.get("prompt_version")) for r in logged if r.get("prompt_version")})
+    answered = [r for r in logged if r.answer is not None]
     lengths = _lengths(answered, _categories(categories))
     max_tokens = protocol.get("max_tokens")
     if answer_prompt == "upstream" and upstream is not None:
@@ -131,8 +133,9 @@ def evidence_disclosure(
     the questions got (notes and tokens used per item; None without items). With ``eval.token_cap`` also
     ``token_cap``, ``max_context_tokens`` (the most tokens used) and ``n_cut`` (items whose only unit was cut to
     fit)."""
-    notes = [len(r.get("notes") or []) for r in items]
-    tokens = [tokens_used(r) for r in items]
+    logged = [as_logged(r) for r in items]
+    notes = [len(r.notes) for r in logged]
+    tokens = [r.tokens_used for r in logged]
     out: dict[str, Any] = {
         "budget": note_cap,
         "budget_counts": counts,
@@ -142,7 +145,7 @@ def evidence_disclosure(
         "n_items": len(items),
     }
     if token_cap is not None:
-        recs = [(r.get("extra") or {}).get("context_budget") or {} for r in items]
+        recs = [r.extra.get("context_budget") or {} for r in logged]
         out.update(
             token_cap=int(token_cap),
             max_context_tokens=max(tokens) if tokens else None,

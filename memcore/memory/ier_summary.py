@@ -10,6 +10,7 @@ from typing import Any
 
 from memcore.config_aliases import evidence_token_cap
 from memcore.datasets.registry import DEFAULT_DATASET_KIND, get_dataset
+from memcore.itemlog import LoggedItem, as_logged
 from memcore.metrics import mean
 from memcore.metrics.scorers.evidence import evidence_scores
 from memcore.packing.budget import BUDGET_KEY
@@ -23,10 +24,10 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100.0 * value:.2f}"
 
 
-def _evidence_items(items: Sequence[Mapping[str, Any]], categories: Sequence[int] | None) -> list[Mapping[str, Any]]:
+def _evidence_items(items: Sequence[LoggedItem], categories: Sequence[int] | None) -> list[LoggedItem]:
     """The items of ``categories`` (None: the default dataset's headline categories) with gold evidence."""
     wanted = set(get_dataset(DEFAULT_DATASET_KIND).categories.headline_ids if categories is None else categories)
-    return [it for it in items if int(it["category"]) in wanted and it.get("evidence")]
+    return [it for it in items if it.category in wanted and it.evidence]
 
 
 def ier_refinement(
@@ -41,23 +42,24 @@ def ier_refinement(
     ``eval.token_cap``) compares it with the final pool before the cap too (``extra.final_pool_dia_ids``),
     not with the capped context; a refined item that lacks it (a run made before it was recorded) is left out
     and counted in ``n_unpaired``. Without ``same_cap`` the final pool is what the item retrieved."""
-    extras = [it.get("extra") or {} for it in items]
+    logged = [as_logged(it) for it in items]
+    extras = [it.extra for it in logged]
     if not any(("rounds_log" in x or "ier_stop" in x) and x.get("ier_stop") != "off" for x in extras):
         return None
-    scored = _evidence_items(items, categories)
-    refined = [it for it in scored if "round1_dia_ids" in (it.get("extra") or {})]
+    scored = _evidence_items(logged, categories)
+    refined = [it for it in scored if "round1_dia_ids" in it.extra]
 
-    def final_ids(it: Mapping[str, Any]) -> list[str] | None:
-        extra = it.get("extra") or {}
+    def final_ids(it: LoggedItem) -> list[str] | None:
+        extra = it.extra
         if not same_cap:
-            return list(it.get("retrieved_dia_ids") or [])
+            return it.retrieved_dia_ids
         if "final_pool_dia_ids" in extra:
             return list(extra["final_pool_dia_ids"])
-        return None if BUDGET_KEY in extra else list(it.get("retrieved_dia_ids") or [])
+        return None if BUDGET_KEY in extra else it.retrieved_dia_ids
 
     paired = [(it, ids) for it in refined if (ids := final_ids(it)) is not None]
-    before = [evidence_scores(it["evidence"], it["extra"]["round1_dia_ids"]) for it, _ in paired]
-    after = [evidence_scores(it["evidence"], ids) for it, ids in paired]
+    before = [evidence_scores(it.evidence, it.extra["round1_dia_ids"]) for it, _ in paired]
+    after = [evidence_scores(it.evidence, ids) for it, ids in paired]
     out = {
         "n": len(scored),
         "n_refined": len(refined),
