@@ -84,7 +84,7 @@ def timing_line(block: Mapping[str, object]) -> str:
     stages = block.get("stages_s") or {}
     assert isinstance(stages, Mapping)
     parts = ", ".join(f"{s} {float(v):.1f}" for s, v in stages.items())
-    load = float(str(block.get("embed_load_s") or 0.0))
+    load = float(block.get("embed_load_s") or 0.0)  # type: ignore[arg-type]
     loading = f", {load:.1f} of it loading the model" if load >= 0.05 else ""
     return (
         f"time {float(block['wall_s']):.1f} s: {parts or 'no stage ran'} (embed {float(block['embed_s']):.1f} inside"

@@ -255,7 +255,7 @@ def render(result: dict[str, Any]) -> str:
                 r["cpu_s"],
                 r["peak_rss_children_mb"],
                 f"{r['texts_computed']} / {r['texts_from_cache']}",
-                f"{r['embed_s']} (load {r.get('embed_load_s') or 0})" if r.get("embed_load_s") else r["embed_s"],
+                f"{r['embed_s']} (load {r['embed_load_s']})" if r.get("embed_load_s") else r["embed_s"],
                 r["before_first_item_s"],
                 r["retrieve_p50_ms"],
                 r["retrieve_p95_ms"],

@@ -25,7 +25,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from memcore.config import ConfigError, EmbedderConfig
+from memcore.config import ConfigError, EmbedderConfig, typed_section
 from memcore.interfaces import (
     BufferedIngest,
     LazyResource,
@@ -357,8 +357,8 @@ def run_memory_builder(
     processes ``pool``); it only loads when ``memory_backbone`` names another model."""
     method_cfg = OmegaConf.to_container(cfg.method, resolve=True)
     ablation = OmegaConf.to_container(cfg.ablation, resolve=True)
-    ecfg = OmegaConf.to_object(cfg.embedder)
-    assert isinstance(method_cfg, dict) and isinstance(ablation, dict) and isinstance(ecfg, EmbedderConfig)
+    ecfg = typed_section(cfg.embedder, EmbedderConfig)
+    assert isinstance(method_cfg, dict) and isinstance(ablation, dict)
     other = other_memory_backbone(cfg)
     return MemoryBuilder(
         spec,

@@ -28,7 +28,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from memcore.config import BackboneConfig
+from memcore.config import BackboneConfig, typed_section
 from memcore.eval.judge import judge_server_overrides, judge_settings, load_backbone_preset
 from memcore.interfaces import MethodSpec
 from memcore.llm.factory import backbone_limit
@@ -88,8 +88,7 @@ def plan_concurrency(
         parts.append(f" capped at {threads} (the slice has {_plural(n_convs, 'conversation')} and {items})")
     requests = threads
     if calls_llm and not backbone_injected:
-        bcfg = OmegaConf.to_object(cfg.backbone)
-        assert isinstance(bcfg, BackboneConfig)
+        bcfg = typed_section(cfg.backbone, BackboneConfig)
         limit, why = backbone_limit(bcfg)
         if bcfg.max_concurrency > limit:
             lines.append(f"backbone.max_concurrency={bcfg.max_concurrency} capped at {limit}: {why}")
